@@ -1,0 +1,1 @@
+//! clawless core.

@@ -1,0 +1,291 @@
+//! Kv port: a key-value store with optional TTL, prefix listing and an atomic
+//! compare-and-swap (what dedupe records, leases and the inbox need).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::clock::Clock;
+use crate::error::{PortError, Result};
+
+/// Longest key any adapter must accept (Workers KV allows 512 bytes).
+pub const MAX_KEY_LEN: usize = 512;
+
+#[async_trait]
+pub trait Kv: Send + Sync {
+    /// Reads a value.
+    ///
+    /// # Behavior
+    /// A missing or expired key is `Ok(None)`.
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
+
+    /// Writes a value, replacing any previous one.
+    ///
+    /// # Behavior
+    /// With `ttl`, the key reads as absent once `ttl` has passed (by the platform clock).
+    /// Without, it never expires. An empty key or one longer than [`MAX_KEY_LEN`] is `Invalid`.
+    async fn put(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Result<()>;
+
+    /// Removes a key.
+    ///
+    /// # Behavior
+    /// Deleting a missing key is `Ok`.
+    async fn delete(&self, key: &str) -> Result<()>;
+
+    /// Lists live keys starting with `prefix`.
+    ///
+    /// # Behavior
+    /// Keys come in lexical (byte) order, at most `limit` of them, expired keys left out.
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>>;
+
+    /// Atomically replaces the value of `key` if its current value equals `expected`.
+    ///
+    /// # Behavior
+    /// `expected = None` means "the key is absent (or expired)". `new = None` deletes the key.
+    /// Returns `Ok(true)` when the swap happened, `Ok(false)` when the current value differed;
+    /// of two concurrent swaps from the same `expected`, at most one returns `true`.
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<Duration>,
+    ) -> Result<bool>;
+
+    /// Writes `value` only if `key` is absent; `Ok(true)` when it was written.
+    ///
+    /// # Behavior
+    /// Same as `compare_and_swap(key, None, Some(value), ttl)`.
+    async fn put_if_absent(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Result<bool> {
+        self.compare_and_swap(key, None, Some(value), ttl).await
+    }
+}
+
+/// JSON helpers over any [`Kv`].
+#[async_trait]
+pub trait KvExt {
+    async fn get_json<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>>;
+    async fn put_json<T: Serialize + Sync>(&self, key: &str, value: &T, ttl: Option<Duration>) -> Result<()>;
+}
+
+#[async_trait]
+impl<K: Kv + ?Sized> KvExt for K {
+    async fn get_json<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        match self.get(key).await? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| PortError::invalid(format!("stored value at {key} is not the expected JSON: {e}"))),
+        }
+    }
+    async fn put_json<T: Serialize + Sync>(&self, key: &str, value: &T, ttl: Option<Duration>) -> Result<()> {
+        let bytes = serde_json::to_vec(value).map_err(|e| PortError::invalid(e.to_string()))?;
+        self.put(key, &bytes, ttl).await
+    }
+}
+
+/// Checks a key against the rules every adapter shares.
+pub fn validate_key(key: &str) -> Result<()> {
+    if key.is_empty() || key.len() > MAX_KEY_LEN {
+        return Err(PortError::invalid(format!("key must be 1..={MAX_KEY_LEN} bytes, got {}", key.len())));
+    }
+    Ok(())
+}
+
+/// Expiry instant (ms) for a TTL starting now.
+pub fn expiry(clock: &dyn Clock, ttl: Option<Duration>) -> Option<u64> {
+    ttl.map(|t| clock.now_ms().saturating_add(t.as_millis() as u64))
+}
+
+/// In-memory [`Kv`] with expiry by the given clock.
+pub struct MemoryKv {
+    clock: Arc<dyn Clock>,
+    entries: Mutex<BTreeMap<String, (Vec<u8>, Option<u64>)>>,
+}
+
+impl MemoryKv {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self { clock, entries: Mutex::new(BTreeMap::new()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Vec<u8>, Option<u64>)>> {
+        // A poisoned lock only means another test thread panicked; the map itself is intact.
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn live(&self, entry: &(Vec<u8>, Option<u64>)) -> bool {
+        entry.1.is_none_or(|at| at > self.clock.now_ms())
+    }
+}
+
+#[async_trait]
+impl Kv for MemoryKv {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        validate_key(key)?;
+        Ok(self.lock().get(key).filter(|e| self.live(e)).map(|e| e.0.clone()))
+    }
+
+    async fn put(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Result<()> {
+        validate_key(key)?;
+        let at = expiry(&*self.clock, ttl);
+        self.lock().insert(key.to_owned(), (value.to_vec(), at));
+        Ok(())
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        validate_key(key)?;
+        self.lock().remove(key);
+        Ok(())
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        let map = self.lock();
+        Ok(map
+            .range(prefix.to_owned()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(_, e)| self.live(e))
+            .map(|(k, _)| k.clone())
+            .take(limit)
+            .collect())
+    }
+
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<Duration>,
+    ) -> Result<bool> {
+        validate_key(key)?;
+        let mut map = self.lock();
+        let current = map.get(key).filter(|e| self.live(e)).map(|e| e.0.as_slice());
+        if current != expected {
+            return Ok(false);
+        }
+        match new {
+            Some(value) => {
+                map.insert(key.to_owned(), (value.to_vec(), expiry(&*self.clock, ttl)));
+            }
+            None => {
+                map.remove(key);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Conformance suite for [`Kv`] adapters. `clock` must be the clock the adapter expires by;
+/// `advance` moves it forward (a fake clock advances, a real one sleeps).
+#[cfg(any(test, feature = "testing"))]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+pub mod conformance {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    /// Runs every check under a fresh `ns` prefix so suites can share a store.
+    pub async fn run(kv: &dyn Kv, clock: &dyn Clock, ns: &str) {
+        basics(kv, ns).await;
+        listing(kv, ns).await;
+        cas(kv, ns).await;
+        ttl(kv, clock, ns).await;
+        json(kv, ns).await;
+        concurrent_put_if_absent(kv, ns).await;
+    }
+
+    async fn basics(kv: &dyn Kv, ns: &str) {
+        let k = format!("{ns}/basic");
+        assert_eq!(kv.get(&k).await.unwrap(), None, "missing key reads as None");
+        kv.put(&k, b"one", None).await.unwrap();
+        assert_eq!(kv.get(&k).await.unwrap().as_deref(), Some(&b"one"[..]));
+        kv.put(&k, b"two", None).await.unwrap();
+        assert_eq!(kv.get(&k).await.unwrap().as_deref(), Some(&b"two"[..]), "put replaces");
+        let binary: Vec<u8> = (0..=255).collect();
+        kv.put(&k, &binary, None).await.unwrap();
+        assert_eq!(kv.get(&k).await.unwrap(), Some(binary), "values are arbitrary bytes");
+        kv.delete(&k).await.unwrap();
+        assert_eq!(kv.get(&k).await.unwrap(), None);
+        kv.delete(&k).await.unwrap();
+        let err = kv.put("", b"x", None).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Invalid, "empty key is Invalid");
+        let long = "k".repeat(MAX_KEY_LEN + 1);
+        assert_eq!(kv.get(&long).await.unwrap_err().kind, ErrorKind::Invalid);
+    }
+
+    async fn listing(kv: &dyn Kv, ns: &str) {
+        for k in ["b", "a", "c/2", "c/1", "d"] {
+            kv.put(&format!("{ns}/list/{k}"), k.as_bytes(), None).await.unwrap();
+        }
+        kv.put(&format!("{ns}/listx"), b"outside", None).await.unwrap();
+        let all = kv.list(&format!("{ns}/list/"), 100).await.unwrap();
+        let want: Vec<String> = ["a", "b", "c/1", "c/2", "d"].iter().map(|k| format!("{ns}/list/{k}")).collect();
+        assert_eq!(all, want, "list returns the prefix's keys in lexical order");
+        let two = kv.list(&format!("{ns}/list/"), 2).await.unwrap();
+        assert_eq!(two, want[..2].to_vec(), "limit keeps the first keys");
+        let sub = kv.list(&format!("{ns}/list/c/"), 100).await.unwrap();
+        assert_eq!(sub.len(), 2);
+        assert!(kv.list(&format!("{ns}/nothing/"), 10).await.unwrap().is_empty());
+    }
+
+    async fn cas(kv: &dyn Kv, ns: &str) {
+        let k = format!("{ns}/cas");
+        assert!(kv.put_if_absent(&k, b"v1", None).await.unwrap(), "first put_if_absent wins");
+        assert!(!kv.put_if_absent(&k, b"v2", None).await.unwrap(), "second put_if_absent loses");
+        assert_eq!(kv.get(&k).await.unwrap().as_deref(), Some(&b"v1"[..]));
+        assert!(!kv.compare_and_swap(&k, Some(b"nope"), Some(b"v3"), None).await.unwrap());
+        assert!(kv.compare_and_swap(&k, Some(b"v1"), Some(b"v3"), None).await.unwrap());
+        assert_eq!(kv.get(&k).await.unwrap().as_deref(), Some(&b"v3"[..]));
+        assert!(!kv.compare_and_swap(&k, None, Some(b"v4"), None).await.unwrap(), "expected None fails when present");
+        assert!(kv.compare_and_swap(&k, Some(b"v3"), None, None).await.unwrap(), "new None deletes");
+        assert_eq!(kv.get(&k).await.unwrap(), None);
+    }
+
+    async fn ttl(kv: &dyn Kv, clock: &dyn Clock, ns: &str) {
+        let k = format!("{ns}/ttl");
+        let keep = format!("{ns}/ttl-keep");
+        kv.put(&k, b"short", Some(Duration::from_secs(1))).await.unwrap();
+        kv.put(&keep, b"long", Some(Duration::from_secs(3600))).await.unwrap();
+        assert!(kv.get(&k).await.unwrap().is_some(), "live before its TTL");
+        clock.sleep(Duration::from_millis(1100)).await;
+        assert_eq!(kv.get(&k).await.unwrap(), None, "expired key reads as absent");
+        assert!(!kv.list(&format!("{ns}/ttl"), 10).await.unwrap().contains(&k), "expired key not listed");
+        assert!(kv.get(&keep).await.unwrap().is_some());
+        assert!(kv.put_if_absent(&k, b"again", None).await.unwrap(), "expired key counts as absent");
+    }
+
+    async fn json(kv: &dyn Kv, ns: &str) {
+        let k = format!("{ns}/json");
+        kv.put_json(&k, &serde_json::json!({"a": [1, 2]}), None).await.unwrap();
+        let v: serde_json::Value = kv.get_json(&k).await.unwrap().unwrap();
+        assert_eq!(v["a"][1], 2);
+        kv.put(&k, b"not json", None).await.unwrap();
+        let err = kv.get_json::<serde_json::Value>(&k).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Invalid);
+    }
+
+    async fn concurrent_put_if_absent(kv: &dyn Kv, ns: &str) {
+        let k = format!("{ns}/race");
+        let attempts = (0..8u8).map(|i| {
+            let k = k.clone();
+            async move { kv.put_if_absent(&k, &[i], None).await.unwrap() }
+        });
+        let wins = futures::future::join_all(attempts).await.into_iter().filter(|w| *w).count();
+        assert_eq!(wins, 1, "exactly one of concurrent put_if_absent wins");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+
+    #[test]
+    fn memory_kv_conforms() {
+        let clock = Arc::new(FakeClock::new(1_700_000_000_000));
+        let kv = MemoryKv::new(clock.clone());
+        futures::executor::block_on(conformance::run(&kv, &*clock, "t"));
+    }
+}
