@@ -1,1 +1,35 @@
-//! clawless core.
+//! clawless core: the whole assistant, platform-agnostic. It reaches storage, files, HTTP and
+//! time only through the ports of `clawless-platform`, and depends on no runtime crate, so the
+//! native binary, the Cloudflare Worker and the Lambda run this same code.
+//!
+//! # Layout
+//! - [`app`]: `App`, assembled from config + env + ports; the entry points every target calls
+//!   (`handle_webhook`, `accept_update`, `drain`, `sweep`, `chat_local`).
+//! - [`handler`]: processing one inbox job: access, group gating, commands, the agent turn,
+//!   checkpointed delivery.
+//! - [`inbox`]: the durable inbox: exactly-once, in-order per chat, leases, retries.
+//! - [`agent`]: the model ↔ tools loop.
+//! - [`llm`]: message model, Anthropic and OpenAI adapters, the retrying fallback chain.
+//! - [`tools`]: the tool registry and built-in tools.
+//! - [`session`]: conversation history through Kv.
+//! - [`telegram`]: update types, the Bot API client, Markdown → HTML and splitting.
+//! - [`config`]: YAML config into validated types. [`env`]: settings and secrets from the
+//!   target. [`secret`]: `Secret`, never printed.
+
+pub mod agent;
+pub mod app;
+pub mod config;
+pub mod env;
+mod handler;
+pub mod inbox;
+pub mod llm;
+pub mod secret;
+pub mod session;
+pub mod telegram;
+pub mod tools;
+
+pub use app::{App, WebhookReply};
+pub use config::{Config, ConfigError, ConfigFiles};
+pub use env::Env;
+pub use inbox::Drained;
+pub use secret::Secret;

@@ -1,0 +1,307 @@
+//! Configuration: YAML files under `config/` into typed structs, validated as a whole with
+//! errors that name the file and the field. Secrets never live here: only the names of the
+//! environment variables that hold them.
+//!
+//! Files: `main.yaml` (connectors, sessions, inbox), `routing.yaml` (connector → agent),
+//! `agents.d/*.yaml`, `providers.d/*.yaml`, `prompts/<agent>/system.md`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The raw config tree: root-relative path → file text. Targets fill it from disk or from
+/// files embedded at build time.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigFiles(pub BTreeMap<String, String>);
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}: {field}: {message}")]
+pub struct ConfigError {
+    pub file: String,
+    pub field: String,
+    pub message: String,
+}
+
+fn err(file: &str, field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError { file: file.into(), field: field.into(), message: message.into() }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectorConfig {
+    /// Telegram user ids allowed to talk to the bot (merged with `TELEGRAM_ALLOWED_USERS`).
+    #[serde(default)]
+    pub allowed_users: Vec<i64>,
+    /// Env var holding this connector's bot token.
+    #[serde(default = "default_token_env")]
+    pub token_env: String,
+    /// Env var holding this connector's webhook secret.
+    #[serde(default = "default_secret_env")]
+    pub webhook_secret_env: String,
+}
+
+fn default_token_env() -> String {
+    "TELEGRAM_BOT_TOKEN".into()
+}
+fn default_secret_env() -> String {
+    "TELEGRAM_WEBHOOK_SECRET".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionConfig {
+    /// Messages of history kept and sent to the model.
+    pub history_window: usize,
+    /// A session idle this long starts fresh (0 = never).
+    pub idle_minutes: u64,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self { history_window: 40, idle_minutes: 0 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InboxConfig {
+    /// Tries per update before the user gets an error reply.
+    pub max_attempts: u32,
+    /// First retry delay; doubles per attempt.
+    pub backoff_secs: u64,
+    /// How long a processed update id is remembered to drop re-deliveries.
+    pub dedupe_hours: u64,
+}
+
+impl Default for InboxConfig {
+    fn default() -> Self {
+        Self { max_attempts: 4, backoff_secs: 5, dedupe_hours: 48 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MainFile {
+    #[serde(default)]
+    connectors: BTreeMap<String, ConnectorConfig>,
+    #[serde(default)]
+    session: SessionConfig,
+    #[serde(default)]
+    inbox: InboxConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoutingFile {
+    default_agent: String,
+    #[serde(default)]
+    connectors: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `provider/model` in order of preference; links whose provider has no key are skipped.
+    pub models: Vec<String>,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default = "default_max_rounds")]
+    pub max_rounds: u32,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    #[serde(default = "default_tool_timeout")]
+    pub tool_timeout_secs: u64,
+    /// Filled from `prompts/<id>/system.md`.
+    #[serde(skip)]
+    pub system_prompt: String,
+}
+
+fn default_max_rounds() -> u32 {
+    8
+}
+fn default_max_tokens() -> u32 {
+    2048
+}
+fn default_tool_timeout() -> u64 {
+    30
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Anthropic,
+    Openai,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub id: String,
+    pub kind: ProviderKind,
+    /// Default base URL; `base_url_env` overrides it when set.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub base_url_env: Option<String>,
+    /// Env var holding the key; absent for keyless local servers (Ollama).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    /// Tries per call before falling back to the next model.
+    #[serde(default = "default_attempts")]
+    pub attempts: u32,
+}
+
+fn default_timeout() -> u64 {
+    120
+}
+fn default_attempts() -> u32 {
+    3
+}
+
+/// The whole validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub connectors: BTreeMap<String, ConnectorConfig>,
+    pub session: SessionConfig,
+    pub inbox: InboxConfig,
+    /// connector id → agent id, every connector present.
+    pub routing: BTreeMap<String, String>,
+    pub agents: BTreeMap<String, AgentConfig>,
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, ConfigError> {
+    serde_yaml::from_str(text).map_err(|e| {
+        let field = e.location().map(|l| format!("line {} column {}", l.line(), l.column())).unwrap_or_default();
+        let message = e.to_string();
+        err(file, field, message)
+    })
+}
+
+impl Config {
+    /// Parses and validates the tree: required files, unknown fields, duplicate ids, references
+    /// between files, prompts.
+    pub fn load(files: &ConfigFiles) -> Result<Config, ConfigError> {
+        let get = |name: &str| files.0.get(name).ok_or_else(|| err(name, "-", "file is missing"));
+        let main: MainFile = parse("main.yaml", get("main.yaml")?)?;
+        let routing: RoutingFile = parse("routing.yaml", get("routing.yaml")?)?;
+
+        let mut providers = BTreeMap::new();
+        for (path, text) in files.0.range("providers.d/".to_owned()..).take_while(|(p, _)| p.starts_with("providers.d/")) {
+            if !path.ends_with(".yaml") && !path.ends_with(".yml") {
+                continue;
+            }
+            let p: ProviderConfig = parse(path, text)?;
+            if p.attempts == 0 {
+                return Err(err(path, "attempts", "must be at least 1"));
+            }
+            if let Some(prev) = providers.insert(p.id.clone(), p) {
+                return Err(err(path, "id", format!("duplicate provider id {:?}", prev.id)));
+            }
+        }
+
+        let mut agents = BTreeMap::new();
+        for (path, text) in files.0.range("agents.d/".to_owned()..).take_while(|(p, _)| p.starts_with("agents.d/")) {
+            if !path.ends_with(".yaml") && !path.ends_with(".yml") {
+                continue;
+            }
+            let mut a: AgentConfig = parse(path, text)?;
+            validate_agent(path, &a, &providers)?;
+            let prompt_path = format!("prompts/{}/system.md", a.id);
+            a.system_prompt = files.0.get(&prompt_path).cloned().ok_or_else(|| err(&prompt_path, "-", "system prompt file is missing"))?;
+            if let Some(prev) = agents.insert(a.id.clone(), a) {
+                return Err(err(path, "id", format!("duplicate agent id {:?}", prev.id)));
+            }
+        }
+        if agents.is_empty() {
+            return Err(err("agents.d/", "-", "no agent defined"));
+        }
+
+        let mut connectors = main.connectors;
+        if connectors.is_empty() {
+            connectors.insert("main".into(), ConnectorConfig { allowed_users: vec![], token_env: default_token_env(), webhook_secret_env: default_secret_env() });
+        }
+        for id in connectors.keys() {
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(err("main.yaml", format!("connectors.{id}"), "connector ids use letters, digits, _ and - only"));
+            }
+        }
+        if !agents.contains_key(&routing.default_agent) {
+            return Err(err("routing.yaml", "default_agent", format!("unknown agent {:?}", routing.default_agent)));
+        }
+        let mut table = BTreeMap::new();
+        for (conn, agent) in &routing.connectors {
+            if !connectors.contains_key(conn) {
+                return Err(err("routing.yaml", format!("connectors.{conn}"), "unknown connector (define it in main.yaml)"));
+            }
+            if !agents.contains_key(agent) {
+                return Err(err("routing.yaml", format!("connectors.{conn}"), format!("unknown agent {agent:?}")));
+            }
+        }
+        for conn in connectors.keys() {
+            let agent = routing.connectors.get(conn).unwrap_or(&routing.default_agent);
+            table.insert(conn.clone(), agent.clone());
+        }
+        if main.session.history_window < 2 {
+            return Err(err("main.yaml", "session.history_window", "must be at least 2"));
+        }
+        if main.inbox.max_attempts == 0 {
+            return Err(err("main.yaml", "inbox.max_attempts", "must be at least 1"));
+        }
+        if main.inbox.dedupe_hours < 24 {
+            return Err(err("main.yaml", "inbox.dedupe_hours", "must be at least 24 (Telegram re-sends for a day)"));
+        }
+        Ok(Config { connectors, session: main.session, inbox: main.inbox, routing: table, agents, providers })
+    }
+}
+
+fn validate_agent(path: &str, a: &AgentConfig, providers: &BTreeMap<String, ProviderConfig>) -> Result<(), ConfigError> {
+    if a.id.is_empty() || !a.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err(err(path, "id", "agent ids use letters, digits, _ and - only"));
+    }
+    if a.models.is_empty() {
+        return Err(err(path, "models", "list at least one provider/model"));
+    }
+    for (i, m) in a.models.iter().enumerate() {
+        let Some((p, model)) = m.split_once('/') else {
+            return Err(err(path, format!("models[{i}]"), format!("{m:?} is not provider/model")));
+        };
+        if model.is_empty() {
+            return Err(err(path, format!("models[{i}]"), "model name is empty"));
+        }
+        if !providers.contains_key(p) {
+            return Err(err(path, format!("models[{i}]"), format!("unknown provider {p:?}")));
+        }
+    }
+    for (i, t) in a.tools.iter().enumerate() {
+        if !crate::tools::BUILTIN_TOOLS.contains(&t.as_str()) {
+            return Err(err(path, format!("tools[{i}]"), format!("unknown tool {t:?}")));
+        }
+    }
+    if a.max_rounds == 0 {
+        return Err(err(path, "max_rounds", "must be at least 1"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
+
+/// The repository's `config/` tree, embedded at build time: what a target uses when it has no
+/// config directory of its own.
+pub fn embedded() -> ConfigFiles {
+    let files = [
+        ("main.yaml", include_str!("../../config/main.yaml")),
+        ("routing.yaml", include_str!("../../config/routing.yaml")),
+        ("agents.d/assistant.yaml", include_str!("../../config/agents.d/assistant.yaml")),
+        ("providers.d/anthropic.yaml", include_str!("../../config/providers.d/anthropic.yaml")),
+        ("providers.d/openai.yaml", include_str!("../../config/providers.d/openai.yaml")),
+        ("prompts/assistant/system.md", include_str!("../../config/prompts/assistant/system.md")),
+    ];
+    ConfigFiles(files.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
+}

@@ -1,0 +1,43 @@
+//! `Env`: the settings and secrets a target read from its environment, handed to the core.
+//! Only targets read environment variables or bindings; the core reads this map.
+
+use std::collections::BTreeMap;
+
+use crate::secret::Secret;
+
+#[derive(Clone, Default)]
+pub struct Env(BTreeMap<String, String>);
+
+impl Env {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn from_pairs<I: IntoIterator<Item = (K, V)>, K: Into<String>, V: Into<String>>(pairs: I) -> Self {
+        Self(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.0.insert(key.into(), value.into());
+    }
+    /// A non-empty value.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
+    }
+    pub fn secret(&self, key: &str) -> Secret {
+        Secret::new(self.get(key).unwrap_or(""))
+    }
+}
+
+impl std::fmt::Debug for Env {
+    /// Keys only: values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+/// Parses `TELEGRAM_ALLOWED_USERS`: comma- or space-separated user ids.
+pub fn parse_user_list(v: &str) -> Result<Vec<i64>, String> {
+    v.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<i64>().map_err(|_| format!("{s:?} is not a numeric Telegram user id")))
+        .collect()
+}

@@ -1,0 +1,295 @@
+//! Processing one inbox job: decide what the update asks for (access, group gating,
+//! commands), run the agent turn, checkpoint the answer, apply the session turn once, send the
+//! parts once each.
+
+use async_trait::async_trait;
+use clawless_platform::PortError;
+
+use crate::agent::TurnObserver;
+use crate::app::{stranger_key, App, Connector};
+use crate::inbox::{Checkpoint, Job};
+use crate::llm::ChatMessage;
+use crate::session;
+use crate::telegram::api::Target;
+use crate::telegram::render::{plain_parts, render_parts, Part};
+use crate::telegram::{BotIdentity, ChatKind, Message, TelegramError, Update};
+
+/// What an update asks of us.
+enum Decision {
+    /// Not for us (group chatter, another bot's command, channel posts).
+    Ignore(&'static str),
+    /// A stranger addressed us.
+    Stranger(i64),
+    /// A fixed reply, no model call.
+    Reply(String),
+    /// Start a fresh session, then reply.
+    NewSession(String),
+    /// A turn for the agent.
+    Turn(String),
+}
+
+const NO_CONTENT: &str = "I can only read text for now: send me a message, or a caption with your photo or file.";
+
+impl App {
+    /// Processes a job. `Ok(None)`: finished and removed. `Ok(Some(at))`: try again at `at`.
+    pub(crate) async fn process(&self, key: &str, mut job: Job) -> Result<Option<u64>, PortError> {
+        let parsed = Update::from_value(job.update.clone());
+        let (Ok(update), Some(conn)) = (parsed, self.connectors.get(&job.connector)) else {
+            tracing::error!(key, "job names an unknown connector or holds an unreadable update; dropped");
+            self.inbox.finish(key, &job).await?;
+            return Ok(None);
+        };
+        let Some(msg) = update.message() else {
+            self.inbox.finish(key, &job).await?;
+            return Ok(None);
+        };
+        let target = Target { chat_id: msg.chat.id.0, thread_id: msg.topic() };
+        if job.checkpoint.is_none() {
+            match self.answer(conn, msg, &job).await {
+                Ok(Some(cp)) => {
+                    job.checkpoint = Some(cp);
+                    self.inbox.save(key, &job).await?;
+                }
+                Ok(None) => {
+                    self.inbox.finish(key, &job).await?;
+                    return Ok(None);
+                }
+                Err(reason) => {
+                    if let Some(at) = self.inbox.retry_later(key, &mut job).await? {
+                        tracing::warn!(key, attempt = job.attempts, %reason, "turn failed; will retry");
+                        return Ok(Some(at));
+                    }
+                    tracing::error!(key, %reason, "turn failed for the last time; telling the user");
+                    let text = format!("Sorry, I could not answer that: {reason}. Please try again in a while.");
+                    job.checkpoint = Some(Checkpoint { parts: plain_parts(&text), sent: 0, reply_to: None, session_turn: None });
+                    self.inbox.save(key, &job).await?;
+                }
+            }
+        }
+        self.apply_session_turn(&job, update.id).await?;
+        self.deliver(key, &mut job, conn, target).await
+    }
+
+    /// Decides and, for a turn, runs the agent. `Ok(None)`: nothing to send.
+    async fn answer(&self, conn: &Connector, msg: &Message, job: &Job) -> Result<Option<Checkpoint>, String> {
+        let decision = self.decide(conn, msg).await.map_err(|e| e.to_string())?;
+        let reply_to = (!msg.is_private()).then_some(msg.message_id);
+        let text = match decision {
+            Decision::Ignore(why) => {
+                tracing::debug!(update_id = job.update_id, why, "not answered");
+                return Ok(None);
+            }
+            Decision::Stranger(user) => {
+                let first = self.platform.kv.put_if_absent(&stranger_key(&conn.id, user), b"1", None).await.map_err(|e| e.to_string())?;
+                if !first {
+                    return Ok(None);
+                }
+                format!("Sorry, this is a private assistant. Your Telegram user id is {user}; its owner can add it to allowed_users.")
+            }
+            Decision::Reply(text) => text,
+            Decision::NewSession(text) => {
+                session::clear(&*self.platform.kv, &session::session_key(&conn.id, msg)).await.map_err(|e| e.to_string())?;
+                text
+            }
+            Decision::Turn(text) => {
+                let key = session::session_key(&conn.id, msg);
+                let s = self.current_session(&key).await.map_err(|e| e.to_string())?;
+                let observer = Typing { conn, target: Target { chat_id: msg.chat.id.0, thread_id: msg.topic() } };
+                let out = conn.agent.run_turn(&s.messages, ChatMessage::user_text(text), &observer).await.map_err(|e| e.to_string())?;
+                return Ok(Some(Checkpoint { parts: render_parts(&out.reply), sent: 0, reply_to, session_turn: Some((key, out.messages)) }));
+            }
+        };
+        Ok(Some(Checkpoint { parts: plain_parts(&text), sent: 0, reply_to, session_turn: None }))
+    }
+
+    /// The session, or a fresh one when it has been idle past `idle_minutes`.
+    async fn current_session(&self, key: &str) -> Result<session::Session, PortError> {
+        let s = session::load(&*self.platform.kv, key).await?;
+        let idle = self.config.session.idle_minutes * 60_000;
+        if idle > 0 && s.updated_ms > 0 && self.platform.clock.now_ms().saturating_sub(s.updated_ms) > idle {
+            return Ok(session::Session { last_update_id: s.last_update_id, ..Default::default() });
+        }
+        Ok(s)
+    }
+
+    async fn decide(&self, conn: &Connector, msg: &Message) -> Result<Decision, TelegramError> {
+        let Some(from) = &msg.from else { return Ok(Decision::Ignore("no sender")) };
+        if from.is_bot {
+            return Ok(Decision::Ignore("from a bot"));
+        }
+        let text = msg.text().unwrap_or("");
+        let command = parse_command(text);
+        let mut body = text.to_owned();
+        match msg.chat.kind {
+            ChatKind::Private => {}
+            ChatKind::Group | ChatKind::Supergroup => {
+                let me = self.identity(conn).await?;
+                let mention = format!("@{}", me.username);
+                let mentioned = contains_ignore_case(text, &mention);
+                let replied = msg.reply_to_message.as_ref().and_then(|r| r.from.as_ref()).is_some_and(|u| u.id.0 == me.id);
+                let commanded = match &command {
+                    Some((_, Some(bot))) => bot.eq_ignore_ascii_case(&me.username),
+                    Some((_, None)) => true,
+                    None => false,
+                };
+                if let Some((_, Some(_))) = &command {
+                    if !commanded {
+                        return Ok(Decision::Ignore("command for another bot"));
+                    }
+                }
+                if !(mentioned || replied || commanded) {
+                    return Ok(Decision::Ignore("group message not addressed to the bot"));
+                }
+                body = remove_ignore_case(&body, &mention);
+            }
+            ChatKind::Channel | ChatKind::Other => return Ok(Decision::Ignore("not a private chat or group")),
+        }
+        if !conn.allowed.contains(&from.id.0) {
+            return Ok(Decision::Stranger(from.id.0));
+        }
+        let name = conn.agent.config.name.clone().unwrap_or_else(|| conn.agent.config.id.clone());
+        match command.as_ref().map(|(c, _)| c.as_str()) {
+            Some("start") | Some("help") => return Ok(Decision::Reply(format!(
+                "Hi, I'm {name}, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/help: this message"
+            ))),
+            Some("new") => return Ok(Decision::NewSession("Started a fresh conversation.".into())),
+            _ => {}
+        }
+        let body = body.trim();
+        if body.is_empty() {
+            return Ok(if msg.text().is_some() { Decision::Reply("Yes? Write your question after the mention.".into()) } else { Decision::Reply(NO_CONTENT.into()) });
+        }
+        if msg.photo.is_some() {
+            return Ok(Decision::Turn(format!("[The user attached a photo, which you cannot see.]\n{body}")));
+        }
+        Ok(Decision::Turn(body.to_owned()))
+    }
+
+    /// Our own id and username: memory, then Kv, then `getMe`.
+    async fn identity(&self, conn: &Connector) -> Result<BotIdentity, TelegramError> {
+        if let Some(me) = conn.identity.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Ok(me);
+        }
+        let key = format!("botinfo/{}", conn.id);
+        let me = match clawless_platform::KvExt::get_json::<BotIdentity>(&*self.platform.kv, &key).await {
+            Ok(Some(me)) => me,
+            _ => {
+                let me = conn.bot.get_me().await?;
+                let ttl = Some(std::time::Duration::from_secs(86_400));
+                if let Err(e) = clawless_platform::KvExt::put_json(&*self.platform.kv, &key, &me, ttl).await {
+                    tracing::warn!(error = %e, "could not cache getMe");
+                }
+                me
+            }
+        };
+        *conn.identity.lock().unwrap_or_else(|e| e.into_inner()) = Some(me.clone());
+        Ok(me)
+    }
+
+    /// Appends the checkpointed turn to its session, unless a previous try already did.
+    async fn apply_session_turn(&self, job: &Job, update_id: i64) -> Result<(), PortError> {
+        let Some((key, messages)) = job.checkpoint.as_ref().and_then(|c| c.session_turn.as_ref()) else { return Ok(()) };
+        let kv = &*self.platform.kv;
+        let mut s = self.current_session(key).await?;
+        if s.last_update_id >= update_id {
+            return Ok(());
+        }
+        s.messages.extend(messages.iter().cloned());
+        session::trim(&mut s.messages, self.config.session.history_window);
+        s.last_update_id = update_id;
+        s.updated_ms = self.platform.clock.now_ms();
+        session::save(kv, key, &s).await
+    }
+
+    /// Sends the parts not sent yet, checkpointing each.
+    async fn deliver(&self, key: &str, job: &mut Job, conn: &Connector, target: Target) -> Result<Option<u64>, PortError> {
+        loop {
+            let Some(cp) = job.checkpoint.as_ref() else { break };
+            let Some(part) = cp.parts.get(cp.sent).cloned() else { break };
+            let reply_to = if cp.sent == 0 { cp.reply_to } else { None };
+            match self.send_part(conn, target, &part, reply_to).await {
+                Ok(()) => {
+                    if let Some(cp) = job.checkpoint.as_mut() {
+                        cp.sent += 1;
+                    }
+                    self.inbox.save(key, job).await?;
+                }
+                Err(e) if e.is_transient() => {
+                    if let Some(at) = self.inbox.retry_later(key, job).await? {
+                        tracing::warn!(key, error = %e, "send failed; will retry");
+                        return Ok(Some(at));
+                    }
+                    tracing::error!(key, error = %e, "send failed for the last time; reply dropped");
+                    break;
+                }
+                Err(e) => {
+                    tracing::error!(key, error = %e, "Telegram refused the reply; dropped");
+                    break;
+                }
+            }
+        }
+        self.inbox.finish(key, job).await?;
+        Ok(None)
+    }
+
+    /// Sends one part: HTML first and, if Telegram refuses its entities, the same as plain text.
+    /// A short `retry_after` is waited out here.
+    async fn send_part(&self, conn: &Connector, target: Target, part: &Part, reply_to: Option<i64>) -> Result<(), TelegramError> {
+        let mut html = part.html;
+        let mut text = part.text.clone();
+        for _ in 0..4 {
+            match conn.bot.send_message(target, &text, html, reply_to).await {
+                Ok(_) => return Ok(()),
+                Err(e) if html && e.is_entity_error() => {
+                    tracing::warn!(error = %e, "HTML refused; resending as plain text");
+                    html = false;
+                    text = crate::telegram::render::strip_html(&text);
+                }
+                Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
+                    self.platform.clock.sleep(std::time::Duration::from_secs(secs)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(TelegramError::Unavailable("gave up sending after repeated refusals".into()))
+    }
+}
+
+struct Typing<'a> {
+    conn: &'a Connector,
+    target: Target,
+}
+
+#[async_trait]
+impl TurnObserver for Typing<'_> {
+    async fn before_model_call(&self) {
+        if let Err(e) = self.conn.bot.send_typing(self.target).await {
+            tracing::debug!(error = %e, "sendChatAction failed");
+        }
+    }
+}
+
+/// `/cmd@bot args` → `("cmd", Some("bot"))`.
+fn parse_command(text: &str) -> Option<(String, Option<String>)> {
+    let first = text.split_whitespace().next()?.strip_prefix('/')?;
+    let (cmd, bot) = match first.split_once('@') {
+        Some((c, b)) => (c, Some(b.to_owned())),
+        None => (first, None),
+    };
+    (!cmd.is_empty()).then(|| (cmd.to_ascii_lowercase(), bot))
+}
+
+fn contains_ignore_case(hay: &str, needle: &str) -> bool {
+    hay.to_lowercase().contains(&needle.to_lowercase())
+}
+
+fn remove_ignore_case(hay: &str, needle: &str) -> String {
+    let lower = hay.to_lowercase();
+    match lower.find(&needle.to_lowercase()) {
+        // Lowercasing can change byte lengths; only cut when the positions still line up.
+        Some(at) if lower.len() == hay.len() && hay.is_char_boundary(at + needle.len()) => {
+            format!("{}{}", &hay[..at], &hay[at + needle.len()..])
+        }
+        _ => hay.to_owned(),
+    }
+}

@@ -1,0 +1,159 @@
+//! The durable inbox: updates are stored on acknowledgement and processed after it, exactly
+//! once, in order per lane (one lane per chat), surviving crashes.
+//!
+//! Keys (all through the Kv port):
+//! - `inbox/<lane>/<update_id:020>`: a pending [`Job`], written with put-if-absent on accept;
+//!   lexical order is update order.
+//! - `seen/<connector>/<update_id>`: written when a job finishes, kept `dedupe_hours`; a
+//!   re-delivered update finds it (or its pending job) and is dropped.
+//! - `lease/<lane>`: who is draining the lane, with a TTL so a crashed drainer's lease lapses.
+//!
+//! A job carries its checkpoint: once the model has answered, the rendered parts are stored
+//! before anything is sent, and each sent part is counted, so a retry after a crash neither
+//! calls the model again nor re-sends what was delivered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_platform::{Clock, Kv, KvExt, PortError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::InboxConfig;
+use crate::llm::ChatMessage;
+use crate::telegram::render::Part;
+
+/// How long a drainer holds a lane before it must renew.
+pub const LEASE_TTL: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub connector: String,
+    pub update_id: i64,
+    /// The update as Telegram sent it.
+    pub update: Value,
+    #[serde(default)]
+    pub attempts: u32,
+    /// Not to be tried again before this instant (ms).
+    #[serde(default)]
+    pub not_before_ms: u64,
+    #[serde(default)]
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// The answer, once decided: what to send, how much was sent, and the session turn to apply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub parts: Vec<Part>,
+    pub sent: usize,
+    /// Reply to this message id with the first part (groups).
+    #[serde(default)]
+    pub reply_to: Option<i64>,
+    /// `(session key, messages)` to append to that session, at most once.
+    #[serde(default)]
+    pub session_turn: Option<(String, Vec<ChatMessage>)>,
+}
+
+/// What draining a lane ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drained {
+    /// Nothing left.
+    Idle,
+    /// Another drainer holds the lane.
+    Busy,
+    /// The head job waits for a retry at this instant (ms).
+    RetryAt(u64),
+}
+
+pub struct Inbox {
+    pub kv: Arc<dyn Kv>,
+    pub clock: Arc<dyn Clock>,
+    pub config: InboxConfig,
+}
+
+pub fn job_key(lane: &str, update_id: i64) -> String {
+    format!("inbox/{lane}/{update_id:020}")
+}
+
+fn seen_key(connector: &str, update_id: i64) -> String {
+    format!("seen/{connector}/{update_id}")
+}
+
+impl Inbox {
+    /// Stores a new job. `Ok(false)`: this update was already accepted (pending or done).
+    pub async fn accept(&self, lane: &str, job: &Job) -> Result<bool, PortError> {
+        if self.kv.get(&seen_key(&job.connector, job.update_id)).await?.is_some() {
+            return Ok(false);
+        }
+        let bytes = serde_json::to_vec(job).map_err(|e| PortError::invalid(e.to_string()))?;
+        self.kv.put_if_absent(&job_key(lane, job.update_id), &bytes, None).await
+    }
+
+    /// The lane's first job, if any. An unreadable job is logged and removed.
+    pub async fn head(&self, lane: &str) -> Result<Option<(String, Job)>, PortError> {
+        loop {
+            let Some(key) = self.kv.list(&format!("inbox/{lane}/"), 1).await?.into_iter().next() else {
+                return Ok(None);
+            };
+            match self.kv.get_json::<Job>(&key).await {
+                Ok(Some(job)) => return Ok(Some((key, job))),
+                Ok(None) => continue,
+                Err(e) if e.kind == clawless_platform::ErrorKind::Invalid => {
+                    tracing::error!(key, error = %e, "unreadable inbox job dropped");
+                    self.kv.delete(&key).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    pub async fn save(&self, key: &str, job: &Job) -> Result<(), PortError> {
+        self.kv.put_json(key, job, None).await
+    }
+
+    /// Marks a job finished: remembered as seen, then removed from the lane.
+    pub async fn finish(&self, key: &str, job: &Job) -> Result<(), PortError> {
+        let ttl = Duration::from_secs(self.config.dedupe_hours * 3600);
+        self.kv.put(&seen_key(&job.connector, job.update_id), b"1", Some(ttl)).await?;
+        self.kv.delete(key).await
+    }
+
+    /// Schedules the next try of a failed job with exponential backoff; `false` when its
+    /// attempts are used up.
+    pub async fn retry_later(&self, key: &str, job: &mut Job) -> Result<Option<u64>, PortError> {
+        job.attempts += 1;
+        if job.attempts >= self.config.max_attempts {
+            return Ok(None);
+        }
+        let delay = self.config.backoff_secs.saturating_mul(1000) << (job.attempts - 1).min(16);
+        job.not_before_ms = self.clock.now_ms() + delay;
+        self.save(key, job).await?;
+        Ok(Some(job.not_before_ms))
+    }
+
+    pub async fn try_lease(&self, lane: &str, owner: &str) -> Result<bool, PortError> {
+        self.kv.put_if_absent(&format!("lease/{lane}"), owner.as_bytes(), Some(LEASE_TTL)).await
+    }
+
+    pub async fn renew(&self, lane: &str, owner: &str) -> Result<bool, PortError> {
+        let b = owner.as_bytes();
+        self.kv.compare_and_swap(&format!("lease/{lane}"), Some(b), Some(b), Some(LEASE_TTL)).await
+    }
+
+    pub async fn release(&self, lane: &str, owner: &str) -> Result<(), PortError> {
+        self.kv.compare_and_swap(&format!("lease/{lane}"), Some(owner.as_bytes()), None, None).await.map(drop)
+    }
+
+    /// Lanes with pending jobs (at most `limit` jobs looked at).
+    pub async fn lanes(&self, limit: usize) -> Result<Vec<String>, PortError> {
+        let mut lanes: Vec<String> = self
+            .kv
+            .list("inbox/", limit)
+            .await?
+            .iter()
+            .filter_map(|k| k.strip_prefix("inbox/")?.rsplit_once('/').map(|(lane, _)| lane.to_owned()))
+            .collect();
+        lanes.dedup();
+        Ok(lanes)
+    }
+}

@@ -1,0 +1,92 @@
+//! Anthropic Messages API adapter.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clawless_platform::{Http, HttpRequest};
+use serde_json::{json, Value};
+
+use super::{Block, ChatMessage, ChatRequest, ChatResponse, LlmError, Provider, Role, StopReason};
+use crate::secret::Secret;
+
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+pub struct Anthropic {
+    pub http: Arc<dyn Http>,
+    pub base_url: String,
+    pub api_key: Secret,
+    pub timeout: Duration,
+}
+
+/// The request body for `POST /v1/messages`.
+pub fn request_body(req: &ChatRequest) -> Value {
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .map(|m| {
+            let content: Vec<Value> = m
+                .content
+                .iter()
+                .map(|b| match b {
+                    Block::Text { text } => json!({"type": "text", "text": text}),
+                    Block::ToolUse { id, name, input } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
+                    Block::ToolResult { tool_use_id, content, is_error } => {
+                        json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error})
+                    }
+                })
+                .collect();
+            json!({"role": m.role, "content": content})
+        })
+        .collect();
+    let mut body = json!({
+        "model": req.model,
+        "max_tokens": req.max_tokens,
+        "system": req.system,
+        "messages": messages,
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = json!(req.tools);
+    }
+    body
+}
+
+/// Reads a `/v1/messages` response body.
+pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| LlmError::Fatal(format!("anthropic: bad JSON: {e}")))?;
+    let blocks = v.get("content").and_then(Value::as_array).ok_or_else(|| LlmError::Fatal("anthropic: no content".into()))?;
+    let mut content = Vec::new();
+    for b in blocks {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => content.push(Block::Text { text: b.get("text").and_then(Value::as_str).unwrap_or("").to_owned() }),
+            Some("tool_use") => content.push(Block::ToolUse {
+                id: b.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+                name: b.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                input: b.get("input").cloned().unwrap_or_else(|| json!({})),
+            }),
+            _ => {} // thinking and future block types are not replayed
+        }
+    }
+    let stop = match v.get("stop_reason").and_then(Value::as_str) {
+        Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        _ => StopReason::Other,
+    };
+    Ok(ChatResponse { message: ChatMessage { role: Role::Assistant, content }, stop })
+}
+
+#[async_trait]
+impl Provider for Anthropic {
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
+        let http_req = HttpRequest::post_json(url, &request_body(req), self.timeout)
+            .header("x-api-key", self.api_key.expose())
+            .header("anthropic-version", "2023-06-01");
+        let resp = self.http.send(http_req).await?;
+        if resp.status != 200 {
+            return Err(LlmError::from_status(resp.status, resp.header("retry-after"), &resp.body));
+        }
+        parse_response(&resp.body)
+    }
+}

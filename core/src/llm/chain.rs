@@ -1,0 +1,60 @@
+//! The retrying fallback chain: each model in turn, retrying transient failures with
+//! exponential backoff (or the provider's `retry-after`), then the next model.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_platform::Clock;
+
+use super::{ChatRequest, ChatResponse, LlmError, Provider};
+
+/// One link: a provider and the model name to ask it for.
+#[derive(Clone)]
+pub struct Link {
+    /// `provider/model`, for logs.
+    pub label: String,
+    pub provider: Arc<dyn Provider>,
+    pub model: String,
+    /// Tries on this link before moving on (1 = no retry).
+    pub attempts: u32,
+}
+
+#[derive(Clone)]
+pub struct ModelChain {
+    pub links: Vec<Link>,
+    pub clock: Arc<dyn Clock>,
+    /// First backoff; doubles each retry.
+    pub base_backoff: Duration,
+    /// A `retry-after` longer than this moves on to the next link instead of waiting.
+    pub max_wait: Duration,
+}
+
+impl ModelChain {
+    /// Calls the chain. `request.model` is replaced by each link's model.
+    pub async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let mut last = LlmError::NotConfigured("the agent's model chain is empty".into());
+        for link in &self.links {
+            let mut req = request.clone();
+            req.model = link.model.clone();
+            for attempt in 0..link.attempts.max(1) {
+                match link.provider.chat(&req).await {
+                    Ok(resp) => return Ok(resp),
+                    Err(err) => {
+                        tracing::warn!(model = %link.label, attempt, error = %err, "model call failed");
+                        let wait = match &err {
+                            LlmError::RateLimited { retry_after_ms: Some(ms) } => Duration::from_millis(*ms),
+                            _ => self.base_backoff * 2u32.saturating_pow(attempt),
+                        };
+                        let retry = err.is_retryable() && attempt + 1 < link.attempts && wait <= self.max_wait;
+                        last = err;
+                        if !retry {
+                            break;
+                        }
+                        self.clock.sleep(wait).await;
+                    }
+                }
+            }
+        }
+        Err(last)
+    }
+}

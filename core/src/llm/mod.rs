@@ -1,0 +1,151 @@
+//! Language models: one message model for every provider, the `Provider` trait, and the
+//! retrying fallback chain an agent calls.
+//!
+//! - [`anthropic`]: Anthropic Messages (native `tool_use`).
+//! - [`openai`]: OpenAI Chat Completions (`tools` / `tool_calls`), for any compatible endpoint.
+//! - [`chain`]: retries with backoff honouring `retry-after`, then falls back model by model.
+
+pub mod anthropic;
+pub mod chain;
+pub mod openai;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use chain::ModelChain;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text { text: String },
+    ToolUse { id: String, name: String, input: Value },
+    ToolResult { tool_use_id: String, content: String, is_error: bool },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: Vec<Block>,
+}
+
+impl ChatMessage {
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self { role: Role::User, content: vec![Block::Text { text: text.into() }] }
+    }
+    pub fn assistant_text(text: impl Into<String>) -> Self {
+        Self { role: Role::Assistant, content: vec![Block::Text { text: text.into() }] }
+    }
+    /// The text blocks joined.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+    pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
+        self.content.iter().filter_map(|b| match b {
+            Block::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
+            _ => None,
+        })
+    }
+    pub fn has_tool_results(&self) -> bool {
+        self.content.iter().any(|b| matches!(b, Block::ToolResult { .. }))
+    }
+}
+
+/// A tool as the model sees it: a name, what it does, and a JSON Schema for its input.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    pub message: ChatMessage,
+    pub stop: StopReason,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// 429 or 529: slow down; wait `retry_after_ms` when the provider said how long.
+    #[error("rate limited")]
+    RateLimited { retry_after_ms: Option<u64> },
+    /// 5xx, timeouts, connection failures.
+    #[error("transient: {0}")]
+    Transient(String),
+    /// 4xx other than 429, or a response we cannot read: retrying the same call won't help.
+    #[error("failed: {0}")]
+    Fatal(String),
+    /// No model of the chain has a key configured.
+    #[error("no provider configured: {0}")]
+    NotConfigured(String),
+}
+
+impl LlmError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, LlmError::RateLimited { .. } | LlmError::Transient(_))
+    }
+
+    /// Maps an HTTP status and body to an error (for non-2xx answers).
+    pub fn from_status(status: u16, retry_after: Option<&str>, body: &[u8]) -> LlmError {
+        let snippet: String = String::from_utf8_lossy(body).chars().take(300).collect();
+        match status {
+            429 | 529 => LlmError::RateLimited { retry_after_ms: retry_after.and_then(parse_retry_after) },
+            408 | 500..=599 => LlmError::Transient(format!("HTTP {status}: {snippet}")),
+            _ => LlmError::Fatal(format!("HTTP {status}: {snippet}")),
+        }
+    }
+}
+
+impl From<clawless_platform::PortError> for LlmError {
+    fn from(e: clawless_platform::PortError) -> Self {
+        if e.is_transient() {
+            LlmError::Transient(e.to_string())
+        } else {
+            LlmError::Fatal(e.to_string())
+        }
+    }
+}
+
+/// `retry-after` in seconds (possibly fractional); HTTP dates are not honoured.
+pub fn parse_retry_after(v: &str) -> Option<u64> {
+    v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(|s| (s * 1000.0) as u64)
+}
+
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// One model call. Never retries: [`ModelChain`] does.
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}

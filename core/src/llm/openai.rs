@@ -1,0 +1,112 @@
+//! OpenAI Chat Completions adapter, for OpenAI and every compatible endpoint (OpenRouter,
+//! Groq, DeepSeek, Ollama …).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clawless_platform::{Http, HttpRequest};
+use serde_json::{json, Value};
+
+use super::{Block, ChatMessage, ChatRequest, ChatResponse, LlmError, Provider, Role, StopReason};
+use crate::secret::Secret;
+
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+pub struct OpenAi {
+    pub http: Arc<dyn Http>,
+    pub base_url: String,
+    pub api_key: Secret,
+    pub timeout: Duration,
+}
+
+/// The request body for `POST /chat/completions`.
+pub fn request_body(req: &ChatRequest) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": req.system})];
+    for m in &req.messages {
+        match m.role {
+            Role::Assistant => {
+                let calls: Vec<Value> = m
+                    .tool_uses()
+                    .map(|(id, name, input)| {
+                        json!({"id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}})
+                    })
+                    .collect();
+                let text = m.text();
+                let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+                if !calls.is_empty() {
+                    msg["tool_calls"] = json!(calls);
+                }
+                messages.push(msg);
+            }
+            Role::User => {
+                for b in &m.content {
+                    if let Block::ToolResult { tool_use_id, content, is_error } = b {
+                        let content = if *is_error { format!("Error: {content}") } else { content.clone() };
+                        messages.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
+                    }
+                }
+                let text = m.text();
+                if !text.is_empty() {
+                    messages.push(json!({"role": "user", "content": text}));
+                }
+            }
+        }
+    }
+    let mut body = json!({"model": req.model, "max_tokens": req.max_tokens, "messages": messages});
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}))
+            .collect();
+        body["tools"] = json!(tools);
+    }
+    body
+}
+
+/// Reads a `/chat/completions` response body. Tool arguments that are not valid JSON are
+/// passed on as `{"_invalid_arguments": "<text>"}` so the tool reports the error to the model.
+pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| LlmError::Fatal(format!("openai: bad JSON: {e}")))?;
+    let choice = v.pointer("/choices/0").ok_or_else(|| LlmError::Fatal("openai: no choices".into()))?;
+    let msg = choice.get("message").ok_or_else(|| LlmError::Fatal("openai: no message".into()))?;
+    let mut content = Vec::new();
+    if let Some(text) = msg.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        content.push(Block::Text { text: text.to_owned() });
+    }
+    for call in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        let args = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("{}");
+        let input = serde_json::from_str(if args.trim().is_empty() { "{}" } else { args })
+            .unwrap_or_else(|_| json!({"_invalid_arguments": args}));
+        content.push(Block::ToolUse {
+            id: call.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+            name: call.pointer("/function/name").and_then(Value::as_str).unwrap_or("").to_owned(),
+            input,
+        });
+    }
+    let stop = match choice.get("finish_reason").and_then(Value::as_str) {
+        Some("stop") => StopReason::EndTurn,
+        Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
+        Some("length") => StopReason::MaxTokens,
+        _ if content.iter().any(|b| matches!(b, Block::ToolUse { .. })) => StopReason::ToolUse,
+        _ => StopReason::Other,
+    };
+    Ok(ChatResponse { message: ChatMessage { role: Role::Assistant, content }, stop })
+}
+
+#[async_trait]
+impl Provider for OpenAi {
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
+        let mut http_req = HttpRequest::post_json(url, &request_body(req), self.timeout);
+        if !self.api_key.is_empty() {
+            http_req = http_req.header("authorization", format!("Bearer {}", self.api_key.expose()));
+        }
+        let resp = self.http.send(http_req).await?;
+        if resp.status != 200 {
+            return Err(LlmError::from_status(resp.status, resp.header("retry-after"), &resp.body));
+        }
+        parse_response(&resp.body)
+    }
+}

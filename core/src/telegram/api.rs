@@ -1,0 +1,147 @@
+//! The Bot API client, over the Http port. Only the methods clawless calls.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_platform::{Http, HttpRequest, PortError};
+use serde_json::{json, Value};
+
+use super::types::BotIdentity;
+use crate::secret::Secret;
+
+pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TelegramError {
+    /// 429: wait this many seconds before trying again.
+    #[error("rate limited, retry after {0}s")]
+    RetryAfter(u64),
+    /// 400: Telegram refused the request itself (bad entities, message too long …).
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    /// 401/403/404: the token is wrong, or the bot was blocked or removed from the chat.
+    #[error("refused ({0}): {1}")]
+    Refused(u16, String),
+    /// 5xx, timeouts, connection failures: worth retrying later.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl TelegramError {
+    pub fn is_transient(&self) -> bool {
+        matches!(self, TelegramError::RetryAfter(_) | TelegramError::Unavailable(_))
+    }
+    /// Telegram could not parse the HTML entities we sent.
+    pub fn is_entity_error(&self) -> bool {
+        matches!(self, TelegramError::BadRequest(d) if d.contains("parse entities") || d.contains("entity"))
+    }
+}
+
+impl From<PortError> for TelegramError {
+    fn from(e: PortError) -> Self {
+        TelegramError::Unavailable(e.to_string())
+    }
+}
+
+/// Where a reply goes: a chat and, in forums, a topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    pub chat_id: i64,
+    pub thread_id: Option<i64>,
+}
+
+pub struct BotApi {
+    http: Arc<dyn Http>,
+    base: String,
+    token: Secret,
+}
+
+impl std::fmt::Debug for BotApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BotApi").field("base", &self.base).finish_non_exhaustive()
+    }
+}
+
+impl BotApi {
+    pub fn new(http: Arc<dyn Http>, base: &str, token: Secret) -> Self {
+        Self { http, base: base.trim_end_matches('/').to_owned(), token }
+    }
+
+    /// Calls `method` with a JSON body and returns the `result` field.
+    pub async fn call(&self, method: &str, body: Value) -> Result<Value, TelegramError> {
+        self.call_with_timeout(method, body, TIMEOUT).await
+    }
+
+    async fn call_with_timeout(&self, method: &str, body: Value, timeout: Duration) -> Result<Value, TelegramError> {
+        let url = format!("{}/bot{}/{method}", self.base, self.token.expose());
+        let resp = self.http.send(HttpRequest::post_json(url, &body, timeout)).await?;
+        let parsed: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
+        let description = parsed.get("description").and_then(Value::as_str).unwrap_or("").to_owned();
+        match resp.status {
+            200 if parsed.get("ok") == Some(&Value::Bool(true)) => Ok(parsed.get("result").cloned().unwrap_or(Value::Null)),
+            200 => Err(TelegramError::Unavailable(format!("{method}: unexpected body"))),
+            429 => {
+                let secs = parsed.pointer("/parameters/retry_after").and_then(Value::as_u64).unwrap_or(5);
+                Err(TelegramError::RetryAfter(secs))
+            }
+            400 => Err(TelegramError::BadRequest(description)),
+            s @ (401 | 403 | 404) => Err(TelegramError::Refused(s, description)),
+            s => Err(TelegramError::Unavailable(format!("{method}: HTTP {s} {description}"))),
+        }
+    }
+
+    pub async fn get_me(&self) -> Result<BotIdentity, TelegramError> {
+        let v = self.call("getMe", json!({})).await?;
+        serde_json::from_value(v).map_err(|e| TelegramError::Unavailable(format!("getMe: {e}")))
+    }
+
+    /// Sends one message; `html` selects `parse_mode: HTML`. Returns the new message id.
+    pub async fn send_message(&self, to: Target, text: &str, html: bool, reply_to: Option<i64>) -> Result<i64, TelegramError> {
+        let mut body = json!({ "chat_id": to.chat_id, "text": text });
+        if let Some(t) = to.thread_id {
+            body["message_thread_id"] = json!(t);
+        }
+        if html {
+            body["parse_mode"] = json!("HTML");
+        }
+        if let Some(id) = reply_to {
+            body["reply_parameters"] = json!({ "message_id": id, "allow_sending_without_reply": true });
+        }
+        let v = self.call("sendMessage", body).await?;
+        Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
+    }
+
+    pub async fn send_typing(&self, to: Target) -> Result<(), TelegramError> {
+        let mut body = json!({ "chat_id": to.chat_id, "action": "typing" });
+        if let Some(t) = to.thread_id {
+            body["message_thread_id"] = json!(t);
+        }
+        self.call("sendChatAction", body).await.map(drop)
+    }
+
+    /// Long polling: waits up to `timeout_secs` for updates after `offset`.
+    pub async fn get_updates(&self, offset: i64, timeout_secs: u64) -> Result<Vec<Value>, TelegramError> {
+        let body = json!({ "offset": offset, "timeout": timeout_secs, "allowed_updates": ["message", "edited_message"] });
+        let v = self.call_with_timeout("getUpdates", body, Duration::from_secs(timeout_secs + 15)).await?;
+        Ok(v.as_array().cloned().unwrap_or_default())
+    }
+
+    pub async fn set_webhook(&self, url: &str, secret: &Secret) -> Result<(), TelegramError> {
+        let body = json!({
+            "url": url,
+            "secret_token": secret.expose(),
+            "allowed_updates": ["message", "edited_message"],
+            "drop_pending_updates": false,
+        });
+        self.call("setWebhook", body).await.map(drop)
+    }
+
+    pub async fn delete_webhook(&self) -> Result<(), TelegramError> {
+        self.call("deleteWebhook", json!({})).await.map(drop)
+    }
+
+    pub async fn get_webhook_info(&self) -> Result<Value, TelegramError> {
+        self.call("getWebhookInfo", json!({})).await
+    }
+}

@@ -1,0 +1,72 @@
+use super::*;
+
+#[test]
+fn renders_common_markdown() {
+    let html = to_html("# Title\n**bold** and *it* and `a<b>` and ~~no~~\n- item [link](https://x.y/?a=1&b=2)");
+    assert_eq!(
+        html,
+        "<b>Title</b>\n<b>bold</b> and <i>it</i> and <code>a&lt;b&gt;</code> and <s>no</s>\n• item <a href=\"https://x.y/?a=1&amp;b=2\">link</a>"
+    );
+}
+
+#[test]
+fn unbalanced_delimiters_stay_text() {
+    assert_eq!(to_html("2 * 3 = 6 and a*b"), "2 * 3 = 6 and a*b");
+    assert_eq!(to_html("snake_case_name **open"), "snake_case_name **open");
+    assert_eq!(to_html("[x](javascript:alert(1))"), "[x](javascript:alert(1))");
+}
+
+#[test]
+fn code_blocks_are_escaped_verbatim() {
+    let html = to_html("```rust\nlet a = b < c && **d**;\n```\nafter");
+    assert_eq!(html, "<pre><code class=\"language-rust\">let a = b &lt; c &amp;&amp; **d**;</code></pre>\nafter");
+}
+
+#[test]
+fn long_text_splits_at_paragraphs_within_limit() {
+    let para = "word ".repeat(300);
+    let text = format!("{para}\n\n{para}\n\n{para}\n\n{para}\n\n{para}");
+    let parts = render_parts(&text);
+    assert!(parts.len() >= 2, "{} parts", parts.len());
+    for p in &parts {
+        assert!(utf16_len(&p.text) <= MAX_MESSAGE_LEN);
+        assert!(!p.text.starts_with(' ') && !p.text.is_empty());
+    }
+    let joined: String = parts.iter().map(|p| p.text.split_whitespace().count()).sum::<usize>().to_string();
+    assert_eq!(joined, "1500", "no word lost");
+}
+
+#[test]
+fn split_code_fence_is_reopened() {
+    let code: String = (0..400).map(|i| format!("line {i} <x>\n")).collect();
+    let text = format!("Intro\n\n```\n{code}```\nend");
+    let parts = render_parts(&text);
+    assert!(parts.len() >= 2);
+    for p in &parts {
+        assert!(utf16_len(&p.text) <= MAX_MESSAGE_LEN);
+        assert_eq!(p.text.matches("<pre>").count(), p.text.matches("</pre>").count(), "balanced: {}", p.text);
+    }
+    let all: String = parts.iter().map(|p| p.text.clone()).collect();
+    assert!(all.contains("line 0 &lt;x&gt;") && all.contains("line 399 &lt;x&gt;"));
+}
+
+#[test]
+fn one_long_word_is_hard_split() {
+    let parts = plain_parts(&"x".repeat(9000));
+    assert_eq!(parts.len(), 3);
+    assert!(parts.iter().all(|p| utf16_len(&p.text) <= MAX_MESSAGE_LEN));
+    assert_eq!(parts.iter().map(|p| p.text.len()).sum::<usize>(), 9000);
+}
+
+#[test]
+fn emoji_count_as_two_units() {
+    let parts = plain_parts(&"😀".repeat(3000));
+    assert!(parts.len() == 2, "6000 units need two messages");
+    assert!(parts.iter().all(|p| utf16_len(&p.text) <= MAX_MESSAGE_LEN));
+}
+
+#[test]
+fn escaping_heavy_text_stays_within_limit() {
+    let parts = render_parts(&"<&>".repeat(3000));
+    assert!(parts.iter().all(|p| utf16_len(&p.text) <= MAX_MESSAGE_LEN));
+}

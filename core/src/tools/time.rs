@@ -1,0 +1,113 @@
+//! `current_time`: the current date and time at a UTC offset.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use clawless_platform::Clock;
+use serde_json::{json, Value};
+
+use super::{Tool, ToolError};
+use crate::llm::ToolSpec;
+
+pub struct CurrentTime {
+    pub clock: Arc<dyn Clock>,
+}
+
+#[async_trait]
+impl Tool for CurrentTime {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "current_time".into(),
+            description: "The current date, time and weekday. Give `utc_offset` like \"+02:00\", \"-05:30\" or \"UTC\" for local time there (default UTC).".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"utc_offset": {"type": "string", "description": "UTC offset, e.g. +02:00"}},
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, input: Value) -> Result<String, ToolError> {
+        let offset = match input.get("utc_offset") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(s)) => parse_offset(s).ok_or_else(|| ToolError(format!("utc_offset {s:?} is not like +02:00 or UTC")))?,
+            Some(other) => return Err(ToolError(format!("utc_offset must be a string, got {other}"))),
+        };
+        Ok(format_time(self.clock.now_ms(), offset))
+    }
+}
+
+/// Parses "UTC", "Z", "+02:00", "-0530", "+3", "UTC+3" into minutes east of UTC.
+pub fn parse_offset(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let s = s.strip_prefix("UTC").or_else(|| s.strip_prefix("GMT")).unwrap_or(s);
+    if s.is_empty() || s == "Z" {
+        return Some(0);
+    }
+    let (sign, rest) = match s.as_bytes().first()? {
+        b'+' => (1, &s[1..]),
+        b'-' => (-1, &s[1..]),
+        _ => return None,
+    };
+    let (h, m) = match rest.split_once(':') {
+        Some((h, m)) => (h, m),
+        None if rest.len() == 4 => rest.split_at(2),
+        None => (rest, "0"),
+    };
+    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+    (h <= 14 && m < 60).then_some(sign * (h * 60 + m))
+}
+
+/// Formats `ms` since the epoch at `offset_min` as `2026-11-22 14:05:09 (Sunday), UTC+02:00`.
+pub fn format_time(ms: u64, offset_min: i64) -> String {
+    let secs = (ms / 1000) as i64 + offset_min * 60;
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (y, mo, d) = civil_from_days(days);
+    let weekday = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"][days.rem_euclid(7) as usize];
+    let sign = if offset_min < 0 { '-' } else { '+' };
+    format!(
+        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02} ({weekday}), UTC{sign}{:02}:{:02}",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60,
+        offset_min.abs() / 60,
+        offset_min.abs() % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day): Howard Hinnant's algorithm.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(format_time(0, 0), "1970-01-01 00:00:00 (Thursday), UTC+00:00");
+        // 2024-02-29 23:30:00 UTC is 2024-03-01 05:00 at +05:30.
+        assert_eq!(format_time(1_709_249_400_000, 330), "2024-03-01 05:00:00 (Friday), UTC+05:30");
+        assert_eq!(format_time(1_709_249_400_000, -480), "2024-02-29 15:30:00 (Thursday), UTC-08:00");
+    }
+
+    #[test]
+    fn parses_offsets() {
+        assert_eq!(parse_offset("UTC"), Some(0));
+        assert_eq!(parse_offset("+02:00"), Some(120));
+        assert_eq!(parse_offset("-0530"), Some(-330));
+        assert_eq!(parse_offset("UTC+3"), Some(180));
+        assert_eq!(parse_offset("Europe/Paris"), None);
+        assert_eq!(parse_offset("+25:00"), None);
+    }
+}
