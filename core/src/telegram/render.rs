@@ -37,20 +37,24 @@ pub fn escape(s: &str) -> String {
 pub fn render_parts(markdown: &str) -> Vec<Part> {
     let mut out = Vec::new();
     for chunk in split(markdown, 3500) {
-        let html = to_html(&chunk);
-        if utf16_len(&html) <= MAX_MESSAGE_LEN {
-            out.push(Part { text: html, html: true });
-        } else {
-            // Escaping grew it past the limit: send this chunk as smaller HTML pieces.
-            for small in split(&chunk, 1000) {
-                out.push(Part { text: to_html(&small), html: true });
-            }
-        }
+        push_rendered(&mut out, &chunk, 3500);
     }
     if out.is_empty() {
         out.push(Part { text: "(empty reply)".into(), html: false });
     }
     out
+}
+
+/// Renders `chunk`; when escaping grew it past the limit, splits it smaller and tries again.
+fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
+    let html = to_html(chunk);
+    if utf16_len(&html) <= MAX_MESSAGE_LEN || budget <= 64 {
+        out.push(Part { text: html, html: true });
+        return;
+    }
+    for small in split(chunk, budget / 2) {
+        push_rendered(out, &small, budget / 2);
+    }
 }
 
 /// The same text as plain messages, each within the limit.

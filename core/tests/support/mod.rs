@@ -1,0 +1,173 @@
+//! The whole-flow harness: the real `App` on in-memory ports, a fake Bot API that checks every
+//! call against the spec, and a scripted model.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use clawless_core::{App, Config, Drained, Env};
+use clawless_platform::{FakeClock, FakeHttp, HttpResponse, Platform};
+use clawless_testkit::fixtures::{self, BOT_ID, BOT_USERNAME, OWNER_ID};
+use clawless_testkit::spec::{method_of, spec};
+use serde_json::{json, Value};
+
+pub const TOKEN: &str = "123456:TEST-TOKEN";
+pub const SECRET: &str = "webhook-s3cret";
+pub const LLM: &str = "http://llm.test";
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    Anthropic,
+    OpenAi,
+}
+
+pub struct Harness {
+    pub app: App,
+    pub http: Arc<FakeHttp>,
+    pub clock: Arc<FakeClock>,
+    pub platform: Platform,
+    /// Scripted model answers: (status, body, retry-after).
+    pub llm: Arc<Mutex<VecDeque<(u16, Value, Option<String>)>>>,
+    /// Scripted sendMessage outcomes, one per call: `None` succeeds, `Some((status, body))`
+    /// fails so; once empty, every call succeeds.
+    pub tg_script: Arc<Mutex<VecDeque<Option<(u16, Value)>>>>,
+    pub violations: Arc<Mutex<Vec<String>>>,
+}
+
+impl Harness {
+    pub fn new(wire: Wire) -> Harness {
+        Self::with_config(wire, Config::load(&clawless_core::config::embedded()).unwrap())
+    }
+
+    pub fn with_config(wire: Wire, config: Config) -> Harness {
+        let (platform, clock, http) = Platform::in_memory();
+        let mut env = Env::from_pairs([
+            ("TELEGRAM_BOT_TOKEN", TOKEN.to_string()),
+            ("TELEGRAM_WEBHOOK_SECRET", SECRET.to_string()),
+            ("TELEGRAM_ALLOWED_USERS", OWNER_ID.to_string()),
+        ]);
+        match wire {
+            Wire::Anthropic => {
+                env.set("ANTHROPIC_API_KEY", "sk-ant-test");
+                env.set("ANTHROPIC_BASE_URL", LLM);
+            }
+            Wire::OpenAi => {
+                env.set("OPENAI_API_KEY", "sk-openai-test");
+                env.set("OPENAI_BASE_URL", format!("{LLM}/v1"));
+            }
+        }
+        let app = App::new(platform.clone(), config, &env, "test").unwrap();
+        let h = Harness {
+            app,
+            http: http.clone(),
+            clock,
+            platform,
+            llm: Default::default(),
+            tg_script: Default::default(),
+            violations: Default::default(),
+        };
+        h.install_routes();
+        h
+    }
+
+    fn install_routes(&self) {
+        let llm = self.llm.clone();
+        self.http.route(LLM, move |_req| {
+            let next = llm.lock().unwrap().pop_front();
+            Ok(match next {
+                Some((status, body, retry_after)) => {
+                    let mut r = HttpResponse::json(status, &body);
+                    if let Some(ra) = retry_after {
+                        r = r.with_header("retry-after", ra);
+                    }
+                    r
+                }
+                None => HttpResponse::json(500, &json!({"error": "script exhausted"})),
+            })
+        });
+        let script = self.tg_script.clone();
+        let violations = self.violations.clone();
+        let counter = Arc::new(Mutex::new(1000i64));
+        self.http.route(format!("https://api.telegram.org/bot{TOKEN}/"), move |req| {
+            let method = method_of(&req.url).unwrap_or("").to_owned();
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            if let Err(v) = spec().check_call(&method, &body) {
+                violations.lock().unwrap().push(v.clone());
+                return Ok(HttpResponse::json(400, &json!({"ok": false, "error_code": 400, "description": v})));
+            }
+            match method.as_str() {
+                "getMe" => Ok(HttpResponse::json(200, &json!({"ok": true, "result": {
+                    "id": BOT_ID, "is_bot": true, "first_name": "Clawless", "username": BOT_USERNAME}}))),
+                "sendChatAction" => Ok(HttpResponse::json(200, &json!({"ok": true, "result": true}))),
+                "sendMessage" => {
+                    if let Some(Some((status, body))) = script.lock().unwrap().pop_front() {
+                        return Ok(HttpResponse::json(status, &body));
+                    }
+                    let mut n = counter.lock().unwrap();
+                    *n += 1;
+                    Ok(HttpResponse::json(200, &json!({"ok": true, "result": {
+                        "message_id": *n, "date": 1, "chat": {"id": body["chat_id"], "type": "private"}, "text": body["text"]}})))
+                }
+                _ => Ok(HttpResponse::json(200, &json!({"ok": true, "result": true}))),
+            }
+        });
+    }
+
+    pub fn script(&self, status: u16, body: Value) {
+        self.llm.lock().unwrap().push_back((status, body, None));
+    }
+
+    pub fn script_429(&self, retry_after: &str) {
+        self.llm.lock().unwrap().push_back((429, json!({"error": {"type": "rate_limit_error"}}), Some(retry_after.into())));
+    }
+
+    /// Delivers a fixture through the webhook (right secret) and returns the HTTP status.
+    pub async fn deliver(&self, fixture: &str, update_id: i64) -> u16 {
+        self.deliver_raw(&fixtures::update(fixture, update_id)).await
+    }
+
+    pub async fn deliver_raw(&self, update: &Value) -> u16 {
+        let reply = self.app.handle_webhook("main", Some(SECRET), update.to_string().as_bytes()).await;
+        if let Some(lane) = &reply.lane {
+            self.app.drain(lane).await.unwrap();
+        }
+        reply.status
+    }
+
+    /// Accepts without draining; returns the lane.
+    pub async fn accept_only(&self, fixture: &str, update_id: i64) -> Option<String> {
+        let reply = self.app.handle_webhook("main", Some(SECRET), fixtures::update(fixture, update_id).to_string().as_bytes()).await;
+        assert_eq!(reply.status, 200);
+        reply.lane
+    }
+
+    pub async fn drain(&self, lane: &str) -> Drained {
+        self.app.drain(lane).await.unwrap()
+    }
+
+    /// Bodies of the Bot API calls of `method`, in order.
+    pub fn calls(&self, method: &str) -> Vec<Value> {
+        self.http
+            .requests()
+            .iter()
+            .filter(|r| r.url.starts_with("https://api.telegram.org/") && method_of(&r.url) == Some(method))
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect()
+    }
+
+    pub fn sent_texts(&self) -> Vec<String> {
+        self.calls("sendMessage").iter().map(|b| b["text"].as_str().unwrap_or("").to_owned()).collect()
+    }
+
+    /// The model requests made, as JSON bodies.
+    pub fn llm_requests(&self) -> Vec<Value> {
+        self.http.requests().iter().filter(|r| r.url.starts_with(LLM)).map(|r| serde_json::from_slice(&r.body).unwrap()).collect()
+    }
+
+    /// Every Bot API call so far obeyed the spec.
+    pub fn assert_spec_clean(&self) {
+        let v = self.violations.lock().unwrap();
+        assert!(v.is_empty(), "Bot API spec violations: {v:?}");
+    }
+}

@@ -1,0 +1,45 @@
+//! Real-format Telegram updates, as files under `tests/fixtures/updates/`.
+
+use serde_json::Value;
+
+macro_rules! fixtures {
+    ($($name:literal),* $(,)?) => {
+        /// The fixture `name` (file name without `.json`), with its `update_id` set to `id`.
+        pub fn update(name: &str, id: i64) -> Value {
+            let text = match name {
+                $($name => include_str!(concat!("../fixtures/updates/", $name, ".json")),)*
+                other => panic!("no fixture {other}"),
+            };
+            let mut v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            v["update_id"] = Value::from(id);
+            v
+        }
+        /// Every fixture name.
+        pub const ALL: &[&str] = &[$($name),*];
+    };
+}
+
+fixtures!(
+    "private_text",
+    "private_command_start",
+    "private_command_new",
+    "group_no_mention",
+    "group_mention",
+    "group_reply_to_bot",
+    "group_command_other_bot",
+    "forum_topic_mention",
+    "edited_message",
+    "photo_caption",
+    "photo_no_caption",
+    "sticker",
+    "unknown_poll",
+    "stranger_private",
+    "stranger_group_no_mention",
+);
+
+/// The ids the fixtures use.
+pub const OWNER_ID: i64 = 111_111_111;
+pub const STRANGER_ID: i64 = 999_999_999;
+pub const BOT_ID: i64 = 7_000_000_001;
+pub const BOT_USERNAME: &str = "clawless_test_bot";
+pub const GROUP_ID: i64 = -1_001_234_567_890;

@@ -1,0 +1,106 @@
+//! The Bot API spec checker: method exists, required fields present, no unknown fields, value
+//! types, and the 4096 / 1024 text limits.
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+const SPEC: &str = include_str!("../fixtures/telegram-bot-api.json");
+
+pub struct BotApiSpec {
+    doc: Value,
+}
+
+/// The spec, parsed once per test binary.
+pub fn spec() -> &'static BotApiSpec {
+    static SPEC_DOC: OnceLock<BotApiSpec> = OnceLock::new();
+    SPEC_DOC.get_or_init(|| BotApiSpec { doc: serde_json::from_str(SPEC).unwrap_or(Value::Null) })
+}
+
+/// The vendored spec text (a test checks it equals `../shared/spec` where that exists).
+pub fn raw() -> &'static str {
+    SPEC
+}
+
+/// Limits in characters (UTF-16 code units, as Telegram counts) per `(method, field)`.
+const LIMITS: &[(&str, &str, usize)] = &[
+    ("sendMessage", "text", 4096),
+    ("editMessageText", "text", 4096),
+    ("sendPhoto", "caption", 1024),
+    ("sendDocument", "caption", 1024),
+];
+
+impl BotApiSpec {
+    pub fn version(&self) -> &str {
+        self.doc.get("version").and_then(Value::as_str).unwrap_or("?")
+    }
+
+    /// Checks one outbound call.
+    pub fn check_call(&self, method: &str, body: &Value) -> Result<(), String> {
+        let m = self.doc.pointer(&format!("/methods/{method}")).ok_or_else(|| format!("unknown Bot API method {method}"))?;
+        let fields = m.get("fields").and_then(Value::as_array).cloned().unwrap_or_default();
+        self.check_fields(method, &fields, body)?;
+        for (lm, field, max) in LIMITS {
+            if *lm == method {
+                if let Some(s) = body.get(*field).and_then(Value::as_str) {
+                    let n = s.encode_utf16().count();
+                    if n == 0 || n > *max {
+                        return Err(format!("{method}.{field} is {n} characters; allowed 1..={max}"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a value against a type of the spec (e.g. an `Update` fixture).
+    pub fn check_type(&self, type_name: &str, value: &Value) -> Result<(), String> {
+        let t = self.doc.pointer(&format!("/types/{type_name}")).ok_or_else(|| format!("unknown type {type_name}"))?;
+        match t.get("fields").and_then(Value::as_array) {
+            Some(fields) => self.check_fields(type_name, fields, value),
+            // Union types (MessageOrigin …) list subtypes: accept any object.
+            None => value.is_object().then_some(()).ok_or_else(|| format!("{type_name} must be an object")),
+        }
+    }
+
+    fn check_fields(&self, ctx: &str, fields: &[Value], body: &Value) -> Result<(), String> {
+        let obj = body.as_object().ok_or_else(|| format!("{ctx}: body must be an object"))?;
+        for f in fields {
+            let name = f.get("name").and_then(Value::as_str).unwrap_or("");
+            if f.get("required").and_then(Value::as_bool).unwrap_or(false) && !obj.contains_key(name) {
+                return Err(format!("{ctx}: required field {name} missing"));
+            }
+        }
+        for (k, v) in obj {
+            let f = fields
+                .iter()
+                .find(|f| f.get("name").and_then(Value::as_str) == Some(k))
+                .ok_or_else(|| format!("{ctx}: unknown field {k}"))?;
+            let types: Vec<&str> = f.get("types").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            if !types.iter().any(|t| self.matches_type(t, v)) {
+                return Err(format!("{ctx}.{k}: {v} is not {}", types.join(" or ")));
+            }
+        }
+        Ok(())
+    }
+
+    fn matches_type(&self, t: &str, v: &Value) -> bool {
+        if let Some(inner) = t.strip_prefix("Array of ") {
+            return v.as_array().is_some_and(|a| a.iter().all(|x| self.matches_type(inner, x)));
+        }
+        match t {
+            "Integer" => v.is_i64() || v.is_u64(),
+            "Float" => v.is_number(),
+            "String" => v.is_string(),
+            "Boolean" | "True" => v.is_boolean(),
+            "InputFile" => v.is_string(),
+            other => self.check_type(other, v).is_ok(),
+        }
+    }
+}
+
+/// Splits a Bot API URL `…/bot<token>/<method>` into its method.
+pub fn method_of(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("/bot")?;
+    rest.rsplit('/').next()
+}
