@@ -1,0 +1,106 @@
+//! The Files port over a directory. Paths are checked by the port's `normalize`, and no
+//! component on the way may be a symlink, so nothing escapes the root.
+
+use std::path::{Path, PathBuf};
+
+use clawless_platform::files::{normalize, normalize_dir};
+use clawless_platform::{async_trait, Files, PortError};
+
+pub struct FsFiles {
+    root: PathBuf,
+}
+
+impl FsFiles {
+    pub fn new(root: impl Into<PathBuf>) -> std::io::Result<Self> {
+        let root = root.into();
+        std::fs::create_dir_all(&root)?;
+        Ok(Self { root })
+    }
+
+    /// The on-disk path for a port path, refusing symlinks below the root.
+    fn resolve(&self, rel: &str) -> Result<PathBuf, PortError> {
+        let mut path = self.root.clone();
+        for seg in rel.split('/') {
+            path.push(seg);
+            if let Ok(meta) = std::fs::symlink_metadata(&path) {
+                if meta.file_type().is_symlink() {
+                    return Err(PortError::invalid(format!("{rel:?} passes through a symlink")));
+                }
+            }
+        }
+        Ok(path)
+    }
+}
+
+fn io_err(path: &str, e: std::io::Error) -> PortError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => PortError::not_found(path.to_owned()),
+        _ => PortError::unavailable(format!("{path}: {e}")),
+    }
+}
+
+fn collect(dir: &Path, rel: &str, out: &mut Vec<String>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            collect(&entry.path(), &child, out)?;
+        } else if kind.is_file() {
+            out.push(child);
+        }
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Files for FsFiles {
+    async fn read(&self, path: &str) -> Result<Vec<u8>, PortError> {
+        let rel = normalize(path)?;
+        std::fs::read(self.resolve(&rel)?).map_err(|e| io_err(&rel, e))
+    }
+
+    async fn write(&self, path: &str, data: &[u8]) -> Result<(), PortError> {
+        let rel = normalize(path)?;
+        let full = self.resolve(&rel)?;
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_err(&rel, e))?;
+        }
+        // Write then rename, so a crash never leaves half a file.
+        let tmp = full.with_extension("clawless-tmp");
+        std::fs::write(&tmp, data).and_then(|_| std::fs::rename(&tmp, &full)).map_err(|e| io_err(&rel, e))
+    }
+
+    async fn append(&self, path: &str, data: &[u8]) -> Result<(), PortError> {
+        use std::io::Write;
+        let rel = normalize(path)?;
+        let full = self.resolve(&rel)?;
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_err(&rel, e))?;
+        }
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&full).map_err(|e| io_err(&rel, e))?;
+        f.write_all(data).map_err(|e| io_err(&rel, e))
+    }
+
+    async fn list(&self, dir: &str) -> Result<Vec<String>, PortError> {
+        let rel = normalize_dir(dir)?;
+        let full = if rel.is_empty() { self.root.clone() } else { self.resolve(&rel)? };
+        let mut out = Vec::new();
+        match collect(&full, &rel, &mut out) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&rel, e)),
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    async fn delete(&self, path: &str) -> Result<(), PortError> {
+        let rel = normalize(path)?;
+        match std::fs::remove_file(self.resolve(&rel)?) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(&rel, e)),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The background drainer: lanes named by the ack path are drained on tokio tasks, a timer
+//! sweeps for retries and leftovers, and shutdown waits for work in flight.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_core::{App, Drained};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::store::SqlKv;
+
+/// How often pending work is looked for when nothing asked.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(15);
+
+#[derive(Clone)]
+pub struct Kicker {
+    tx: mpsc::UnboundedSender<String>,
+}
+
+impl Kicker {
+    /// Asks for `lane` to be drained soon.
+    pub fn kick(&self, lane: String) {
+        let _ = self.tx.send(lane);
+    }
+}
+
+pub struct Runner {
+    rx: mpsc::UnboundedReceiver<String>,
+    app: Arc<App>,
+    kv: Option<Arc<SqlKv>>,
+}
+
+pub fn new(app: Arc<App>, kv: Option<Arc<SqlKv>>) -> (Kicker, Runner) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Kicker { tx }, Runner { rx, app, kv })
+}
+
+impl Runner {
+    /// Runs until `stop` resolves, then waits up to `grace` for drains in flight. Pending work
+    /// stays in the inbox for the next start.
+    pub async fn run(mut self, stop: impl std::future::Future<Output = ()>, grace: Duration) {
+        let mut tasks = JoinSet::new();
+        // Resume whatever a previous run left pending.
+        let mut next_sweep = tokio::time::Instant::now();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                _ = &mut stop => break,
+                Some(lane) = self.rx.recv() => {
+                    let app = self.app.clone();
+                    tasks.spawn(async move { drain(&app, &lane).await; });
+                }
+                _ = tokio::time::sleep_until(next_sweep) => {
+                    let app = self.app.clone();
+                    let kv = self.kv.clone();
+                    tasks.spawn(async move {
+                        if let Some(kv) = kv {
+                            if let Err(e) = kv.purge_expired().await { tracing::warn!(error = %e, "purge failed"); }
+                        }
+                        if let Err(e) = app.sweep().await { tracing::warn!(error = %e, "sweep failed"); }
+                    });
+                    next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
+                }
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            }
+        }
+        tracing::info!(in_flight = tasks.len(), "stopping: finishing work in flight");
+        let _ = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+    }
+}
+
+async fn drain(app: &App, lane: &str) {
+    match app.drain(lane).await {
+        Ok(Drained::RetryAt(at)) => tracing::info!(lane, retry_at = at, "lane waits for a retry"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(lane, error = %e, "drain failed; the sweep will retry"),
+    }
+}

@@ -1,0 +1,75 @@
+//! Reading the environment, the config directory and the data directory into an `App`.
+//! The only place the native shell reads environment variables.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clawless_core::{App, Config, ConfigFiles, Env};
+use clawless_platform::{Clock, Platform};
+
+use crate::clock::SystemClock;
+use crate::fs::FsFiles;
+use crate::http::ReqwestHttp;
+use crate::store::{Db, SqlKv, SqlVectors};
+
+/// Everything `main` needs: the app and the concrete store (for housekeeping).
+pub struct Native {
+    pub app: Arc<App>,
+    pub kv: Arc<SqlKv>,
+    pub config_source: String,
+}
+
+/// The process environment as the core's `Env`.
+pub fn env() -> Env {
+    Env::from_pairs(std::env::vars())
+}
+
+/// `CLAWLESS_CONFIG`, else `./config` when it exists, else the config embedded at build time.
+pub fn load_config(env: &Env) -> Result<(Config, String)> {
+    let dir = env.get("CLAWLESS_CONFIG").map(PathBuf::from).or_else(|| Path::new("config").is_dir().then(|| PathBuf::from("config")));
+    let (files, source) = match dir {
+        Some(dir) => (read_tree(&dir).with_context(|| format!("reading config directory {}", dir.display()))?, dir.display().to_string()),
+        None => (clawless_core::config::embedded(), "built-in defaults".to_owned()),
+    };
+    let config = Config::load(&files).map_err(|e| anyhow::anyhow!("config ({source}) is invalid: {e}"))?;
+    Ok((config, source))
+}
+
+fn read_tree(root: &Path) -> std::io::Result<ConfigFiles> {
+    let mut files = ConfigFiles::default();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(rel) = path.strip_prefix(root) {
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                files.0.insert(rel, std::fs::read_to_string(&path)?);
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// Builds the app on libsql under `CLAWLESS_DATA` (default `./data`).
+pub fn build(env: &Env) -> Result<Native> {
+    let (config, config_source) = load_config(env)?;
+    let data = PathBuf::from(env.get("CLAWLESS_DATA").unwrap_or("data"));
+    std::fs::create_dir_all(&data).with_context(|| format!("creating data directory {}", data.display()))?;
+    let db_path = data.join("clawless.db");
+    let db = Db::open(&db_path.to_string_lossy()).map_err(|e| anyhow::anyhow!("opening {}: {e}", db_path.display()))?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let kv = Arc::new(SqlKv::new(db.clone(), clock.clone()));
+    let platform = Platform {
+        kv: kv.clone(),
+        files: Arc::new(FsFiles::new(data.join("files")).context("creating files directory")?),
+        http: Arc::new(ReqwestHttp::new().map_err(|e| anyhow::anyhow!("{e}"))?),
+        vectors: Arc::new(SqlVectors::new(db)),
+        clock: clock.clone(),
+    };
+    let instance = format!("native-{}-{}", std::process::id(), clock.now_ms());
+    let app = App::new(platform, config, env, instance).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Native { app: Arc::new(app), kv, config_source })
+}

@@ -1,0 +1,108 @@
+//! The port conformance suites, run on the native adapters: libsql Kv and Vectors, the
+//! directory Files, reqwest Http against a local server, the system clock.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::Path;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use clawless_native::clock::SystemClock;
+use clawless_native::fs::FsFiles;
+use clawless_native::http::ReqwestHttp;
+use clawless_native::store::{Db, SqlKv, SqlVectors};
+use clawless_platform::{clock, files, http, kv, vectors, Files};
+
+#[tokio::test]
+async fn libsql_kv_conforms_in_memory_and_on_disk() {
+    let clock = Arc::new(SystemClock);
+    let kv_mem = SqlKv::new(Db::open(":memory:").unwrap(), clock.clone());
+    kv::conformance::run(&kv_mem, &*clock, "mem").await;
+    let dir = common::temp_dir("kv");
+    let path = dir.join("t.db");
+    let kv_disk = SqlKv::new(Db::open(&path.to_string_lossy()).unwrap(), clock.clone());
+    kv::conformance::run(&kv_disk, &*clock, "disk").await;
+    use clawless_platform::Kv;
+    kv_disk.put("short", b"x", Some(Duration::from_millis(1))).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(kv_disk.purge_expired().await.unwrap() >= 1, "expired rows are purged");
+}
+
+#[tokio::test]
+async fn libsql_kv_survives_reopen() {
+    let dir = common::temp_dir("kv-reopen");
+    let path = dir.join("t.db").to_string_lossy().into_owned();
+    let clock = Arc::new(SystemClock);
+    {
+        let kv = SqlKv::new(Db::open(&path).unwrap(), clock.clone());
+        use clawless_platform::Kv;
+        kv.put("a", b"1", None).await.unwrap();
+    }
+    let kv = SqlKv::new(Db::open(&path).unwrap(), clock);
+    use clawless_platform::Kv;
+    assert_eq!(kv.get("a").await.unwrap().as_deref(), Some(&b"1"[..]));
+}
+
+#[tokio::test]
+async fn libsql_vectors_conform() {
+    vectors::conformance::run(&SqlVectors::new(Db::open(":memory:").unwrap())).await;
+}
+
+#[tokio::test]
+async fn fs_files_conform_and_refuse_symlink_escape() {
+    let dir = common::temp_dir("files");
+    let root = dir.join("root");
+    let fs = FsFiles::new(&root).unwrap();
+    files::conformance::run(&fs).await;
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "s").unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+    let err = fs.read("link/secret.txt").await.unwrap_err();
+    assert_eq!(err.kind, clawless_platform::ErrorKind::Invalid);
+    assert_eq!(fs.write("link/x.txt", b"x").await.unwrap_err().kind, clawless_platform::ErrorKind::Invalid);
+    assert!(!outside.join("x.txt").exists());
+}
+
+async fn echo(headers: HeaderMap, body: Bytes) -> impl IntoResponse {
+    let mut h = HeaderMap::new();
+    if let Some(v) = headers.get("x-test") {
+        h.insert("x-echo", v.clone());
+    }
+    (StatusCode::OK, h, body)
+}
+
+#[tokio::test]
+async fn reqwest_http_conforms() {
+    let router = axum::Router::new()
+        .route("/echo", post(echo))
+        .route(
+            "/status/{code}",
+            get(|Path(code): Path<u16>| async move { (StatusCode::from_u16(code).unwrap(), [("retry-after", "7")], "status") }),
+        )
+        .route("/slow", get(|| async {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            "slow"
+        }));
+    let base = common::serve(router).await;
+    http::conformance::run(&ReqwestHttp::new().unwrap(), &base).await;
+}
+
+#[tokio::test]
+async fn reqwest_http_connection_refused_is_unavailable() {
+    use clawless_platform::{Http, HttpRequest};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let err = ReqwestHttp::new().unwrap().send(HttpRequest::get(format!("http://127.0.0.1:{port}/"), Duration::from_secs(2))).await.unwrap_err();
+    assert_eq!(err.kind, clawless_platform::ErrorKind::Unavailable);
+}
+
+#[tokio::test]
+async fn system_clock_conforms() {
+    clock::conformance::run(&SystemClock).await;
+}
