@@ -144,6 +144,17 @@ impl Inbox {
         self.kv.compare_and_swap(&format!("lease/{lane}"), Some(owner.as_bytes()), None, None).await.map(drop)
     }
 
+    /// Drops every lease. Only for a process that knows no other drainer can be alive, such
+    /// as the native binary at start-up (one process per data directory): a crashed run's
+    /// leases would otherwise hold its lanes until they lapse.
+    pub async fn clear_leases(&self) -> Result<usize, PortError> {
+        let keys = self.kv.list("lease/", 10_000).await?;
+        for k in &keys {
+            self.kv.delete(k).await?;
+        }
+        Ok(keys.len())
+    }
+
     /// Lanes with pending jobs (at most `limit` jobs looked at).
     pub async fn lanes(&self, limit: usize) -> Result<Vec<String>, PortError> {
         let mut lanes: Vec<String> = self

@@ -41,7 +41,13 @@ impl Runner {
     /// stays in the inbox for the next start.
     pub async fn run(mut self, stop: impl std::future::Future<Output = ()>, grace: Duration) {
         let mut tasks = JoinSet::new();
-        // Resume whatever a previous run left pending.
+        // One process per data directory: leases left by a killed run are stale. The first
+        // sweep below then resumes whatever that run left pending.
+        match self.app.inbox.clear_leases().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(leases = n, "cleared leases of a previous run"),
+            Err(e) => tracing::warn!(error = %e, "could not clear stale leases"),
+        }
         let mut next_sweep = tokio::time::Instant::now();
         tokio::pin!(stop);
         loop {
