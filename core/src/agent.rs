@@ -49,7 +49,12 @@ pub struct TurnOutput {
 
 impl Agent {
     /// Runs one user turn to a final answer.
-    pub async fn run_turn(&self, history: &[ChatMessage], user: ChatMessage, observer: &dyn TurnObserver) -> Result<TurnOutput, LlmError> {
+    pub async fn run_turn(
+        &self,
+        history: &[ChatMessage],
+        user: ChatMessage,
+        observer: &dyn TurnObserver,
+    ) -> Result<TurnOutput, LlmError> {
         let mut messages: Vec<ChatMessage> = history.to_vec();
         let start = messages.len();
         messages.push(user);
@@ -65,13 +70,23 @@ impl Agent {
                 max_tokens: self.config.max_tokens,
             };
             let response = self.chain.chat(&request).await?;
-            let calls: Vec<(String, String, Value)> =
-                response.message.tool_uses().map(|(id, n, i)| (id.to_owned(), n.to_owned(), i.clone())).collect();
+            let calls: Vec<(String, String, Value)> = response
+                .message
+                .tool_uses()
+                .map(|(id, n, i)| (id.to_owned(), n.to_owned(), i.clone()))
+                .collect();
             messages.push(response.message);
             if calls.is_empty() {
                 let reply = messages.last().map(ChatMessage::text).unwrap_or_default();
-                let reply = if reply.trim().is_empty() { "(The model returned an empty answer.)".to_owned() } else { reply };
-                return Ok(TurnOutput { reply, messages: messages.split_off(start) });
+                let reply = if reply.trim().is_empty() {
+                    "(The model returned an empty answer.)".to_owned()
+                } else {
+                    reply
+                };
+                return Ok(TurnOutput {
+                    reply,
+                    messages: messages.split_off(start),
+                });
             }
             let mut results = Vec::with_capacity(calls.len());
             for (id, name, input) in calls {
@@ -83,9 +98,16 @@ impl Agent {
                 } else {
                     self.call_tool(&name, input).await
                 };
-                results.push(Block::ToolResult { tool_use_id: id, content, is_error });
+                results.push(Block::ToolResult {
+                    tool_use_id: id,
+                    content,
+                    is_error,
+                });
             }
-            messages.push(ChatMessage { role: Role::User, content: results });
+            messages.push(ChatMessage {
+                role: Role::User,
+                content: results,
+            });
         }
         // Out of rounds: the history must still pair every tool_use with a result, which the
         // last round did; close the turn with an explanation the user sees.
@@ -94,13 +116,22 @@ impl Agent {
             self.config.max_rounds
         );
         messages.push(ChatMessage::assistant_text(reply.clone()));
-        Ok(TurnOutput { reply, messages: messages.split_off(start) })
+        Ok(TurnOutput {
+            reply,
+            messages: messages.split_off(start),
+        })
     }
 
     /// Runs one tool with the agent's timeout; returns `(content, is_error)`.
     async fn call_tool(&self, name: &str, input: Value) -> (String, bool) {
         let Some(tool) = self.tools.get(name) else {
-            return (format!("Unknown tool {name:?}. Available: {}", self.tools.names().join(", ")), true);
+            return (
+                format!(
+                    "Unknown tool {name:?}. Available: {}",
+                    self.tools.names().join(", ")
+                ),
+                true,
+            );
         };
         let timeout = Duration::from_secs(self.config.tool_timeout_secs);
         let call = tool.call(input);
@@ -108,7 +139,10 @@ impl Agent {
         match select(call, sleep).await {
             Either::Left((Ok(out), _)) => (truncate(out), false),
             Either::Left((Err(e), _)) => (truncate(e.0), true),
-            Either::Right(_) => (format!("Tool {name} timed out after {}s.", timeout.as_secs()), true),
+            Either::Right(_) => (
+                format!("Tool {name} timed out after {}s.", timeout.as_secs()),
+                true,
+            ),
         }
     }
 }
@@ -124,7 +158,9 @@ pub fn truncate(mut s: String) -> String {
     }
     let total = s.len();
     s.truncate(end);
-    s.push_str(&format!("\n[truncated: {total} bytes in all, first {end} shown]"));
+    s.push_str(&format!(
+        "\n[truncated: {total} bytes in all, first {end} shown]"
+    ));
     s
 }
 

@@ -54,35 +54,68 @@ pub struct WebhookReply {
 
 impl WebhookReply {
     fn new(status: u16, body: &'static str) -> Self {
-        Self { status, body, lane: None }
+        Self {
+            status,
+            body,
+            lane: None,
+        }
     }
 }
 
 impl App {
     /// Assembles the app. `instance` names this process or invocation in leases.
-    pub fn new(platform: Platform, config: Config, env: &Env, instance: impl Into<String>) -> Result<App, ConfigError> {
-        let env_err = |field: &str, message: String| ConfigError { file: "environment".into(), field: field.into(), message };
+    pub fn new(
+        platform: Platform,
+        config: Config,
+        env: &Env,
+        instance: impl Into<String>,
+    ) -> Result<App, ConfigError> {
+        let env_err = |field: &str, message: String| ConfigError {
+            file: "environment".into(),
+            field: field.into(),
+            message,
+        };
         let mut extra_users = Vec::new();
         if let Some(v) = env.get("TELEGRAM_ALLOWED_USERS") {
             extra_users = parse_user_list(v).map_err(|m| env_err("TELEGRAM_ALLOWED_USERS", m))?;
         }
-        let api_base = env.get("TELEGRAM_API_BASE").unwrap_or(api::DEFAULT_API_BASE).to_owned();
+        let api_base = env
+            .get("TELEGRAM_API_BASE")
+            .unwrap_or(api::DEFAULT_API_BASE)
+            .to_owned();
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {
-            let tools = ToolRegistry::builtins(&agent.tools, platform.clock.clone())
-                .map_err(|m| ConfigError { file: format!("agents.d/{id}.yaml"), field: "tools".into(), message: m })?;
+            let tools =
+                ToolRegistry::builtins(&agent.tools, platform.clock.clone()).map_err(|m| {
+                    ConfigError {
+                        file: format!("agents.d/{id}.yaml"),
+                        field: "tools".into(),
+                        message: m,
+                    }
+                })?;
             let chain = ModelChain {
                 links: links(&platform, &config, &agent.models, env),
                 clock: platform.clock.clone(),
                 base_backoff: Duration::from_secs(1),
                 max_wait: Duration::from_secs(30),
             };
-            agents.insert(id.clone(), Arc::new(Agent { config: agent.clone(), chain, tools, clock: platform.clock.clone() }));
+            agents.insert(
+                id.clone(),
+                Arc::new(Agent {
+                    config: agent.clone(),
+                    chain,
+                    tools,
+                    clock: platform.clock.clone(),
+                }),
+            );
         }
         let mut connectors = BTreeMap::new();
         for (id, c) in &config.connectors {
             let agent_id = config.routing.get(id).cloned().unwrap_or_default();
-            let agent = agents.get(&agent_id).cloned().ok_or_else(|| env_err("routing", format!("no agent for connector {id}")))?;
+            let agent = agents
+                .get(&agent_id)
+                .cloned()
+                .ok_or_else(|| env_err("routing", format!("no agent for connector {id}")))?;
             let token = env.secret(&c.token_env);
             connectors.insert(
                 id.clone(),
@@ -93,14 +126,30 @@ impl App {
                     token_env: c.token_env.clone(),
                     secret: env.secret(&c.webhook_secret_env),
                     secret_env: c.webhook_secret_env.clone(),
-                    allowed: c.allowed_users.iter().chain(&extra_users).copied().collect(),
+                    allowed: c
+                        .allowed_users
+                        .iter()
+                        .chain(&extra_users)
+                        .copied()
+                        .collect(),
                     agent,
                     identity: Mutex::new(None),
                 },
             );
         }
-        let inbox = Inbox { kv: platform.kv.clone(), clock: platform.clock.clone(), config: config.inbox.clone() };
-        Ok(App { platform, config: Arc::new(config), connectors, inbox, instance: instance.into(), counter: AtomicU64::new(0) })
+        let inbox = Inbox {
+            kv: platform.kv.clone(),
+            clock: platform.clock.clone(),
+            config: config.inbox.clone(),
+        };
+        Ok(App {
+            platform,
+            config: Arc::new(config),
+            connectors,
+            inbox,
+            instance: instance.into(),
+            counter: AtomicU64::new(0),
+        })
     }
 
     /// What must still be set before the bot can answer in Telegram: env var names, with why.
@@ -111,7 +160,10 @@ impl App {
                 missing.push(format!("{} (the bot token from @BotFather)", c.token_env));
             }
             if c.agent.chain.links.is_empty() {
-                missing.push(format!("an LLM key for agent {:?}: ANTHROPIC_API_KEY or OPENAI_API_KEY", c.agent.config.id));
+                missing.push(format!(
+                    "an LLM key for agent {:?}: ANTHROPIC_API_KEY or OPENAI_API_KEY",
+                    c.agent.config.id
+                ));
             }
         }
         missing.dedup();
@@ -123,7 +175,12 @@ impl App {
     /// Unknown connector → 404; wrong or missing secret → 401 and nothing else happens; an
     /// update we cannot read or do not handle → 200 (so Telegram stops re-sending) and a log
     /// line; a storage failure → 500 so Telegram re-delivers.
-    pub async fn handle_webhook(&self, connector: &str, secret: Option<&str>, body: &[u8]) -> WebhookReply {
+    pub async fn handle_webhook(
+        &self,
+        connector: &str,
+        secret: Option<&str>,
+        body: &[u8],
+    ) -> WebhookReply {
         let Some(conn) = self.connectors.get(connector) else {
             return WebhookReply::new(404, "unknown connector");
         };
@@ -132,7 +189,11 @@ impl App {
             return WebhookReply::new(401, "unauthorized");
         }
         match self.accept_update(connector, body).await {
-            Ok(lane) => WebhookReply { status: 200, body: "ok", lane },
+            Ok(lane) => WebhookReply {
+                status: 200,
+                body: "ok",
+                lane,
+            },
             Err(e) => {
                 tracing::error!(connector, error = %e, "could not store update");
                 WebhookReply::new(500, "storage unavailable")
@@ -141,7 +202,11 @@ impl App {
     }
 
     /// Stores an update in the inbox; returns the lane to drain when there is new work.
-    pub async fn accept_update(&self, connector: &str, body: &[u8]) -> Result<Option<String>, PortError> {
+    pub async fn accept_update(
+        &self,
+        connector: &str,
+        body: &[u8],
+    ) -> Result<Option<String>, PortError> {
         let Some(conn) = self.connectors.get(connector) else {
             return Ok(None);
         };
@@ -162,32 +227,66 @@ impl App {
         let msg = match &update.kind {
             UpdateKind::Message(m) => m,
             UpdateKind::EditedMessage(_) => {
-                tracing::info!(connector, update_id = update.id, "edited message: not answered again");
+                tracing::info!(
+                    connector,
+                    update_id = update.id,
+                    "edited message: not answered again"
+                );
                 return Ok(None);
             }
             UpdateKind::Unknown(_) => {
-                tracing::info!(connector, update_id = update.id, "unhandled update type; dropped");
+                tracing::info!(
+                    connector,
+                    update_id = update.id,
+                    "unhandled update type; dropped"
+                );
                 return Ok(None);
             }
         };
         let Some(from) = &msg.from else {
-            tracing::info!(connector, update_id = update.id, "message without sender; dropped");
+            tracing::info!(
+                connector,
+                update_id = update.id,
+                "message without sender; dropped"
+            );
             return Ok(None);
         };
-        if !conn.allowed.contains(&from.id.0) && self.platform.kv.get(&stranger_key(connector, from.id.0)).await?.is_some() {
+        if !conn.allowed.contains(&from.id.0)
+            && self
+                .platform
+                .kv
+                .get(&stranger_key(connector, from.id.0))
+                .await?
+                .is_some()
+        {
             return Ok(None); // already told once
         }
         let lane = format!("{connector}:{}", msg.chat.id.0);
-        let job = Job { connector: connector.to_owned(), update_id: update.id, update: raw, attempts: 0, not_before_ms: 0, checkpoint: None };
+        let job = Job {
+            connector: connector.to_owned(),
+            update_id: update.id,
+            update: raw,
+            attempts: 0,
+            not_before_ms: 0,
+            checkpoint: None,
+        };
         if !self.inbox.accept(&lane, &job).await? {
-            tracing::info!(connector, update_id = update.id, "duplicate delivery dropped");
+            tracing::info!(
+                connector,
+                update_id = update.id,
+                "duplicate delivery dropped"
+            );
             return Ok(None);
         }
         Ok(Some(lane))
     }
 
     fn owner(&self) -> String {
-        format!("{}-{}", self.instance, self.counter.fetch_add(1, Ordering::Relaxed))
+        format!(
+            "{}-{}",
+            self.instance,
+            self.counter.fetch_add(1, Ordering::Relaxed)
+        )
     }
 
     /// Processes a lane's jobs in order until it is empty or its head must wait.
@@ -235,15 +334,30 @@ impl App {
     }
 
     /// A terminal conversation with the agent of `connector`, no Telegram involved.
-    pub async fn chat_local(&self, connector: &str, session_key: &str, text: &str) -> Result<String, LlmError> {
-        let conn = self.connectors.get(connector).ok_or_else(|| LlmError::NotConfigured(format!("no connector {connector}")))?;
+    pub async fn chat_local(
+        &self,
+        connector: &str,
+        session_key: &str,
+        text: &str,
+    ) -> Result<String, LlmError> {
+        let conn = self
+            .connectors
+            .get(connector)
+            .ok_or_else(|| LlmError::NotConfigured(format!("no connector {connector}")))?;
         let kv = &*self.platform.kv;
-        let mut s = session::load(kv, session_key).await.map_err(LlmError::from)?;
-        let out = conn.agent.run_turn(&s.messages, ChatMessage::user_text(text), &NoObserver).await?;
+        let mut s = session::load(kv, session_key)
+            .await
+            .map_err(LlmError::from)?;
+        let out = conn
+            .agent
+            .run_turn(&s.messages, ChatMessage::user_text(text), &NoObserver)
+            .await?;
         s.messages.extend(out.messages);
         session::trim(&mut s.messages, self.config.session.history_window);
         s.updated_ms = self.platform.clock.now_ms();
-        session::save(kv, session_key, &s).await.map_err(LlmError::from)?;
+        session::save(kv, session_key, &s)
+            .await
+            .map_err(LlmError::from)?;
         Ok(out.reply)
     }
 
@@ -261,8 +375,12 @@ pub(crate) fn stranger_key(connector: &str, user: i64) -> String {
 fn links(platform: &Platform, config: &Config, models: &[String], env: &Env) -> Vec<Link> {
     let mut out = Vec::new();
     for m in models {
-        let Some((pid, model)) = m.split_once('/') else { continue };
-        let Some(p) = config.providers.get(pid) else { continue };
+        let Some((pid, model)) = m.split_once('/') else {
+            continue;
+        };
+        let Some(p) = config.providers.get(pid) else {
+            continue;
+        };
         let key = p.api_key_env.as_deref().map(|k| env.secret(k));
         if matches!(&key, Some(k) if k.is_empty()) {
             continue; // no key: skip this provider
@@ -280,7 +398,12 @@ fn links(platform: &Platform, config: &Config, models: &[String], env: &Env) -> 
 fn provider(platform: &Platform, p: &ProviderConfig, key: Secret, env: &Env) -> Arc<dyn Provider> {
     let timeout = Duration::from_secs(p.timeout_secs);
     let http = platform.http.clone();
-    let base = p.base_url_env.as_deref().and_then(|e| env.get(e)).map(str::to_owned).or_else(|| p.base_url.clone());
+    let base = p
+        .base_url_env
+        .as_deref()
+        .and_then(|e| env.get(e))
+        .map(str::to_owned)
+        .or_else(|| p.base_url.clone());
     match p.kind {
         ProviderKind::Anthropic => Arc::new(anthropic::Anthropic {
             http,
@@ -288,8 +411,11 @@ fn provider(platform: &Platform, p: &ProviderConfig, key: Secret, env: &Env) -> 
             api_key: key,
             timeout,
         }),
-        ProviderKind::Openai => {
-            Arc::new(openai::OpenAi { http, base_url: base.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()), api_key: key, timeout })
-        }
+        ProviderKind::Openai => Arc::new(openai::OpenAi {
+            http,
+            base_url: base.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()),
+            api_key: key,
+            timeout,
+        }),
     }
 }

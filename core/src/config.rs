@@ -23,7 +23,11 @@ pub struct ConfigError {
 }
 
 fn err(file: &str, field: impl Into<String>, message: impl Into<String>) -> ConfigError {
-    ConfigError { file: file.into(), field: field.into(), message: message.into() }
+    ConfigError {
+        file: file.into(),
+        field: field.into(),
+        message: message.into(),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -58,7 +62,10 @@ pub struct SessionConfig {
 
 impl Default for SessionConfig {
     fn default() -> Self {
-        Self { history_window: 40, idle_minutes: 0 }
+        Self {
+            history_window: 40,
+            idle_minutes: 0,
+        }
     }
 }
 
@@ -75,7 +82,11 @@ pub struct InboxConfig {
 
 impl Default for InboxConfig {
     fn default() -> Self {
-        Self { max_attempts: 4, backoff_secs: 5, dedupe_hours: 48 }
+        Self {
+            max_attempts: 4,
+            backoff_secs: 5,
+            dedupe_hours: 48,
+        }
     }
 }
 
@@ -177,7 +188,10 @@ pub struct Config {
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, ConfigError> {
     serde_yaml::from_str(text).map_err(|e| {
-        let field = e.location().map(|l| format!("line {} column {}", l.line(), l.column())).unwrap_or_default();
+        let field = e
+            .location()
+            .map(|l| format!("line {} column {}", l.line(), l.column()))
+            .unwrap_or_default();
         let message = e.to_string();
         err(file, field, message)
     })
@@ -187,12 +201,21 @@ impl Config {
     /// Parses and validates the tree: required files, unknown fields, duplicate ids, references
     /// between files, prompts.
     pub fn load(files: &ConfigFiles) -> Result<Config, ConfigError> {
-        let get = |name: &str| files.0.get(name).ok_or_else(|| err(name, "-", "file is missing"));
+        let get = |name: &str| {
+            files
+                .0
+                .get(name)
+                .ok_or_else(|| err(name, "-", "file is missing"))
+        };
         let main: MainFile = parse("main.yaml", get("main.yaml")?)?;
         let routing: RoutingFile = parse("routing.yaml", get("routing.yaml")?)?;
 
         let mut providers = BTreeMap::new();
-        for (path, text) in files.0.range("providers.d/".to_owned()..).take_while(|(p, _)| p.starts_with("providers.d/")) {
+        for (path, text) in files
+            .0
+            .range("providers.d/".to_owned()..)
+            .take_while(|(p, _)| p.starts_with("providers.d/"))
+        {
             if !path.ends_with(".yaml") && !path.ends_with(".yml") {
                 continue;
             }
@@ -201,19 +224,31 @@ impl Config {
                 return Err(err(path, "attempts", "must be at least 1"));
             }
             if let Some(prev) = providers.insert(p.id.clone(), p) {
-                return Err(err(path, "id", format!("duplicate provider id {:?}", prev.id)));
+                return Err(err(
+                    path,
+                    "id",
+                    format!("duplicate provider id {:?}", prev.id),
+                ));
             }
         }
 
         let mut agents = BTreeMap::new();
-        for (path, text) in files.0.range("agents.d/".to_owned()..).take_while(|(p, _)| p.starts_with("agents.d/")) {
+        for (path, text) in files
+            .0
+            .range("agents.d/".to_owned()..)
+            .take_while(|(p, _)| p.starts_with("agents.d/"))
+        {
             if !path.ends_with(".yaml") && !path.ends_with(".yml") {
                 continue;
             }
             let mut a: AgentConfig = parse(path, text)?;
             validate_agent(path, &a, &providers)?;
             let prompt_path = format!("prompts/{}/system.md", a.id);
-            a.system_prompt = files.0.get(&prompt_path).cloned().ok_or_else(|| err(&prompt_path, "-", "system prompt file is missing"))?;
+            a.system_prompt = files
+                .0
+                .get(&prompt_path)
+                .cloned()
+                .ok_or_else(|| err(&prompt_path, "-", "system prompt file is missing"))?;
             if let Some(prev) = agents.insert(a.id.clone(), a) {
                 return Err(err(path, "id", format!("duplicate agent id {:?}", prev.id)));
             }
@@ -224,63 +259,133 @@ impl Config {
 
         let mut connectors = main.connectors;
         if connectors.is_empty() {
-            connectors.insert("main".into(), ConnectorConfig { allowed_users: vec![], token_env: default_token_env(), webhook_secret_env: default_secret_env() });
+            connectors.insert(
+                "main".into(),
+                ConnectorConfig {
+                    allowed_users: vec![],
+                    token_env: default_token_env(),
+                    webhook_secret_env: default_secret_env(),
+                },
+            );
         }
         for id in connectors.keys() {
-            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                return Err(err("main.yaml", format!("connectors.{id}"), "connector ids use letters, digits, _ and - only"));
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(err(
+                    "main.yaml",
+                    format!("connectors.{id}"),
+                    "connector ids use letters, digits, _ and - only",
+                ));
             }
         }
         if !agents.contains_key(&routing.default_agent) {
-            return Err(err("routing.yaml", "default_agent", format!("unknown agent {:?}", routing.default_agent)));
+            return Err(err(
+                "routing.yaml",
+                "default_agent",
+                format!("unknown agent {:?}", routing.default_agent),
+            ));
         }
         let mut table = BTreeMap::new();
         for (conn, agent) in &routing.connectors {
             if !connectors.contains_key(conn) {
-                return Err(err("routing.yaml", format!("connectors.{conn}"), "unknown connector (define it in main.yaml)"));
+                return Err(err(
+                    "routing.yaml",
+                    format!("connectors.{conn}"),
+                    "unknown connector (define it in main.yaml)",
+                ));
             }
             if !agents.contains_key(agent) {
-                return Err(err("routing.yaml", format!("connectors.{conn}"), format!("unknown agent {agent:?}")));
+                return Err(err(
+                    "routing.yaml",
+                    format!("connectors.{conn}"),
+                    format!("unknown agent {agent:?}"),
+                ));
             }
         }
         for conn in connectors.keys() {
-            let agent = routing.connectors.get(conn).unwrap_or(&routing.default_agent);
+            let agent = routing
+                .connectors
+                .get(conn)
+                .unwrap_or(&routing.default_agent);
             table.insert(conn.clone(), agent.clone());
         }
         if main.session.history_window < 2 {
-            return Err(err("main.yaml", "session.history_window", "must be at least 2"));
+            return Err(err(
+                "main.yaml",
+                "session.history_window",
+                "must be at least 2",
+            ));
         }
         if main.inbox.max_attempts == 0 {
             return Err(err("main.yaml", "inbox.max_attempts", "must be at least 1"));
         }
         if main.inbox.dedupe_hours < 24 {
-            return Err(err("main.yaml", "inbox.dedupe_hours", "must be at least 24 (Telegram re-sends for a day)"));
+            return Err(err(
+                "main.yaml",
+                "inbox.dedupe_hours",
+                "must be at least 24 (Telegram re-sends for a day)",
+            ));
         }
-        Ok(Config { connectors, session: main.session, inbox: main.inbox, routing: table, agents, providers })
+        Ok(Config {
+            connectors,
+            session: main.session,
+            inbox: main.inbox,
+            routing: table,
+            agents,
+            providers,
+        })
     }
 }
 
-fn validate_agent(path: &str, a: &AgentConfig, providers: &BTreeMap<String, ProviderConfig>) -> Result<(), ConfigError> {
-    if a.id.is_empty() || !a.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        return Err(err(path, "id", "agent ids use letters, digits, _ and - only"));
+fn validate_agent(
+    path: &str,
+    a: &AgentConfig,
+    providers: &BTreeMap<String, ProviderConfig>,
+) -> Result<(), ConfigError> {
+    if a.id.is_empty()
+        || !a
+            .id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(err(
+            path,
+            "id",
+            "agent ids use letters, digits, _ and - only",
+        ));
     }
     if a.models.is_empty() {
         return Err(err(path, "models", "list at least one provider/model"));
     }
     for (i, m) in a.models.iter().enumerate() {
         let Some((p, model)) = m.split_once('/') else {
-            return Err(err(path, format!("models[{i}]"), format!("{m:?} is not provider/model")));
+            return Err(err(
+                path,
+                format!("models[{i}]"),
+                format!("{m:?} is not provider/model"),
+            ));
         };
         if model.is_empty() {
             return Err(err(path, format!("models[{i}]"), "model name is empty"));
         }
         if !providers.contains_key(p) {
-            return Err(err(path, format!("models[{i}]"), format!("unknown provider {p:?}")));
+            return Err(err(
+                path,
+                format!("models[{i}]"),
+                format!("unknown provider {p:?}"),
+            ));
         }
     }
     for (i, t) in a.tools.iter().enumerate() {
         if !crate::tools::BUILTIN_TOOLS.contains(&t.as_str()) {
-            return Err(err(path, format!("tools[{i}]"), format!("unknown tool {t:?}")));
+            return Err(err(
+                path,
+                format!("tools[{i}]"),
+                format!("unknown tool {t:?}"),
+            ));
         }
     }
     if a.max_rounds == 0 {
@@ -298,10 +403,27 @@ pub fn embedded() -> ConfigFiles {
     let files = [
         ("main.yaml", include_str!("../../config/main.yaml")),
         ("routing.yaml", include_str!("../../config/routing.yaml")),
-        ("agents.d/assistant.yaml", include_str!("../../config/agents.d/assistant.yaml")),
-        ("providers.d/anthropic.yaml", include_str!("../../config/providers.d/anthropic.yaml")),
-        ("providers.d/openai.yaml", include_str!("../../config/providers.d/openai.yaml")),
-        ("prompts/assistant/system.md", include_str!("../../config/prompts/assistant/system.md")),
+        (
+            "agents.d/assistant.yaml",
+            include_str!("../../config/agents.d/assistant.yaml"),
+        ),
+        (
+            "providers.d/anthropic.yaml",
+            include_str!("../../config/providers.d/anthropic.yaml"),
+        ),
+        (
+            "providers.d/openai.yaml",
+            include_str!("../../config/providers.d/openai.yaml"),
+        ),
+        (
+            "prompts/assistant/system.md",
+            include_str!("../../config/prompts/assistant/system.md"),
+        ),
     ];
-    ConfigFiles(files.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
+    ConfigFiles(
+        files
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+    )
 }

@@ -12,8 +12,15 @@ impl Env {
     pub fn new() -> Self {
         Self::default()
     }
-    pub fn from_pairs<I: IntoIterator<Item = (K, V)>, K: Into<String>, V: Into<String>>(pairs: I) -> Self {
-        Self(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    pub fn from_pairs<I: IntoIterator<Item = (K, V)>, K: Into<String>, V: Into<String>>(
+        pairs: I,
+    ) -> Self {
+        Self(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
     }
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.0.insert(key.into(), value.into());
@@ -38,6 +45,9 @@ impl std::fmt::Debug for Env {
 pub fn parse_user_list(v: &str) -> Result<Vec<i64>, String> {
     v.split(|c: char| c == ',' || c.is_whitespace())
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<i64>().map_err(|_| format!("{s:?} is not a numeric Telegram user id")))
+        .map(|s| {
+            s.parse::<i64>()
+                .map_err(|_| format!("{s:?} is not a numeric Telegram user id"))
+        })
         .collect()
 }

@@ -28,14 +28,18 @@ enum Decision {
     Turn(String),
 }
 
-const NO_CONTENT: &str = "I can only read text for now: send me a message, or a caption with your photo or file.";
+const NO_CONTENT: &str =
+    "I can only read text for now: send me a message, or a caption with your photo or file.";
 
 impl App {
     /// Processes a job. `Ok(None)`: finished and removed. `Ok(Some(at))`: try again at `at`.
     pub(crate) async fn process(&self, key: &str, mut job: Job) -> Result<Option<u64>, PortError> {
         let parsed = Update::from_value(job.update.clone());
         let (Ok(update), Some(conn)) = (parsed, self.connectors.get(&job.connector)) else {
-            tracing::error!(key, "job names an unknown connector or holds an unreadable update; dropped");
+            tracing::error!(
+                key,
+                "job names an unknown connector or holds an unreadable update; dropped"
+            );
             self.inbox.finish(key, &job).await?;
             return Ok(None);
         };
@@ -43,7 +47,10 @@ impl App {
             self.inbox.finish(key, &job).await?;
             return Ok(None);
         };
-        let target = Target { chat_id: msg.chat.id.0, thread_id: msg.topic() };
+        let target = Target {
+            chat_id: msg.chat.id.0,
+            thread_id: msg.topic(),
+        };
         if job.checkpoint.is_none() {
             match self.answer(conn, msg, &job).await {
                 Ok(Some(cp)) => {
@@ -60,8 +67,15 @@ impl App {
                         return Ok(Some(at));
                     }
                     tracing::error!(key, %reason, "turn failed for the last time; telling the user");
-                    let text = format!("Sorry, I could not answer that: {reason}. Please try again in a while.");
-                    job.checkpoint = Some(Checkpoint { parts: plain_parts(&text), sent: 0, reply_to: None, session_turn: None });
+                    let text = format!(
+                        "Sorry, I could not answer that: {reason}. Please try again in a while."
+                    );
+                    job.checkpoint = Some(Checkpoint {
+                        parts: plain_parts(&text),
+                        sent: 0,
+                        reply_to: None,
+                        session_turn: None,
+                    });
                     self.inbox.save(key, &job).await?;
                 }
             }
@@ -71,7 +85,12 @@ impl App {
     }
 
     /// Decides and, for a turn, runs the agent. `Ok(None)`: nothing to send.
-    async fn answer(&self, conn: &Connector, msg: &Message, job: &Job) -> Result<Option<Checkpoint>, String> {
+    async fn answer(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        job: &Job,
+    ) -> Result<Option<Checkpoint>, String> {
         let decision = self.decide(conn, msg).await.map_err(|e| e.to_string())?;
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
         let text = match decision {
@@ -80,7 +99,12 @@ impl App {
                 return Ok(None);
             }
             Decision::Stranger(user) => {
-                let first = self.platform.kv.put_if_absent(&stranger_key(&conn.id, user), b"1", None).await.map_err(|e| e.to_string())?;
+                let first = self
+                    .platform
+                    .kv
+                    .put_if_absent(&stranger_key(&conn.id, user), b"1", None)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 if !first {
                     return Ok(None);
                 }
@@ -88,32 +112,65 @@ impl App {
             }
             Decision::Reply(text) => text,
             Decision::NewSession(text) => {
-                session::clear(&*self.platform.kv, &session::session_key(&conn.id, msg)).await.map_err(|e| e.to_string())?;
+                session::clear(&*self.platform.kv, &session::session_key(&conn.id, msg))
+                    .await
+                    .map_err(|e| e.to_string())?;
                 text
             }
             Decision::Turn(text) => {
                 let key = session::session_key(&conn.id, msg);
-                let s = self.current_session(&key).await.map_err(|e| e.to_string())?;
-                let observer = Typing { conn, target: Target { chat_id: msg.chat.id.0, thread_id: msg.topic() } };
-                let out = conn.agent.run_turn(&s.messages, ChatMessage::user_text(text), &observer).await.map_err(|e| e.to_string())?;
-                return Ok(Some(Checkpoint { parts: render_parts(&out.reply), sent: 0, reply_to, session_turn: Some((key, out.messages)) }));
+                let s = self
+                    .current_session(&key)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let observer = Typing {
+                    conn,
+                    target: Target {
+                        chat_id: msg.chat.id.0,
+                        thread_id: msg.topic(),
+                    },
+                };
+                let out = conn
+                    .agent
+                    .run_turn(&s.messages, ChatMessage::user_text(text), &observer)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                return Ok(Some(Checkpoint {
+                    parts: render_parts(&out.reply),
+                    sent: 0,
+                    reply_to,
+                    session_turn: Some((key, out.messages)),
+                }));
             }
         };
-        Ok(Some(Checkpoint { parts: plain_parts(&text), sent: 0, reply_to, session_turn: None }))
+        Ok(Some(Checkpoint {
+            parts: plain_parts(&text),
+            sent: 0,
+            reply_to,
+            session_turn: None,
+        }))
     }
 
     /// The session, or a fresh one when it has been idle past `idle_minutes`.
     async fn current_session(&self, key: &str) -> Result<session::Session, PortError> {
         let s = session::load(&*self.platform.kv, key).await?;
         let idle = self.config.session.idle_minutes * 60_000;
-        if idle > 0 && s.updated_ms > 0 && self.platform.clock.now_ms().saturating_sub(s.updated_ms) > idle {
-            return Ok(session::Session { last_update_id: s.last_update_id, ..Default::default() });
+        if idle > 0
+            && s.updated_ms > 0
+            && self.platform.clock.now_ms().saturating_sub(s.updated_ms) > idle
+        {
+            return Ok(session::Session {
+                last_update_id: s.last_update_id,
+                ..Default::default()
+            });
         }
         Ok(s)
     }
 
     async fn decide(&self, conn: &Connector, msg: &Message) -> Result<Decision, TelegramError> {
-        let Some(from) = &msg.from else { return Ok(Decision::Ignore("no sender")) };
+        let Some(from) = &msg.from else {
+            return Ok(Decision::Ignore("no sender"));
+        };
         if from.is_bot {
             return Ok(Decision::Ignore("from a bot"));
         }
@@ -126,7 +183,11 @@ impl App {
                 let me = self.identity(conn).await?;
                 let mention = format!("@{}", me.username);
                 let mentioned = contains_ignore_case(text, &mention);
-                let replied = msg.reply_to_message.as_ref().and_then(|r| r.from.as_ref()).is_some_and(|u| u.id.0 == me.id);
+                let replied = msg
+                    .reply_to_message
+                    .as_ref()
+                    .and_then(|r| r.from.as_ref())
+                    .is_some_and(|u| u.id.0 == me.id);
                 let commanded = match &command {
                     Some((_, Some(bot))) => bot.eq_ignore_ascii_case(&me.username),
                     Some((_, None)) => true,
@@ -142,12 +203,19 @@ impl App {
                 }
                 body = remove_ignore_case(&body, &mention);
             }
-            ChatKind::Channel | ChatKind::Other => return Ok(Decision::Ignore("not a private chat or group")),
+            ChatKind::Channel | ChatKind::Other => {
+                return Ok(Decision::Ignore("not a private chat or group"))
+            }
         }
         if !conn.allowed.contains(&from.id.0) {
             return Ok(Decision::Stranger(from.id.0));
         }
-        let name = conn.agent.config.name.clone().unwrap_or_else(|| conn.agent.config.id.clone());
+        let name = conn
+            .agent
+            .config
+            .name
+            .clone()
+            .unwrap_or_else(|| conn.agent.config.id.clone());
         match command.as_ref().map(|(c, _)| c.as_str()) {
             Some("start") | Some("help") => return Ok(Decision::Reply(format!(
                 "Hi, I'm {name}, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/help: this message"
@@ -157,26 +225,41 @@ impl App {
         }
         let body = body.trim();
         if body.is_empty() {
-            return Ok(if msg.text().is_some() { Decision::Reply("Yes? Write your question after the mention.".into()) } else { Decision::Reply(NO_CONTENT.into()) });
+            return Ok(if msg.text().is_some() {
+                Decision::Reply("Yes? Write your question after the mention.".into())
+            } else {
+                Decision::Reply(NO_CONTENT.into())
+            });
         }
         if msg.photo.is_some() {
-            return Ok(Decision::Turn(format!("[The user attached a photo, which you cannot see.]\n{body}")));
+            return Ok(Decision::Turn(format!(
+                "[The user attached a photo, which you cannot see.]\n{body}"
+            )));
         }
         Ok(Decision::Turn(body.to_owned()))
     }
 
     /// Our own id and username: memory, then Kv, then `getMe`.
     async fn identity(&self, conn: &Connector) -> Result<BotIdentity, TelegramError> {
-        if let Some(me) = conn.identity.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        if let Some(me) = conn
+            .identity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
             return Ok(me);
         }
         let key = format!("botinfo/{}", conn.id);
-        let me = match clawless_platform::KvExt::get_json::<BotIdentity>(&*self.platform.kv, &key).await {
+        let me = match clawless_platform::KvExt::get_json::<BotIdentity>(&*self.platform.kv, &key)
+            .await
+        {
             Ok(Some(me)) => me,
             _ => {
                 let me = conn.bot.get_me().await?;
                 let ttl = Some(std::time::Duration::from_secs(86_400));
-                if let Err(e) = clawless_platform::KvExt::put_json(&*self.platform.kv, &key, &me, ttl).await {
+                if let Err(e) =
+                    clawless_platform::KvExt::put_json(&*self.platform.kv, &key, &me, ttl).await
+                {
                     tracing::warn!(error = %e, "could not cache getMe");
                 }
                 me
@@ -188,7 +271,13 @@ impl App {
 
     /// Appends the checkpointed turn to its session, unless a previous try already did.
     async fn apply_session_turn(&self, job: &Job, update_id: i64) -> Result<(), PortError> {
-        let Some((key, messages)) = job.checkpoint.as_ref().and_then(|c| c.session_turn.as_ref()) else { return Ok(()) };
+        let Some((key, messages)) = job
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c.session_turn.as_ref())
+        else {
+            return Ok(());
+        };
         let kv = &*self.platform.kv;
         let mut s = self.current_session(key).await?;
         if s.last_update_id >= update_id {
@@ -202,11 +291,14 @@ impl App {
     }
 
     /// Sends the parts not sent yet, checkpointing each.
-    async fn deliver(&self, key: &str, job: &mut Job, conn: &Connector, target: Target) -> Result<Option<u64>, PortError> {
-        loop {
-            let Some(cp) = job.checkpoint.as_ref() else { break };
-            let Some(part) = cp.parts.get(cp.sent).cloned() else { break };
-            let reply_to = if cp.sent == 0 { cp.reply_to } else { None };
+    async fn deliver(
+        &self,
+        key: &str,
+        job: &mut Job,
+        conn: &Connector,
+        target: Target,
+    ) -> Result<Option<u64>, PortError> {
+        while let Some((part, reply_to)) = next_part(job) {
             match self.send_part(conn, target, &part, reply_to).await {
                 Ok(()) => {
                     if let Some(cp) = job.checkpoint.as_mut() {
@@ -234,7 +326,13 @@ impl App {
 
     /// Sends one part: HTML first and, if Telegram refuses its entities, the same as plain text.
     /// A short `retry_after` is waited out here.
-    async fn send_part(&self, conn: &Connector, target: Target, part: &Part, reply_to: Option<i64>) -> Result<(), TelegramError> {
+    async fn send_part(
+        &self,
+        conn: &Connector,
+        target: Target,
+        part: &Part,
+        reply_to: Option<i64>,
+    ) -> Result<(), TelegramError> {
         let mut html = part.html;
         let mut text = part.text.clone();
         for _ in 0..4 {
@@ -246,12 +344,17 @@ impl App {
                     text = crate::telegram::render::strip_html(&text);
                 }
                 Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
-                    self.platform.clock.sleep(std::time::Duration::from_secs(secs)).await;
+                    self.platform
+                        .clock
+                        .sleep(std::time::Duration::from_secs(secs))
+                        .await;
                 }
                 Err(e) => return Err(e),
             }
         }
-        Err(TelegramError::Unavailable("gave up sending after repeated refusals".into()))
+        Err(TelegramError::Unavailable(
+            "gave up sending after repeated refusals".into(),
+        ))
     }
 }
 
@@ -267,6 +370,13 @@ impl TurnObserver for Typing<'_> {
             tracing::debug!(error = %e, "sendChatAction failed");
         }
     }
+}
+
+/// The next part to send and, for the first, the message it replies to.
+fn next_part(job: &Job) -> Option<(Part, Option<i64>)> {
+    let cp = job.checkpoint.as_ref()?;
+    let part = cp.parts.get(cp.sent)?.clone();
+    Some((part, if cp.sent == 0 { cp.reply_to } else { None }))
 }
 
 /// `/cmd@bot args` → `("cmd", Some("bot"))`.

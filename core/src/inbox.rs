@@ -82,17 +82,30 @@ fn seen_key(connector: &str, update_id: i64) -> String {
 impl Inbox {
     /// Stores a new job. `Ok(false)`: this update was already accepted (pending or done).
     pub async fn accept(&self, lane: &str, job: &Job) -> Result<bool, PortError> {
-        if self.kv.get(&seen_key(&job.connector, job.update_id)).await?.is_some() {
+        if self
+            .kv
+            .get(&seen_key(&job.connector, job.update_id))
+            .await?
+            .is_some()
+        {
             return Ok(false);
         }
         let bytes = serde_json::to_vec(job).map_err(|e| PortError::invalid(e.to_string()))?;
-        self.kv.put_if_absent(&job_key(lane, job.update_id), &bytes, None).await
+        self.kv
+            .put_if_absent(&job_key(lane, job.update_id), &bytes, None)
+            .await
     }
 
     /// The lane's first job, if any. An unreadable job is logged and removed.
     pub async fn head(&self, lane: &str) -> Result<Option<(String, Job)>, PortError> {
         loop {
-            let Some(key) = self.kv.list(&format!("inbox/{lane}/"), 1).await?.into_iter().next() else {
+            let Some(key) = self
+                .kv
+                .list(&format!("inbox/{lane}/"), 1)
+                .await?
+                .into_iter()
+                .next()
+            else {
                 return Ok(None);
             };
             match self.kv.get_json::<Job>(&key).await {
@@ -114,7 +127,9 @@ impl Inbox {
     /// Marks a job finished: remembered as seen, then removed from the lane.
     pub async fn finish(&self, key: &str, job: &Job) -> Result<(), PortError> {
         let ttl = Duration::from_secs(self.config.dedupe_hours * 3600);
-        self.kv.put(&seen_key(&job.connector, job.update_id), b"1", Some(ttl)).await?;
+        self.kv
+            .put(&seen_key(&job.connector, job.update_id), b"1", Some(ttl))
+            .await?;
         self.kv.delete(key).await
     }
 
@@ -132,16 +147,23 @@ impl Inbox {
     }
 
     pub async fn try_lease(&self, lane: &str, owner: &str) -> Result<bool, PortError> {
-        self.kv.put_if_absent(&format!("lease/{lane}"), owner.as_bytes(), Some(LEASE_TTL)).await
+        self.kv
+            .put_if_absent(&format!("lease/{lane}"), owner.as_bytes(), Some(LEASE_TTL))
+            .await
     }
 
     pub async fn renew(&self, lane: &str, owner: &str) -> Result<bool, PortError> {
         let b = owner.as_bytes();
-        self.kv.compare_and_swap(&format!("lease/{lane}"), Some(b), Some(b), Some(LEASE_TTL)).await
+        self.kv
+            .compare_and_swap(&format!("lease/{lane}"), Some(b), Some(b), Some(LEASE_TTL))
+            .await
     }
 
     pub async fn release(&self, lane: &str, owner: &str) -> Result<(), PortError> {
-        self.kv.compare_and_swap(&format!("lease/{lane}"), Some(owner.as_bytes()), None, None).await.map(drop)
+        self.kv
+            .compare_and_swap(&format!("lease/{lane}"), Some(owner.as_bytes()), None, None)
+            .await
+            .map(drop)
     }
 
     /// Drops every lease. Only for a process that knows no other drainer can be alive, such
@@ -162,7 +184,11 @@ impl Inbox {
             .list("inbox/", limit)
             .await?
             .iter()
-            .filter_map(|k| k.strip_prefix("inbox/")?.rsplit_once('/').map(|(lane, _)| lane.to_owned()))
+            .filter_map(|k| {
+                k.strip_prefix("inbox/")?
+                    .rsplit_once('/')
+                    .map(|(lane, _)| lane.to_owned())
+            })
             .collect();
         lanes.dedup();
         Ok(lanes)

@@ -24,6 +24,10 @@ impl Secret {
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_empty() { "Secret(<unset>)" } else { "Secret(<redacted>)" })
+        f.write_str(if self.0.is_empty() {
+            "Secret(<unset>)"
+        } else {
+            "Secret(<redacted>)"
+        })
     }
 }

@@ -63,7 +63,10 @@ pub fn trim(messages: &mut Vec<ChatMessage>, window: usize) {
     if messages.len() > window {
         messages.drain(..messages.len() - window);
     }
-    let start = messages.iter().position(|m| m.role == Role::User && !m.has_tool_results()).unwrap_or(messages.len());
+    let start = messages
+        .iter()
+        .position(|m| m.role == Role::User && !m.has_tool_results())
+        .unwrap_or(messages.len());
     messages.drain(..start);
 }
 
@@ -76,7 +79,11 @@ mod tests {
     fn trim_never_starts_with_tool_results() {
         let tool_result = ChatMessage {
             role: Role::User,
-            content: vec![Block::ToolResult { tool_use_id: "1".into(), content: "x".into(), is_error: false }],
+            content: vec![Block::ToolResult {
+                tool_use_id: "1".into(),
+                content: "x".into(),
+                is_error: false,
+            }],
         };
         let mut m = vec![
             ChatMessage::user_text("a"),

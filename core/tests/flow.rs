@@ -1,6 +1,8 @@
 //! Whole-flow tests: real-format updates through the webhook entry, the inbox and the agent,
 //! on in-memory ports, with every Bot API call checked against the spec.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
+
 mod support;
 
 use clawless_core::Drained;
@@ -14,16 +16,27 @@ use support::{Harness, Wire, SECRET};
 #[test]
 fn fixtures_are_real_format_updates() {
     for name in fixtures::ALL {
-        spec().check_type("Update", &fixtures::update(name, 1)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        spec()
+            .check_type("Update", &fixtures::update(name, 1))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
 
 #[test]
 fn vendored_spec_matches_shared_copy() {
-    let shared = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/spec/telegram-bot-api.json");
+    let shared = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/spec/telegram-bot-api.json"
+    );
     match std::fs::read_to_string(shared) {
-        Ok(text) => assert!(text == clawless_testkit::spec::raw(), "tests/fixtures/telegram-bot-api.json is stale: copy ../shared/spec again"),
-        Err(_) => eprintln!("../shared not beside the checkout: comparing skipped, vendored spec {} used", spec().version()),
+        Ok(text) => assert!(
+            text == clawless_testkit::spec::raw(),
+            "tests/fixtures/telegram-bot-api.json is stale: copy ../shared/spec again"
+        ),
+        Err(_) => eprintln!(
+            "../shared not beside the checkout: comparing skipped, vendored spec {} used",
+            spec().version()
+        ),
     }
 }
 
@@ -38,12 +51,23 @@ fn private_text_is_answered_once_anthropic() {
         assert_eq!(sent[0]["chat_id"], OWNER_ID);
         assert_eq!(sent[0]["text"], "I can <b>help</b> with many things.");
         assert_eq!(sent[0]["parse_mode"], "HTML");
-        assert!(sent[0].get("reply_parameters").is_none(), "private replies are not quoted");
-        assert_eq!(h.calls("sendChatAction").len(), 1, "typing shown while working");
+        assert!(
+            sent[0].get("reply_parameters").is_none(),
+            "private replies are not quoted"
+        );
+        assert_eq!(
+            h.calls("sendChatAction").len(),
+            1,
+            "typing shown while working"
+        );
         let req = &h.llm_requests()[0];
         assert_eq!(req["model"], "claude-sonnet-4-5");
         assert_eq!(req["messages"][0]["content"][0]["text"], "What can you do?");
-        assert!(req["tools"].as_array().unwrap().iter().any(|t| t["name"] == "current_time"));
+        assert!(req["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "current_time"));
         h.assert_spec_clean();
     });
 }
@@ -61,8 +85,17 @@ fn private_text_is_answered_once_openai_with_history() {
         assert_eq!(h.sent_texts(), ["First answer.", "Second answer."]);
         let reqs = h.llm_requests();
         assert_eq!(reqs[1]["model"], "gpt-4o-mini");
-        let roles: Vec<_> = reqs[1]["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap().to_owned()).collect();
-        assert_eq!(roles, ["system", "user", "assistant", "user"], "history is kept across turns");
+        let roles: Vec<_> = reqs[1]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "user"],
+            "history is kept across turns"
+        );
         assert_eq!(reqs[1]["messages"][2]["content"], "First answer.");
         h.assert_spec_clean();
     });
@@ -82,7 +115,11 @@ fn start_help_and_new_need_no_model() {
         h.deliver("private_text", 4).await;
         let reqs = h.llm_requests();
         assert_eq!(reqs.len(), 2, "only the two texts reached the model");
-        assert_eq!(reqs[1]["messages"].as_array().unwrap().len(), 1, "/new dropped the history");
+        assert_eq!(
+            reqs[1]["messages"].as_array().unwrap().len(),
+            1,
+            "/new dropped the history"
+        );
         h.assert_spec_clean();
     });
 }
@@ -94,7 +131,10 @@ fn groups_answer_only_when_addressed() {
         h.deliver("group_no_mention", 1).await;
         h.deliver("group_command_other_bot", 2).await;
         h.deliver("stranger_group_no_mention", 3).await;
-        assert!(h.sent_texts().is_empty(), "unaddressed group messages get no answer");
+        assert!(
+            h.sent_texts().is_empty(),
+            "unaddressed group messages get no answer"
+        );
         assert!(h.llm_requests().is_empty());
 
         h.script(200, anthropic_text("4"));
@@ -104,9 +144,15 @@ fn groups_answer_only_when_addressed() {
         let sent = h.calls("sendMessage");
         assert_eq!(sent.len(), 2);
         assert_eq!(sent[0]["chat_id"], GROUP_ID);
-        assert_eq!(sent[0]["reply_parameters"]["message_id"], 21, "group answers quote the question");
+        assert_eq!(
+            sent[0]["reply_parameters"]["message_id"], 21,
+            "group answers quote the question"
+        );
         let first = &h.llm_requests()[0];
-        assert_eq!(first["messages"][0]["content"][0]["text"], "what is 2+2?", "the mention is stripped");
+        assert_eq!(
+            first["messages"][0]["content"][0]["text"], "what is 2+2?",
+            "the mention is stripped"
+        );
         assert_eq!(h.calls("getMe").len(), 1, "getMe is cached");
         h.assert_spec_clean();
     });
@@ -131,11 +177,20 @@ fn edits_unknown_updates_and_garbage_get_200_and_nothing_else() {
         let h = Harness::new(Wire::Anthropic);
         assert_eq!(h.deliver("edited_message", 1).await, 200);
         assert_eq!(h.deliver("unknown_poll", 2).await, 200);
-        let r = h.app.handle_webhook("main", Some(SECRET), b"{not json").await;
+        let r = h
+            .app
+            .handle_webhook("main", Some(SECRET), b"{not json")
+            .await;
         assert_eq!((r.status, r.lane), (200, None));
-        let r = h.app.handle_webhook("main", Some(SECRET), br#"{"message": {}}"#).await;
+        let r = h
+            .app
+            .handle_webhook("main", Some(SECRET), br#"{"message": {}}"#)
+            .await;
         assert_eq!((r.status, r.lane), (200, None));
-        assert!(h.http.requests().is_empty(), "nothing sent, no model called");
+        assert!(
+            h.http.requests().is_empty(),
+            "nothing sent, no model called"
+        );
     });
 }
 
@@ -150,8 +205,14 @@ fn media_without_text_is_explained_and_captions_are_read() {
         assert!(h.llm_requests().is_empty());
         h.script(200, anthropic_text("I cannot see it."));
         h.deliver("photo_caption", 3).await;
-        let text = h.llm_requests()[0]["messages"][0]["content"][0]["text"].as_str().unwrap().to_owned();
-        assert!(text.contains("photo") && text.contains("What is in this picture?"), "{text}");
+        let text = h.llm_requests()[0]["messages"][0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            text.contains("photo") && text.contains("What is in this picture?"),
+            "{text}"
+        );
         h.assert_spec_clean();
     });
 }
@@ -182,8 +243,17 @@ fn wrong_or_missing_secret_is_401_and_nothing_happens() {
             let r = h.app.handle_webhook("main", secret, body.as_bytes()).await;
             assert_eq!((r.status, r.lane.clone()), (401, None));
         }
-        assert_eq!(h.app.handle_webhook("nope", Some(SECRET), body.as_bytes()).await.status, 404);
-        assert!(h.platform.kv.list("", 10).await.unwrap().is_empty(), "nothing stored");
+        assert_eq!(
+            h.app
+                .handle_webhook("nope", Some(SECRET), body.as_bytes())
+                .await
+                .status,
+            404
+        );
+        assert!(
+            h.platform.kv.list("", 10).await.unwrap().is_empty(),
+            "nothing stored"
+        );
         assert!(h.http.requests().is_empty());
     });
 }
@@ -207,7 +277,10 @@ fn stranger_gets_one_reply_with_their_id_and_no_model_call() {
 fn tool_round_trip_anthropic() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
-        h.script(200, anthropic_tool_use("toolu_1", "current_time", json!({"utc_offset": "+02:00"})));
+        h.script(
+            200,
+            anthropic_tool_use("toolu_1", "current_time", json!({"utc_offset": "+02:00"})),
+        );
         h.script(200, anthropic_text("It is Tuesday."));
         h.deliver("private_text", 1).await;
         assert_eq!(h.sent_texts(), ["It is Tuesday."]);
@@ -216,7 +289,10 @@ fn tool_round_trip_anthropic() {
         let result = &second[2]["content"][0];
         assert_eq!(result["type"], "tool_result");
         assert_eq!(result["tool_use_id"], "toolu_1");
-        assert!(result["content"].as_str().unwrap().contains("2023-11-15"), "{result}");
+        assert!(
+            result["content"].as_str().unwrap().contains("2023-11-15"),
+            "{result}"
+        );
         assert_eq!(result["is_error"], false);
     });
 }
@@ -225,17 +301,38 @@ fn tool_round_trip_anthropic() {
 fn tool_round_trip_openai_and_bad_arguments_reported_to_model() {
     block_on(async {
         let h = Harness::new(Wire::OpenAi);
-        h.script(200, openai_tool_call("call_1", "current_time", "{\"utc_offset\": \"Mars/Olympus\"}"));
+        h.script(
+            200,
+            openai_tool_call(
+                "call_1",
+                "current_time",
+                "{\"utc_offset\": \"Mars/Olympus\"}",
+            ),
+        );
         h.script(200, openai_tool_call("call_2", "current_time", "{}"));
         h.script(200, openai_text("Done."));
         h.deliver("private_text", 1).await;
         assert_eq!(h.sent_texts(), ["Done."]);
         let third = &h.llm_requests()[2]["messages"];
-        let tool_msgs: Vec<_> = third.as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
+        let tool_msgs: Vec<_> = third
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .collect();
         assert_eq!(tool_msgs.len(), 2);
-        assert!(tool_msgs[0]["content"].as_str().unwrap().starts_with("Error:"), "tool errors go back to the model");
+        assert!(
+            tool_msgs[0]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("Error:"),
+            "tool errors go back to the model"
+        );
         assert_eq!(tool_msgs[1]["tool_call_id"], "call_2");
-        assert!(tool_msgs[1]["content"].as_str().unwrap().contains("UTC+00:00"));
+        assert!(tool_msgs[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("UTC+00:00"));
     });
 }
 
@@ -263,7 +360,8 @@ fn model_down_retries_then_tells_the_user() {
             match h.drain(&lane).await {
                 Drained::RetryAt(at) => {
                     assert!(h.sent_texts().is_empty(), "no reply while retries remain");
-                    h.clock.advance(std::time::Duration::from_millis(at - h.clock_now()));
+                    h.clock
+                        .advance(std::time::Duration::from_millis(at - h.clock_now()));
                     rounds += 1;
                 }
                 Drained::Idle => break,
@@ -282,11 +380,18 @@ fn model_down_retries_then_tells_the_user() {
 fn crash_after_answer_resends_only_missing_parts_without_calling_model_again() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
-        let long = (0..8).map(|i| format!("Paragraph {i}: {}", "lorem ipsum ".repeat(70))).collect::<Vec<_>>().join("\n\n");
+        let long = (0..8)
+            .map(|i| format!("Paragraph {i}: {}", "lorem ipsum ".repeat(70)))
+            .collect::<Vec<_>>()
+            .join("\n\n");
         h.script(200, anthropic_text(&long));
         let bad_gateway = json!({"ok": false, "error_code": 502, "description": "Bad Gateway"});
         // The first part goes through; the second meets a Telegram outage twice.
-        h.tg_script.lock().unwrap().extend([None, Some((502, bad_gateway.clone())), Some((502, bad_gateway))]);
+        h.tg_script.lock().unwrap().extend([
+            None,
+            Some((502, bad_gateway.clone())),
+            Some((502, bad_gateway)),
+        ]);
         let lane = h.accept_only("private_text", 1).await.unwrap();
         assert!(matches!(h.drain(&lane).await, Drained::RetryAt(_)));
         assert_eq!(h.sent_texts().len(), 2, "one delivered, one refused");
@@ -301,7 +406,11 @@ fn crash_after_answer_resends_only_missing_parts_without_calling_model_again() {
         assert_eq!(sent[1], sent[2], "the refused part is the one retried");
         let delivered = [&sent[..1], &sent[3..]].concat().join("\n");
         for i in 0..8 {
-            assert_eq!(delivered.matches(&format!("Paragraph {i}:")).count(), 1, "paragraph {i} delivered exactly once");
+            assert_eq!(
+                delivered.matches(&format!("Paragraph {i}:")).count(),
+                1,
+                "paragraph {i} delivered exactly once"
+            );
         }
         h.assert_spec_clean();
     });
@@ -342,14 +451,26 @@ fn updates_of_one_chat_are_processed_in_order() {
         for (id, text) in [(30, "third"), (10, "first"), (20, "second")] {
             let mut u = fixtures::update("private_text", id);
             u["message"]["text"] = json!(text);
-            let r = h.app.handle_webhook("main", Some(SECRET), u.to_string().as_bytes()).await;
+            let r = h
+                .app
+                .handle_webhook("main", Some(SECRET), u.to_string().as_bytes())
+                .await;
             lane = r.lane;
         }
         for t in ["a1", "a2", "a3"] {
             h.script(200, anthropic_text(t));
         }
         assert_eq!(h.app.sweep().await.unwrap(), None);
-        let asked: Vec<String> = h.llm_requests().iter().map(|r| r["messages"].as_array().unwrap().last().unwrap()["content"][0]["text"].as_str().unwrap().to_owned()).collect();
+        let asked: Vec<String> = h
+            .llm_requests()
+            .iter()
+            .map(|r| {
+                r["messages"].as_array().unwrap().last().unwrap()["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
         assert_eq!(asked, ["first", "second", "third"]);
         assert!(lane.is_some());
     });
@@ -359,7 +480,9 @@ fn updates_of_one_chat_are_processed_in_order() {
 fn six_thousand_characters_split_into_valid_messages() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
-        let reply: String = (0..100).map(|i| format!("Line {i:03} {}\n", "x".repeat(50))).collect();
+        let reply: String = (0..100)
+            .map(|i| format!("Line {i:03} {}\n", "x".repeat(50)))
+            .collect();
         assert!(reply.len() >= 6000);
         h.script(200, anthropic_text(&reply));
         h.deliver("private_text", 1).await;
@@ -375,8 +498,14 @@ fn six_thousand_characters_split_into_valid_messages() {
 fn secrets_never_show_in_debug() {
     let h = Harness::new(Wire::Anthropic);
     let env = clawless_core::Env::from_pairs([("TELEGRAM_BOT_TOKEN", support::TOKEN)]);
-    let shown = format!("{env:?} {:?} {:?}", h.app.connectors["main"].bot, h.app.connectors["main"].secret);
-    assert!(!shown.contains(support::TOKEN) && !shown.contains(SECRET), "{shown}");
+    let shown = format!(
+        "{env:?} {:?} {:?}",
+        h.app.connectors["main"].bot, h.app.connectors["main"].secret
+    );
+    assert!(
+        !shown.contains(support::TOKEN) && !shown.contains(SECRET),
+        "{shown}"
+    );
 }
 
 trait Now {

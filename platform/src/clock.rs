@@ -29,10 +29,13 @@ pub struct FakeClock {
 
 impl FakeClock {
     pub fn new(start_ms: u64) -> Self {
-        Self { now: AtomicU64::new(start_ms) }
+        Self {
+            now: AtomicU64::new(start_ms),
+        }
     }
     pub fn advance(&self, duration: Duration) {
-        self.now.fetch_add(duration.as_millis() as u64, Ordering::SeqCst);
+        self.now
+            .fetch_add(duration.as_millis() as u64, Ordering::SeqCst);
     }
 }
 
@@ -54,7 +57,10 @@ pub mod conformance {
 
     pub async fn run(clock: &dyn Clock) {
         let a = clock.now_ms();
-        assert!(a > 1_600_000_000_000, "now_ms must be Unix epoch milliseconds, got {a}");
+        assert!(
+            a > 1_600_000_000_000,
+            "now_ms must be Unix epoch milliseconds, got {a}"
+        );
         clock.sleep(Duration::from_millis(20)).await;
         let b = clock.now_ms();
         assert!(b >= a + 20, "sleep(20ms) must let 20ms pass: {a} -> {b}");
@@ -66,6 +72,8 @@ pub mod conformance {
 mod tests {
     #[test]
     fn fake_clock_conforms() {
-        futures::executor::block_on(super::conformance::run(&super::FakeClock::new(1_700_000_000_000)));
+        futures::executor::block_on(super::conformance::run(&super::FakeClock::new(
+            1_700_000_000_000,
+        )));
     }
 }

@@ -27,7 +27,10 @@ pub struct PortError {
 
 impl PortError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotFound, message)
@@ -43,7 +46,10 @@ impl PortError {
     }
     /// Whether trying the same call again later may succeed.
     pub fn is_transient(&self) -> bool {
-        matches!(self.kind, ErrorKind::RateLimited | ErrorKind::Timeout | ErrorKind::Unavailable)
+        matches!(
+            self.kind,
+            ErrorKind::RateLimited | ErrorKind::Timeout | ErrorKind::Unavailable
+        )
     }
 }
 

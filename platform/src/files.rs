@@ -42,13 +42,19 @@ pub trait Files: Send + Sync {
 /// Absolute paths, `..` segments, backslashes, NUL bytes and empty paths are `Invalid`.
 pub fn normalize(path: &str) -> Result<String> {
     if path.starts_with('/') || path.contains('\\') || path.contains('\0') || path.contains(':') {
-        return Err(PortError::invalid(format!("path {path:?} must be relative to the root")));
+        return Err(PortError::invalid(format!(
+            "path {path:?} must be relative to the root"
+        )));
     }
     let mut parts = Vec::new();
     for seg in path.split('/') {
         match seg {
             "" | "." => {}
-            ".." => return Err(PortError::invalid(format!("path {path:?} escapes the root"))),
+            ".." => {
+                return Err(PortError::invalid(format!(
+                    "path {path:?} escapes the root"
+                )))
+            }
             s => parts.push(s),
         }
     }
@@ -82,20 +88,35 @@ impl MemoryFiles {
 impl Files for MemoryFiles {
     async fn read(&self, path: &str) -> Result<Vec<u8>> {
         let path = normalize(path)?;
-        self.lock().get(&path).cloned().ok_or_else(|| PortError::not_found(path))
+        self.lock()
+            .get(&path)
+            .cloned()
+            .ok_or_else(|| PortError::not_found(path))
     }
     async fn write(&self, path: &str, data: &[u8]) -> Result<()> {
         self.lock().insert(normalize(path)?, data.to_vec());
         Ok(())
     }
     async fn append(&self, path: &str, data: &[u8]) -> Result<()> {
-        self.lock().entry(normalize(path)?).or_default().extend_from_slice(data);
+        self.lock()
+            .entry(normalize(path)?)
+            .or_default()
+            .extend_from_slice(data);
         Ok(())
     }
     async fn list(&self, dir: &str) -> Result<Vec<String>> {
         let dir = normalize_dir(dir)?;
-        let prefix = if dir.is_empty() { dir } else { format!("{dir}/") };
-        Ok(self.lock().keys().filter(|k| k.starts_with(&prefix)).cloned().collect())
+        let prefix = if dir.is_empty() {
+            dir
+        } else {
+            format!("{dir}/")
+        };
+        Ok(self
+            .lock()
+            .keys()
+            .filter(|k| k.starts_with(&prefix))
+            .cloned()
+            .collect())
     }
     async fn delete(&self, path: &str) -> Result<()> {
         self.lock().remove(&normalize(path)?);
@@ -111,27 +132,55 @@ pub mod conformance {
     use crate::error::ErrorKind;
 
     pub async fn run(files: &dyn Files) {
-        assert_eq!(files.read("missing.md").await.unwrap_err().kind, ErrorKind::NotFound);
+        assert_eq!(
+            files.read("missing.md").await.unwrap_err().kind,
+            ErrorKind::NotFound
+        );
         files.write("notes/a.md", b"alpha").await.unwrap();
         assert_eq!(files.read("notes/a.md").await.unwrap(), b"alpha");
-        assert_eq!(files.read("./notes//a.md").await.unwrap(), b"alpha", "paths are normalised");
+        assert_eq!(
+            files.read("./notes//a.md").await.unwrap(),
+            b"alpha",
+            "paths are normalised"
+        );
         files.write("notes/a.md", b"beta").await.unwrap();
-        assert_eq!(files.read("notes/a.md").await.unwrap(), b"beta", "write replaces");
+        assert_eq!(
+            files.read("notes/a.md").await.unwrap(),
+            b"beta",
+            "write replaces"
+        );
         files.append("notes/a.md", b"+more").await.unwrap();
         assert_eq!(files.read("notes/a.md").await.unwrap(), b"beta+more");
         files.append("notes/deep/b.md", b"new").await.unwrap();
-        assert_eq!(files.read("notes/deep/b.md").await.unwrap(), b"new", "append creates");
+        assert_eq!(
+            files.read("notes/deep/b.md").await.unwrap(),
+            b"new",
+            "append creates"
+        );
         files.write("top.md", b"t").await.unwrap();
-        assert_eq!(files.list("").await.unwrap(), vec!["notes/a.md", "notes/deep/b.md", "top.md"]);
-        assert_eq!(files.list("notes").await.unwrap(), vec!["notes/a.md", "notes/deep/b.md"]);
+        assert_eq!(
+            files.list("").await.unwrap(),
+            vec!["notes/a.md", "notes/deep/b.md", "top.md"]
+        );
+        assert_eq!(
+            files.list("notes").await.unwrap(),
+            vec!["notes/a.md", "notes/deep/b.md"]
+        );
         assert!(files.list("nope").await.unwrap().is_empty());
         files.delete("top.md").await.unwrap();
         files.delete("top.md").await.unwrap();
-        assert_eq!(files.read("top.md").await.unwrap_err().kind, ErrorKind::NotFound);
+        assert_eq!(
+            files.read("top.md").await.unwrap_err().kind,
+            ErrorKind::NotFound
+        );
         for bad in ["../x", "/etc/passwd", "a/../../x", "", "a\\b", "C:/x"] {
             let err = files.write(bad, b"x").await.unwrap_err();
             assert_eq!(err.kind, ErrorKind::Invalid, "{bad:?} must be refused");
-            assert_eq!(files.read(bad).await.unwrap_err().kind, ErrorKind::Invalid, "{bad:?}");
+            assert_eq!(
+                files.read(bad).await.unwrap_err().kind,
+                ErrorKind::Invalid,
+                "{bad:?}"
+            );
         }
     }
 }

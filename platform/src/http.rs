@@ -46,14 +46,23 @@ impl HttpRequest {
         }
     }
     pub fn get(url: impl Into<String>, timeout: Duration) -> Self {
-        Self { method: Method::Get, url: url.into(), headers: Vec::new(), body: Vec::new(), timeout }
+        Self {
+            method: Method::Get,
+            url: url.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            timeout,
+        }
     }
     pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
         self.headers.push((name.to_ascii_lowercase(), value.into()));
         self
     }
     pub fn header_value(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -67,7 +76,11 @@ pub struct HttpResponse {
 
 impl HttpResponse {
     pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Self {
-        Self { status, headers: Vec::new(), body: body.into() }
+        Self {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+        }
     }
     pub fn json(status: u16, body: &serde_json::Value) -> Self {
         Self::new(status, body.to_string()).with_header("content-type", "application/json")
@@ -77,7 +90,10 @@ impl HttpResponse {
         self
     }
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -129,10 +145,16 @@ impl FakeHttp {
 #[async_trait]
 impl Http for FakeHttp {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse> {
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).push(request.clone());
+        self.log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(request.clone());
         let handler = {
             let routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-            routes.iter().find(|(p, _)| request.url.starts_with(p.as_str())).map(|(_, h)| h.clone())
+            routes
+                .iter()
+                .find(|(p, _)| request.url.starts_with(p.as_str()))
+                .map(|(_, h)| h.clone())
         };
         match handler {
             Some(h) => h(&request),
@@ -178,17 +200,44 @@ pub mod conformance {
     pub async fn run(http: &dyn Http, base: &str) {
         let t = Duration::from_secs(5);
         let body = serde_json::json!({"hello": "wörld"});
-        let resp = http.send(HttpRequest::post_json(format!("{base}/echo"), &body, t).header("X-Test", "v1")).await.unwrap();
+        let resp = http
+            .send(HttpRequest::post_json(format!("{base}/echo"), &body, t).header("X-Test", "v1"))
+            .await
+            .unwrap();
         assert_eq!(resp.status, 200);
-        assert_eq!(serde_json::from_slice::<serde_json::Value>(&resp.body).unwrap(), body, "body round-trips");
-        assert_eq!(resp.header("X-Echo"), Some("v1"), "request headers are sent, response headers readable");
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&resp.body).unwrap(),
+            body,
+            "body round-trips"
+        );
+        assert_eq!(
+            resp.header("X-Echo"),
+            Some("v1"),
+            "request headers are sent, response headers readable"
+        );
         for code in [404u16, 429, 503] {
-            let resp = http.send(HttpRequest::get(format!("{base}/status/{code}"), t)).await.unwrap();
-            assert_eq!(resp.status, code, "error statuses are responses, not errors");
+            let resp = http
+                .send(HttpRequest::get(format!("{base}/status/{code}"), t))
+                .await
+                .unwrap();
+            assert_eq!(
+                resp.status, code,
+                "error statuses are responses, not errors"
+            );
             assert_eq!(resp.header("retry-after"), Some("7"));
         }
-        let err = http.send(HttpRequest::get(format!("{base}/slow"), Duration::from_millis(300))).await.unwrap_err();
-        assert_eq!(err.kind, ErrorKind::Timeout, "a slow answer past the timeout is Timeout");
+        let err = http
+            .send(HttpRequest::get(
+                format!("{base}/slow"),
+                Duration::from_millis(300),
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.kind,
+            ErrorKind::Timeout,
+            "a slow answer past the timeout is Timeout"
+        );
     }
 }
 
@@ -205,9 +254,15 @@ mod tests {
 
     #[test]
     fn debug_hides_url_and_headers() {
-        let req = HttpRequest::get("https://api.telegram.org/bot123:SECRET/getMe", Duration::from_secs(1))
-            .header("x-api-key", "sk-secret");
+        let req = HttpRequest::get(
+            "https://api.telegram.org/bot123:SECRET/getMe",
+            Duration::from_secs(1),
+        )
+        .header("x-api-key", "sk-secret");
         let shown = format!("{req:?}");
-        assert!(!shown.contains("SECRET") && !shown.contains("sk-secret"), "{shown}");
+        assert!(
+            !shown.contains("SECRET") && !shown.contains("sk-secret"),
+            "{shown}"
+        );
     }
 }

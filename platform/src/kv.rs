@@ -69,7 +69,12 @@ pub trait Kv: Send + Sync {
 #[async_trait]
 pub trait KvExt {
     async fn get_json<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>>;
-    async fn put_json<T: Serialize + Sync>(&self, key: &str, value: &T, ttl: Option<Duration>) -> Result<()>;
+    async fn put_json<T: Serialize + Sync>(
+        &self,
+        key: &str,
+        value: &T,
+        ttl: Option<Duration>,
+    ) -> Result<()>;
 }
 
 #[async_trait]
@@ -77,12 +82,19 @@ impl<K: Kv + ?Sized> KvExt for K {
     async fn get_json<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
         match self.get(key).await? {
             None => Ok(None),
-            Some(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| PortError::invalid(format!("stored value at {key} is not the expected JSON: {e}"))),
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                PortError::invalid(format!(
+                    "stored value at {key} is not the expected JSON: {e}"
+                ))
+            }),
         }
     }
-    async fn put_json<T: Serialize + Sync>(&self, key: &str, value: &T, ttl: Option<Duration>) -> Result<()> {
+    async fn put_json<T: Serialize + Sync>(
+        &self,
+        key: &str,
+        value: &T,
+        ttl: Option<Duration>,
+    ) -> Result<()> {
         let bytes = serde_json::to_vec(value).map_err(|e| PortError::invalid(e.to_string()))?;
         self.put(key, &bytes, ttl).await
     }
@@ -91,7 +103,10 @@ impl<K: Kv + ?Sized> KvExt for K {
 /// Checks a key against the rules every adapter shares.
 pub fn validate_key(key: &str) -> Result<()> {
     if key.is_empty() || key.len() > MAX_KEY_LEN {
-        return Err(PortError::invalid(format!("key must be 1..={MAX_KEY_LEN} bytes, got {}", key.len())));
+        return Err(PortError::invalid(format!(
+            "key must be 1..={MAX_KEY_LEN} bytes, got {}",
+            key.len()
+        )));
     }
     Ok(())
 }
@@ -101,23 +116,29 @@ pub fn expiry(clock: &dyn Clock, ttl: Option<Duration>) -> Option<u64> {
     ttl.map(|t| clock.now_ms().saturating_add(t.as_millis() as u64))
 }
 
+/// A stored value and its expiry instant (ms), if any.
+type Entry = (Vec<u8>, Option<u64>);
+
 /// In-memory [`Kv`] with expiry by the given clock.
 pub struct MemoryKv {
     clock: Arc<dyn Clock>,
-    entries: Mutex<BTreeMap<String, (Vec<u8>, Option<u64>)>>,
+    entries: Mutex<BTreeMap<String, Entry>>,
 }
 
 impl MemoryKv {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        Self { clock, entries: Mutex::new(BTreeMap::new()) }
+        Self {
+            clock,
+            entries: Mutex::new(BTreeMap::new()),
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Vec<u8>, Option<u64>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
         // A poisoned lock only means another test thread panicked; the map itself is intact.
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn live(&self, entry: &(Vec<u8>, Option<u64>)) -> bool {
+    fn live(&self, entry: &Entry) -> bool {
         entry.1.is_none_or(|at| at > self.clock.now_ms())
     }
 }
@@ -126,7 +147,11 @@ impl MemoryKv {
 impl Kv for MemoryKv {
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         validate_key(key)?;
-        Ok(self.lock().get(key).filter(|e| self.live(e)).map(|e| e.0.clone()))
+        Ok(self
+            .lock()
+            .get(key)
+            .filter(|e| self.live(e))
+            .map(|e| e.0.clone()))
     }
 
     async fn put(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Result<()> {
@@ -162,7 +187,10 @@ impl Kv for MemoryKv {
     ) -> Result<bool> {
         validate_key(key)?;
         let mut map = self.lock();
-        let current = map.get(key).filter(|e| self.live(e)).map(|e| e.0.as_slice());
+        let current = map
+            .get(key)
+            .filter(|e| self.live(e))
+            .map(|e| e.0.as_slice());
         if current != expected {
             return Ok(false);
         }
@@ -202,10 +230,18 @@ pub mod conformance {
         kv.put(&k, b"one", None).await.unwrap();
         assert_eq!(kv.get(&k).await.unwrap().as_deref(), Some(&b"one"[..]));
         kv.put(&k, b"two", None).await.unwrap();
-        assert_eq!(kv.get(&k).await.unwrap().as_deref(), Some(&b"two"[..]), "put replaces");
+        assert_eq!(
+            kv.get(&k).await.unwrap().as_deref(),
+            Some(&b"two"[..]),
+            "put replaces"
+        );
         let binary: Vec<u8> = (0..=255).collect();
         kv.put(&k, &binary, None).await.unwrap();
-        assert_eq!(kv.get(&k).await.unwrap(), Some(binary), "values are arbitrary bytes");
+        assert_eq!(
+            kv.get(&k).await.unwrap(),
+            Some(binary),
+            "values are arbitrary bytes"
+        );
         kv.delete(&k).await.unwrap();
         assert_eq!(kv.get(&k).await.unwrap(), None);
         kv.delete(&k).await.unwrap();
@@ -217,48 +253,100 @@ pub mod conformance {
 
     async fn listing(kv: &dyn Kv, ns: &str) {
         for k in ["b", "a", "c/2", "c/1", "d"] {
-            kv.put(&format!("{ns}/list/{k}"), k.as_bytes(), None).await.unwrap();
+            kv.put(&format!("{ns}/list/{k}"), k.as_bytes(), None)
+                .await
+                .unwrap();
         }
-        kv.put(&format!("{ns}/listx"), b"outside", None).await.unwrap();
+        kv.put(&format!("{ns}/listx"), b"outside", None)
+            .await
+            .unwrap();
         let all = kv.list(&format!("{ns}/list/"), 100).await.unwrap();
-        let want: Vec<String> = ["a", "b", "c/1", "c/2", "d"].iter().map(|k| format!("{ns}/list/{k}")).collect();
+        let want: Vec<String> = ["a", "b", "c/1", "c/2", "d"]
+            .iter()
+            .map(|k| format!("{ns}/list/{k}"))
+            .collect();
         assert_eq!(all, want, "list returns the prefix's keys in lexical order");
         let two = kv.list(&format!("{ns}/list/"), 2).await.unwrap();
         assert_eq!(two, want[..2].to_vec(), "limit keeps the first keys");
         let sub = kv.list(&format!("{ns}/list/c/"), 100).await.unwrap();
         assert_eq!(sub.len(), 2);
-        assert!(kv.list(&format!("{ns}/nothing/"), 10).await.unwrap().is_empty());
+        assert!(kv
+            .list(&format!("{ns}/nothing/"), 10)
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     async fn cas(kv: &dyn Kv, ns: &str) {
         let k = format!("{ns}/cas");
-        assert!(kv.put_if_absent(&k, b"v1", None).await.unwrap(), "first put_if_absent wins");
-        assert!(!kv.put_if_absent(&k, b"v2", None).await.unwrap(), "second put_if_absent loses");
+        assert!(
+            kv.put_if_absent(&k, b"v1", None).await.unwrap(),
+            "first put_if_absent wins"
+        );
+        assert!(
+            !kv.put_if_absent(&k, b"v2", None).await.unwrap(),
+            "second put_if_absent loses"
+        );
         assert_eq!(kv.get(&k).await.unwrap().as_deref(), Some(&b"v1"[..]));
-        assert!(!kv.compare_and_swap(&k, Some(b"nope"), Some(b"v3"), None).await.unwrap());
-        assert!(kv.compare_and_swap(&k, Some(b"v1"), Some(b"v3"), None).await.unwrap());
+        assert!(!kv
+            .compare_and_swap(&k, Some(b"nope"), Some(b"v3"), None)
+            .await
+            .unwrap());
+        assert!(kv
+            .compare_and_swap(&k, Some(b"v1"), Some(b"v3"), None)
+            .await
+            .unwrap());
         assert_eq!(kv.get(&k).await.unwrap().as_deref(), Some(&b"v3"[..]));
-        assert!(!kv.compare_and_swap(&k, None, Some(b"v4"), None).await.unwrap(), "expected None fails when present");
-        assert!(kv.compare_and_swap(&k, Some(b"v3"), None, None).await.unwrap(), "new None deletes");
+        assert!(
+            !kv.compare_and_swap(&k, None, Some(b"v4"), None)
+                .await
+                .unwrap(),
+            "expected None fails when present"
+        );
+        assert!(
+            kv.compare_and_swap(&k, Some(b"v3"), None, None)
+                .await
+                .unwrap(),
+            "new None deletes"
+        );
         assert_eq!(kv.get(&k).await.unwrap(), None);
     }
 
     async fn ttl(kv: &dyn Kv, clock: &dyn Clock, ns: &str) {
         let k = format!("{ns}/ttl");
         let keep = format!("{ns}/ttl-keep");
-        kv.put(&k, b"short", Some(Duration::from_secs(1))).await.unwrap();
-        kv.put(&keep, b"long", Some(Duration::from_secs(3600))).await.unwrap();
+        kv.put(&k, b"short", Some(Duration::from_secs(1)))
+            .await
+            .unwrap();
+        kv.put(&keep, b"long", Some(Duration::from_secs(3600)))
+            .await
+            .unwrap();
         assert!(kv.get(&k).await.unwrap().is_some(), "live before its TTL");
         clock.sleep(Duration::from_millis(1100)).await;
-        assert_eq!(kv.get(&k).await.unwrap(), None, "expired key reads as absent");
-        assert!(!kv.list(&format!("{ns}/ttl"), 10).await.unwrap().contains(&k), "expired key not listed");
+        assert_eq!(
+            kv.get(&k).await.unwrap(),
+            None,
+            "expired key reads as absent"
+        );
+        assert!(
+            !kv.list(&format!("{ns}/ttl"), 10)
+                .await
+                .unwrap()
+                .contains(&k),
+            "expired key not listed"
+        );
         assert!(kv.get(&keep).await.unwrap().is_some());
-        assert!(kv.put_if_absent(&k, b"again", None).await.unwrap(), "expired key counts as absent");
+        assert!(
+            kv.put_if_absent(&k, b"again", None).await.unwrap(),
+            "expired key counts as absent"
+        );
     }
 
     async fn json(kv: &dyn Kv, ns: &str) {
         let k = format!("{ns}/json");
-        kv.put_json(&k, &serde_json::json!({"a": [1, 2]}), None).await.unwrap();
+        kv.put_json(&k, &serde_json::json!({"a": [1, 2]}), None)
+            .await
+            .unwrap();
         let v: serde_json::Value = kv.get_json(&k).await.unwrap().unwrap();
         assert_eq!(v["a"][1], 2);
         kv.put(&k, b"not json", None).await.unwrap();
@@ -272,7 +360,11 @@ pub mod conformance {
             let k = k.clone();
             async move { kv.put_if_absent(&k, &[i], None).await.unwrap() }
         });
-        let wins = futures::future::join_all(attempts).await.into_iter().filter(|w| *w).count();
+        let wins = futures::future::join_all(attempts)
+            .await
+            .into_iter()
+            .filter(|w| *w)
+            .count();
         assert_eq!(wins, 1, "exactly one of concurrent put_if_absent wins");
     }
 }

@@ -38,7 +38,12 @@ pub trait Vectors: Send + Sync {
     ///
     /// # Behavior
     /// Hits come best first by cosine similarity, ties by id. An empty store answers empty.
-    async fn query(&self, vector: &[f32], top_k: usize, filter: &BTreeMap<String, String>) -> Result<Vec<VectorHit>>;
+    async fn query(
+        &self,
+        vector: &[f32],
+        top_k: usize,
+        filter: &BTreeMap<String, String>,
+    ) -> Result<Vec<VectorHit>>;
 
     /// Deletes records by id.
     ///
@@ -64,13 +69,19 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 /// Checks a vector is usable and, when `dim` is known, of that dimension.
 pub fn validate_vector(vector: &[f32], dim: Option<usize>) -> Result<()> {
-    if vector.is_empty() || vector.iter().all(|x| *x == 0.0) || vector.iter().any(|x| !x.is_finite()) {
-        return Err(PortError::invalid("vector must be non-empty, finite and not all zero"));
+    if vector.is_empty()
+        || vector.iter().all(|x| *x == 0.0)
+        || vector.iter().any(|x| !x.is_finite())
+    {
+        return Err(PortError::invalid(
+            "vector must be non-empty, finite and not all zero",
+        ));
     }
     match dim {
-        Some(d) if d != vector.len() => {
-            Err(PortError::invalid(format!("vector has {} dimensions, store has {d}", vector.len())))
-        }
+        Some(d) if d != vector.len() => Err(PortError::invalid(format!(
+            "vector has {} dimensions, store has {d}",
+            vector.len()
+        ))),
         _ => Ok(()),
     }
 }
@@ -114,13 +125,22 @@ impl Vectors for MemoryVectors {
         Ok(())
     }
 
-    async fn query(&self, vector: &[f32], top_k: usize, filter: &BTreeMap<String, String>) -> Result<Vec<VectorHit>> {
+    async fn query(
+        &self,
+        vector: &[f32],
+        top_k: usize,
+        filter: &BTreeMap<String, String>,
+    ) -> Result<Vec<VectorHit>> {
         let map = self.lock();
         validate_vector(vector, map.values().next().map(|r| r.vector.len()))?;
         let hits = map
             .values()
             .filter(|r| matches(&r.metadata, filter))
-            .map(|r| VectorHit { id: r.id.clone(), score: cosine(vector, &r.vector), metadata: r.metadata.clone() })
+            .map(|r| VectorHit {
+                id: r.id.clone(),
+                score: cosine(vector, &r.vector),
+                metadata: r.metadata.clone(),
+            })
             .collect();
         Ok(rank(hits, top_k))
     }
@@ -142,12 +162,23 @@ pub mod conformance {
     use crate::error::ErrorKind;
 
     fn rec(id: &str, vector: [f32; 3], kind: &str) -> VectorRecord {
-        VectorRecord { id: id.into(), vector: vector.to_vec(), metadata: BTreeMap::from([("kind".into(), kind.into())]) }
+        VectorRecord {
+            id: id.into(),
+            vector: vector.to_vec(),
+            metadata: BTreeMap::from([("kind".into(), kind.into())]),
+        }
     }
 
     pub async fn run(vectors: &dyn Vectors) {
         let none = BTreeMap::new();
-        assert!(vectors.query(&[1.0, 0.0, 0.0], 3, &none).await.unwrap().is_empty(), "empty store answers empty");
+        assert!(
+            vectors
+                .query(&[1.0, 0.0, 0.0], 3, &none)
+                .await
+                .unwrap()
+                .is_empty(),
+            "empty store answers empty"
+        );
         vectors
             .upsert(vec![
                 rec("x", [1.0, 0.0, 0.0], "axis"),
@@ -160,30 +191,68 @@ pub mod conformance {
         let hits = vectors.query(&[1.0, 0.1, 0.0], 2, &none).await.unwrap();
         let ids: Vec<_> = hits.iter().map(|h| h.id.as_str()).collect();
         assert_eq!(ids, ["x", "xy"], "best first, top_k kept");
-        assert!((hits[0].score - 0.995).abs() < 0.01, "cosine score, got {}", hits[0].score);
-        assert_eq!(hits[0].metadata.get("kind").map(String::as_str), Some("axis"), "metadata returned");
+        assert!(
+            (hits[0].score - 0.995).abs() < 0.01,
+            "cosine score, got {}",
+            hits[0].score
+        );
+        assert_eq!(
+            hits[0].metadata.get("kind").map(String::as_str),
+            Some("axis"),
+            "metadata returned"
+        );
 
         let filter = BTreeMap::from([("kind".to_string(), "diag".to_string())]);
         let hits = vectors.query(&[0.0, 1.0, 0.0], 5, &filter).await.unwrap();
-        assert_eq!(hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["xy"], "filter applies");
+        assert_eq!(
+            hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(),
+            ["xy"],
+            "filter applies"
+        );
 
-        vectors.upsert(vec![rec("x", [0.0, 0.0, 1.0], "moved")]).await.unwrap();
+        vectors
+            .upsert(vec![rec("x", [0.0, 0.0, 1.0], "moved")])
+            .await
+            .unwrap();
         let hits = vectors.query(&[0.0, 0.0, 1.0], 1, &none).await.unwrap();
         assert_eq!(hits[0].id, "x", "upsert replaces by id");
         assert!(hits[0].score > 0.99);
 
         let all = vectors.query(&[1.0, 1.0, 1.0], 10, &none).await.unwrap();
         assert_eq!(all.len(), 4);
-        assert_eq!(all.last().map(|h| h.id.as_str()), Some("neg"), "negative similarity ranks last");
+        assert_eq!(
+            all.last().map(|h| h.id.as_str()),
+            Some("neg"),
+            "negative similarity ranks last"
+        );
 
-        vectors.delete(&["y".into(), "missing".into()]).await.unwrap();
+        vectors
+            .delete(&["y".into(), "missing".into()])
+            .await
+            .unwrap();
         let all = vectors.query(&[1.0, 1.0, 1.0], 10, &none).await.unwrap();
         assert_eq!(all.len(), 3, "delete removes, missing ids ignored");
 
-        let err = vectors.upsert(vec![VectorRecord { id: "bad".into(), vector: vec![1.0, 2.0], metadata: none.clone() }]).await;
-        assert_eq!(err.unwrap_err().kind, ErrorKind::Invalid, "wrong dimension refused");
-        let err = vectors.upsert(vec![rec("zero", [0.0, 0.0, 0.0], "z")]).await;
-        assert_eq!(err.unwrap_err().kind, ErrorKind::Invalid, "zero vector refused");
+        let err = vectors
+            .upsert(vec![VectorRecord {
+                id: "bad".into(),
+                vector: vec![1.0, 2.0],
+                metadata: none.clone(),
+            }])
+            .await;
+        assert_eq!(
+            err.unwrap_err().kind,
+            ErrorKind::Invalid,
+            "wrong dimension refused"
+        );
+        let err = vectors
+            .upsert(vec![rec("zero", [0.0, 0.0, 0.0], "z")])
+            .await;
+        assert_eq!(
+            err.unwrap_err().kind,
+            ErrorKind::Invalid,
+            "zero vector refused"
+        );
     }
 }
 

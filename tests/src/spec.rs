@@ -14,7 +14,9 @@ pub struct BotApiSpec {
 /// The spec, parsed once per test binary.
 pub fn spec() -> &'static BotApiSpec {
     static SPEC_DOC: OnceLock<BotApiSpec> = OnceLock::new();
-    SPEC_DOC.get_or_init(|| BotApiSpec { doc: serde_json::from_str(SPEC).unwrap_or(Value::Null) })
+    SPEC_DOC.get_or_init(|| BotApiSpec {
+        doc: serde_json::from_str(SPEC).unwrap_or(Value::Null),
+    })
 }
 
 /// The vendored spec text (a test checks it equals `../shared/spec` where that exists).
@@ -32,20 +34,32 @@ const LIMITS: &[(&str, &str, usize)] = &[
 
 impl BotApiSpec {
     pub fn version(&self) -> &str {
-        self.doc.get("version").and_then(Value::as_str).unwrap_or("?")
+        self.doc
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
     }
 
     /// Checks one outbound call.
     pub fn check_call(&self, method: &str, body: &Value) -> Result<(), String> {
-        let m = self.doc.pointer(&format!("/methods/{method}")).ok_or_else(|| format!("unknown Bot API method {method}"))?;
-        let fields = m.get("fields").and_then(Value::as_array).cloned().unwrap_or_default();
+        let m = self
+            .doc
+            .pointer(&format!("/methods/{method}"))
+            .ok_or_else(|| format!("unknown Bot API method {method}"))?;
+        let fields = m
+            .get("fields")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         self.check_fields(method, &fields, body)?;
         for (lm, field, max) in LIMITS {
             if *lm == method {
                 if let Some(s) = body.get(*field).and_then(Value::as_str) {
                     let n = s.encode_utf16().count();
                     if n == 0 || n > *max {
-                        return Err(format!("{method}.{field} is {n} characters; allowed 1..={max}"));
+                        return Err(format!(
+                            "{method}.{field} is {n} characters; allowed 1..={max}"
+                        ));
                     }
                 }
             }
@@ -55,19 +69,29 @@ impl BotApiSpec {
 
     /// Checks a value against a type of the spec (e.g. an `Update` fixture).
     pub fn check_type(&self, type_name: &str, value: &Value) -> Result<(), String> {
-        let t = self.doc.pointer(&format!("/types/{type_name}")).ok_or_else(|| format!("unknown type {type_name}"))?;
+        let t = self
+            .doc
+            .pointer(&format!("/types/{type_name}"))
+            .ok_or_else(|| format!("unknown type {type_name}"))?;
         match t.get("fields").and_then(Value::as_array) {
             Some(fields) => self.check_fields(type_name, fields, value),
             // Union types (MessageOrigin …) list subtypes: accept any object.
-            None => value.is_object().then_some(()).ok_or_else(|| format!("{type_name} must be an object")),
+            None => value
+                .is_object()
+                .then_some(())
+                .ok_or_else(|| format!("{type_name} must be an object")),
         }
     }
 
     fn check_fields(&self, ctx: &str, fields: &[Value], body: &Value) -> Result<(), String> {
-        let obj = body.as_object().ok_or_else(|| format!("{ctx}: body must be an object"))?;
+        let obj = body
+            .as_object()
+            .ok_or_else(|| format!("{ctx}: body must be an object"))?;
         for f in fields {
             let name = f.get("name").and_then(Value::as_str).unwrap_or("");
-            if f.get("required").and_then(Value::as_bool).unwrap_or(false) && !obj.contains_key(name) {
+            if f.get("required").and_then(Value::as_bool).unwrap_or(false)
+                && !obj.contains_key(name)
+            {
                 return Err(format!("{ctx}: required field {name} missing"));
             }
         }
@@ -76,7 +100,11 @@ impl BotApiSpec {
                 .iter()
                 .find(|f| f.get("name").and_then(Value::as_str) == Some(k))
                 .ok_or_else(|| format!("{ctx}: unknown field {k}"))?;
-            let types: Vec<&str> = f.get("types").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            let types: Vec<&str> = f
+                .get("types")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
             if !types.iter().any(|t| self.matches_type(t, v)) {
                 return Err(format!("{ctx}.{k}: {v} is not {}", types.join(" or ")));
             }
@@ -86,7 +114,9 @@ impl BotApiSpec {
 
     fn matches_type(&self, t: &str, v: &Value) -> bool {
         if let Some(inner) = t.strip_prefix("Array of ") {
-            return v.as_array().is_some_and(|a| a.iter().all(|x| self.matches_type(inner, x)));
+            return v
+                .as_array()
+                .is_some_and(|a| a.iter().all(|x| self.matches_type(inner, x)));
         }
         match t {
             "Integer" => v.is_i64() || v.is_u64(),

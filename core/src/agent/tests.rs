@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use super::*;
 use crate::llm::chain::Link;
 use crate::llm::{ChatResponse, Provider, StopReason};
@@ -17,7 +19,14 @@ impl Provider for Looping {
     async fn chat(&self, _req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         *self.calls.lock().unwrap() += 1;
         Ok(ChatResponse {
-            message: ChatMessage { role: Role::Assistant, content: vec![Block::ToolUse { id: "t".into(), name: "current_time".into(), input: json!({}) }] },
+            message: ChatMessage {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse {
+                    id: "t".into(),
+                    name: "current_time".into(),
+                    input: json!({}),
+                }],
+            },
             stop: StopReason::ToolUse,
         })
     }
@@ -37,7 +46,17 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
     };
     Agent {
         config,
-        chain: ModelChain { links: vec![Link { label: "p/m".into(), provider, model: "m".into(), attempts: 1 }], clock: clock.clone(), base_backoff: Duration::from_millis(1), max_wait: Duration::from_secs(1) },
+        chain: ModelChain {
+            links: vec![Link {
+                label: "p/m".into(),
+                provider,
+                model: "m".into(),
+                attempts: 1,
+            }],
+            clock: clock.clone(),
+            base_backoff: Duration::from_millis(1),
+            max_wait: Duration::from_secs(1),
+        },
         tools: ToolRegistry::builtins(&["current_time".into()], clock.clone()).unwrap(),
         clock,
     }
@@ -45,23 +64,43 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
 
 #[test]
 fn repeated_identical_calls_are_refused_and_rounds_are_bounded() {
-    let model = Arc::new(Looping { calls: Mutex::new(0) });
+    let model = Arc::new(Looping {
+        calls: Mutex::new(0),
+    });
     let a = agent(model.clone(), 4);
     let out = block_on(a.run_turn(&[], ChatMessage::user_text("hi"), &NoObserver)).unwrap();
-    assert_eq!(*model.calls.lock().unwrap(), 4, "max_rounds bounds the model calls");
+    assert_eq!(
+        *model.calls.lock().unwrap(),
+        4,
+        "max_rounds bounds the model calls"
+    );
     assert!(out.reply.contains("stopped after 4 rounds"));
-    let results: Vec<_> = out.messages.iter().flat_map(|m| m.content.iter()).filter_map(|b| match b {
-        Block::ToolResult { is_error, .. } => Some(*is_error),
-        _ => None,
-    }).collect();
-    assert_eq!(results, [false, false, true, true], "third identical call onwards is refused");
+    let results: Vec<_> = out
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            Block::ToolResult { is_error, .. } => Some(*is_error),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [false, false, true, true],
+        "third identical call onwards is refused"
+    );
     // Every tool_use has its result, and the turn ends with the assistant's explanation.
     assert_eq!(out.messages.last().unwrap().role, Role::Assistant);
 }
 
 #[test]
 fn unknown_tool_is_an_error_result() {
-    let a = agent(Arc::new(Looping { calls: Mutex::new(0) }), 1);
+    let a = agent(
+        Arc::new(Looping {
+            calls: Mutex::new(0),
+        }),
+        1,
+    );
     let (content, is_error) = block_on(a.call_tool("rm_rf", json!({})));
     assert!(is_error && content.contains("Unknown tool"), "{content}");
 }

@@ -1,9 +1,14 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use super::*;
 
 #[test]
 fn repository_config_is_valid() {
     let cfg = Config::load(&embedded()).unwrap();
-    assert_eq!(cfg.routing.get("main").map(String::as_str), Some("assistant"));
+    assert_eq!(
+        cfg.routing.get("main").map(String::as_str),
+        Some("assistant")
+    );
     let agent = &cfg.agents["assistant"];
     assert!(agent.system_prompt.contains("assistant"));
     assert_eq!(agent.tools, ["current_time"]);
@@ -18,25 +23,47 @@ fn with(path: &str, text: &str) -> ConfigFiles {
 
 #[test]
 fn errors_name_file_and_field() {
-    let e = Config::load(&with("agents.d/assistant.yaml", "id: assistant\nmodels: [nope/x]\n")).unwrap_err();
-    assert_eq!((e.file.as_str(), e.field.as_str()), ("agents.d/assistant.yaml", "models[0]"));
+    let e = Config::load(&with(
+        "agents.d/assistant.yaml",
+        "id: assistant\nmodels: [nope/x]\n",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.field.as_str()),
+        ("agents.d/assistant.yaml", "models[0]")
+    );
     assert!(e.message.contains("unknown provider"), "{e}");
 
-    let e = Config::load(&with("agents.d/assistant.yaml", "id: assistant\nmodels: [openai/x]\ntools: [rm_rf]\n")).unwrap_err();
+    let e = Config::load(&with(
+        "agents.d/assistant.yaml",
+        "id: assistant\nmodels: [openai/x]\ntools: [rm_rf]\n",
+    ))
+    .unwrap_err();
     assert_eq!(e.field, "tools[0]");
 
     let e = Config::load(&with("routing.yaml", "default_agent: ghost\n")).unwrap_err();
-    assert_eq!((e.file.as_str(), e.field.as_str()), ("routing.yaml", "default_agent"));
+    assert_eq!(
+        (e.file.as_str(), e.field.as_str()),
+        ("routing.yaml", "default_agent")
+    );
 
     let e = Config::load(&with("main.yaml", "sesion: {}\n")).unwrap_err();
     assert_eq!(e.file, "main.yaml");
     assert!(e.message.contains("unknown field"), "{e}");
     assert!(e.field.starts_with("line 1"), "{e}");
 
-    let e = Config::load(&with("agents.d/second.yaml", "id: assistant\nmodels: [openai/x]\n")).unwrap_err();
+    let e = Config::load(&with(
+        "agents.d/second.yaml",
+        "id: assistant\nmodels: [openai/x]\n",
+    ))
+    .unwrap_err();
     assert!(e.message.contains("duplicate agent"), "{e}");
 
-    let e = Config::load(&with("agents.d/other.yaml", "id: other\nmodels: [openai/x]\n")).unwrap_err();
+    let e = Config::load(&with(
+        "agents.d/other.yaml",
+        "id: other\nmodels: [openai/x]\n",
+    ))
+    .unwrap_err();
     assert_eq!(e.file, "prompts/other/system.md");
 
     let mut files = embedded();

@@ -53,15 +53,29 @@ pub fn request_body(req: &ChatRequest) -> Value {
 
 /// Reads a `/v1/messages` response body.
 pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| LlmError::Fatal(format!("anthropic: bad JSON: {e}")))?;
-    let blocks = v.get("content").and_then(Value::as_array).ok_or_else(|| LlmError::Fatal("anthropic: no content".into()))?;
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| LlmError::Fatal(format!("anthropic: bad JSON: {e}")))?;
+    let blocks = v
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| LlmError::Fatal("anthropic: no content".into()))?;
     let mut content = Vec::new();
     for b in blocks {
         match b.get("type").and_then(Value::as_str) {
-            Some("text") => content.push(Block::Text { text: b.get("text").and_then(Value::as_str).unwrap_or("").to_owned() }),
+            Some("text") => content.push(Block::Text {
+                text: b
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            }),
             Some("tool_use") => content.push(Block::ToolUse {
                 id: b.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
-                name: b.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                name: b
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
                 input: b.get("input").cloned().unwrap_or_else(|| json!({})),
             }),
             _ => {} // thinking and future block types are not replayed
@@ -73,7 +87,13 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         Some("max_tokens") => StopReason::MaxTokens,
         _ => StopReason::Other,
     };
-    Ok(ChatResponse { message: ChatMessage { role: Role::Assistant, content }, stop })
+    Ok(ChatResponse {
+        message: ChatMessage {
+            role: Role::Assistant,
+            content,
+        },
+        stop,
+    })
 }
 
 #[async_trait]
@@ -85,7 +105,11 @@ impl Provider for Anthropic {
             .header("anthropic-version", "2023-06-01");
         let resp = self.http.send(http_req).await?;
         if resp.status != 200 {
-            return Err(LlmError::from_status(resp.status, resp.header("retry-after"), &resp.body));
+            return Err(LlmError::from_status(
+                resp.status,
+                resp.header("retry-after"),
+                &resp.body,
+            ));
         }
         parse_response(&resp.body)
     }

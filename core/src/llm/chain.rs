@@ -42,10 +42,14 @@ impl ModelChain {
                     Err(err) => {
                         tracing::warn!(model = %link.label, attempt, error = %err, "model call failed");
                         let wait = match &err {
-                            LlmError::RateLimited { retry_after_ms: Some(ms) } => Duration::from_millis(*ms),
+                            LlmError::RateLimited {
+                                retry_after_ms: Some(ms),
+                            } => Duration::from_millis(*ms),
                             _ => self.base_backoff * 2u32.saturating_pow(attempt),
                         };
-                        let retry = err.is_retryable() && attempt + 1 < link.attempts && wait <= self.max_wait;
+                        let retry = err.is_retryable()
+                            && attempt + 1 < link.attempts
+                            && wait <= self.max_wait;
                         last = err;
                         if !retry {
                             break;

@@ -25,9 +25,19 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
-    Text { text: String },
-    ToolUse { id: String, name: String, input: Value },
-    ToolResult { tool_use_id: String, content: String, is_error: bool },
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        is_error: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,10 +48,16 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     pub fn user_text(text: impl Into<String>) -> Self {
-        Self { role: Role::User, content: vec![Block::Text { text: text.into() }] }
+        Self {
+            role: Role::User,
+            content: vec![Block::Text { text: text.into() }],
+        }
     }
     pub fn assistant_text(text: impl Into<String>) -> Self {
-        Self { role: Role::Assistant, content: vec![Block::Text { text: text.into() }] }
+        Self {
+            role: Role::Assistant,
+            content: vec![Block::Text { text: text.into() }],
+        }
     }
     /// The text blocks joined.
     pub fn text(&self) -> String {
@@ -62,7 +78,9 @@ impl ChatMessage {
         })
     }
     pub fn has_tool_results(&self) -> bool {
-        self.content.iter().any(|b| matches!(b, Block::ToolResult { .. }))
+        self.content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }))
     }
 }
 
@@ -122,7 +140,9 @@ impl LlmError {
     pub fn from_status(status: u16, retry_after: Option<&str>, body: &[u8]) -> LlmError {
         let snippet: String = String::from_utf8_lossy(body).chars().take(300).collect();
         match status {
-            429 | 529 => LlmError::RateLimited { retry_after_ms: retry_after.and_then(parse_retry_after) },
+            429 | 529 => LlmError::RateLimited {
+                retry_after_ms: retry_after.and_then(parse_retry_after),
+            },
             408 | 500..=599 => LlmError::Transient(format!("HTTP {status}: {snippet}")),
             _ => LlmError::Fatal(format!("HTTP {status}: {snippet}")),
         }
@@ -141,7 +161,11 @@ impl From<clawless_platform::PortError> for LlmError {
 
 /// `retry-after` in seconds (possibly fractional); HTTP dates are not honoured.
 pub fn parse_retry_after(v: &str) -> Option<u64> {
-    v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(|s| (s * 1000.0) as u64)
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| (s * 1000.0) as u64)
 }
 
 #[async_trait]

@@ -41,8 +41,17 @@ pub fn request_body(req: &ChatRequest) -> Value {
             }
             Role::User => {
                 for b in &m.content {
-                    if let Block::ToolResult { tool_use_id, content, is_error } = b {
-                        let content = if *is_error { format!("Error: {content}") } else { content.clone() };
+                    if let Block::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                    } = b
+                    {
+                        let content = if *is_error {
+                            format!("Error: {content}")
+                        } else {
+                            content.clone()
+                        };
                         messages.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
                     }
                 }
@@ -68,20 +77,47 @@ pub fn request_body(req: &ChatRequest) -> Value {
 /// Reads a `/chat/completions` response body. Tool arguments that are not valid JSON are
 /// passed on as `{"_invalid_arguments": "<text>"}` so the tool reports the error to the model.
 pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| LlmError::Fatal(format!("openai: bad JSON: {e}")))?;
-    let choice = v.pointer("/choices/0").ok_or_else(|| LlmError::Fatal("openai: no choices".into()))?;
-    let msg = choice.get("message").ok_or_else(|| LlmError::Fatal("openai: no message".into()))?;
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| LlmError::Fatal(format!("openai: bad JSON: {e}")))?;
+    let choice = v
+        .pointer("/choices/0")
+        .ok_or_else(|| LlmError::Fatal("openai: no choices".into()))?;
+    let msg = choice
+        .get("message")
+        .ok_or_else(|| LlmError::Fatal("openai: no message".into()))?;
     let mut content = Vec::new();
-    if let Some(text) = msg.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-        content.push(Block::Text { text: text.to_owned() });
+    if let Some(text) = msg
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        content.push(Block::Text {
+            text: text.to_owned(),
+        });
     }
-    for call in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-        let args = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("{}");
+    for call in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let args = call
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}");
         let input = serde_json::from_str(if args.trim().is_empty() { "{}" } else { args })
             .unwrap_or_else(|_| json!({"_invalid_arguments": args}));
         content.push(Block::ToolUse {
-            id: call.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
-            name: call.pointer("/function/name").and_then(Value::as_str).unwrap_or("").to_owned(),
+            id: call
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            name: call
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
             input,
         });
     }
@@ -92,7 +128,13 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         _ if content.iter().any(|b| matches!(b, Block::ToolUse { .. })) => StopReason::ToolUse,
         _ => StopReason::Other,
     };
-    Ok(ChatResponse { message: ChatMessage { role: Role::Assistant, content }, stop })
+    Ok(ChatResponse {
+        message: ChatMessage {
+            role: Role::Assistant,
+            content,
+        },
+        stop,
+    })
 }
 
 #[async_trait]
@@ -101,11 +143,16 @@ impl Provider for OpenAi {
         let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
         let mut http_req = HttpRequest::post_json(url, &request_body(req), self.timeout);
         if !self.api_key.is_empty() {
-            http_req = http_req.header("authorization", format!("Bearer {}", self.api_key.expose()));
+            http_req =
+                http_req.header("authorization", format!("Bearer {}", self.api_key.expose()));
         }
         let resp = self.http.send(http_req).await?;
         if resp.status != 200 {
-            return Err(LlmError::from_status(resp.status, resp.header("retry-after"), &resp.body));
+            return Err(LlmError::from_status(
+                resp.status,
+                resp.header("retry-after"),
+                &resp.body,
+            ));
         }
         parse_response(&resp.body)
     }

@@ -30,7 +30,10 @@ pub enum TelegramError {
 
 impl TelegramError {
     pub fn is_transient(&self) -> bool {
-        matches!(self, TelegramError::RetryAfter(_) | TelegramError::Unavailable(_))
+        matches!(
+            self,
+            TelegramError::RetryAfter(_) | TelegramError::Unavailable(_)
+        )
     }
     /// Telegram could not parse the HTML entities we sent.
     pub fn is_entity_error(&self) -> bool {
@@ -59,13 +62,19 @@ pub struct BotApi {
 
 impl std::fmt::Debug for BotApi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BotApi").field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("BotApi")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }
 
 impl BotApi {
     pub fn new(http: Arc<dyn Http>, base: &str, token: Secret) -> Self {
-        Self { http, base: base.trim_end_matches('/').to_owned(), token }
+        Self {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+        }
     }
 
     /// Calls `method` with a JSON body and returns the `result` field.
@@ -73,21 +82,42 @@ impl BotApi {
         self.call_with_timeout(method, body, TIMEOUT).await
     }
 
-    async fn call_with_timeout(&self, method: &str, body: Value, timeout: Duration) -> Result<Value, TelegramError> {
+    async fn call_with_timeout(
+        &self,
+        method: &str,
+        body: Value,
+        timeout: Duration,
+    ) -> Result<Value, TelegramError> {
         let url = format!("{}/bot{}/{method}", self.base, self.token.expose());
-        let resp = self.http.send(HttpRequest::post_json(url, &body, timeout)).await?;
+        let resp = self
+            .http
+            .send(HttpRequest::post_json(url, &body, timeout))
+            .await?;
         let parsed: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
-        let description = parsed.get("description").and_then(Value::as_str).unwrap_or("").to_owned();
+        let description = parsed
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         match resp.status {
-            200 if parsed.get("ok") == Some(&Value::Bool(true)) => Ok(parsed.get("result").cloned().unwrap_or(Value::Null)),
-            200 => Err(TelegramError::Unavailable(format!("{method}: unexpected body"))),
+            200 if parsed.get("ok") == Some(&Value::Bool(true)) => {
+                Ok(parsed.get("result").cloned().unwrap_or(Value::Null))
+            }
+            200 => Err(TelegramError::Unavailable(format!(
+                "{method}: unexpected body"
+            ))),
             429 => {
-                let secs = parsed.pointer("/parameters/retry_after").and_then(Value::as_u64).unwrap_or(5);
+                let secs = parsed
+                    .pointer("/parameters/retry_after")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(5);
                 Err(TelegramError::RetryAfter(secs))
             }
             400 => Err(TelegramError::BadRequest(description)),
             s @ (401 | 403 | 404) => Err(TelegramError::Refused(s, description)),
-            s => Err(TelegramError::Unavailable(format!("{method}: HTTP {s} {description}"))),
+            s => Err(TelegramError::Unavailable(format!(
+                "{method}: HTTP {s} {description}"
+            ))),
         }
     }
 
@@ -97,7 +127,13 @@ impl BotApi {
     }
 
     /// Sends one message; `html` selects `parse_mode: HTML`. Returns the new message id.
-    pub async fn send_message(&self, to: Target, text: &str, html: bool, reply_to: Option<i64>) -> Result<i64, TelegramError> {
+    pub async fn send_message(
+        &self,
+        to: Target,
+        text: &str,
+        html: bool,
+        reply_to: Option<i64>,
+    ) -> Result<i64, TelegramError> {
         let mut body = json!({ "chat_id": to.chat_id, "text": text });
         if let Some(t) = to.thread_id {
             body["message_thread_id"] = json!(t);
@@ -106,7 +142,8 @@ impl BotApi {
             body["parse_mode"] = json!("HTML");
         }
         if let Some(id) = reply_to {
-            body["reply_parameters"] = json!({ "message_id": id, "allow_sending_without_reply": true });
+            body["reply_parameters"] =
+                json!({ "message_id": id, "allow_sending_without_reply": true });
         }
         let v = self.call("sendMessage", body).await?;
         Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
@@ -121,9 +158,15 @@ impl BotApi {
     }
 
     /// Long polling: waits up to `timeout_secs` for updates after `offset`.
-    pub async fn get_updates(&self, offset: i64, timeout_secs: u64) -> Result<Vec<Value>, TelegramError> {
+    pub async fn get_updates(
+        &self,
+        offset: i64,
+        timeout_secs: u64,
+    ) -> Result<Vec<Value>, TelegramError> {
         let body = json!({ "offset": offset, "timeout": timeout_secs, "allowed_updates": ["message", "edited_message"] });
-        let v = self.call_with_timeout("getUpdates", body, Duration::from_secs(timeout_secs + 15)).await?;
+        let v = self
+            .call_with_timeout("getUpdates", body, Duration::from_secs(timeout_secs + 15))
+            .await?;
         Ok(v.as_array().cloned().unwrap_or_default())
     }
 

@@ -40,7 +40,10 @@ pub fn render_parts(markdown: &str) -> Vec<Part> {
         push_rendered(&mut out, &chunk, 3500);
     }
     if out.is_empty() {
-        out.push(Part { text: "(empty reply)".into(), html: false });
+        out.push(Part {
+            text: "(empty reply)".into(),
+            html: false,
+        });
     }
     out
 }
@@ -49,7 +52,10 @@ pub fn render_parts(markdown: &str) -> Vec<Part> {
 fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
     let html = to_html(chunk);
     if utf16_len(&html) <= MAX_MESSAGE_LEN || budget <= 64 {
-        out.push(Part { text: html, html: true });
+        out.push(Part {
+            text: html,
+            html: true,
+        });
         return;
     }
     for small in split(chunk, budget / 2) {
@@ -59,7 +65,10 @@ fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
 
 /// The same text as plain messages, each within the limit.
 pub fn plain_parts(text: &str) -> Vec<Part> {
-    split(text, MAX_MESSAGE_LEN).into_iter().map(|text| Part { text, html: false }).collect()
+    split(text, MAX_MESSAGE_LEN)
+        .into_iter()
+        .map(|text| Part { text, html: false })
+        .collect()
 }
 
 /// Splits `text` into chunks of at most `max` UTF-16 units, preferring paragraph breaks, then
@@ -71,9 +80,16 @@ pub fn split(text: &str, max: usize) -> Vec<String> {
     let mut rest = text.trim();
     let mut reopen: Option<String> = None;
     while !rest.is_empty() {
-        let prefix = reopen.take().map(|fence| format!("{fence}\n")).unwrap_or_default();
+        let prefix = reopen
+            .take()
+            .map(|fence| format!("{fence}\n"))
+            .unwrap_or_default();
         let budget = max.saturating_sub(utf16_len(&prefix) + 4);
-        let (head, tail) = if utf16_len(rest) <= budget { (rest, "") } else { cut(rest, budget) };
+        let (head, tail) = if utf16_len(rest) <= budget {
+            (rest, "")
+        } else {
+            cut(rest, budget)
+        };
         let mut chunk = format!("{prefix}{head}");
         if let Some(fence) = open_fence(&chunk) {
             if !tail.trim().is_empty() {
@@ -84,7 +100,10 @@ pub fn split(text: &str, max: usize) -> Vec<String> {
         if !chunk.trim().is_empty() {
             chunks.push(chunk.trim_end().to_owned());
         }
-        rest = tail.strip_prefix(' ').unwrap_or(tail).trim_start_matches('\n');
+        rest = tail
+            .strip_prefix(' ')
+            .unwrap_or(tail)
+            .trim_start_matches('\n');
     }
     chunks
 }
@@ -114,7 +133,11 @@ fn open_fence(s: &str) -> Option<String> {
     for line in s.lines() {
         let t = line.trim_start();
         if t.starts_with("```") {
-            open = if open.is_some() { None } else { Some(t.to_owned()) };
+            open = if open.is_some() {
+                None
+            } else {
+                Some(t.to_owned())
+            };
         }
     }
     open
@@ -136,8 +159,15 @@ pub fn to_html(md: &str) -> String {
                 code.push('\n');
             }
             let lang = lang.trim();
-            if lang.is_empty() || !lang.chars().all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-') {
-                out.push_str(&format!("<pre>{}</pre>", escape(code.trim_end_matches('\n'))));
+            if lang.is_empty()
+                || !lang
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-')
+            {
+                out.push_str(&format!(
+                    "<pre>{}</pre>",
+                    escape(code.trim_end_matches('\n'))
+                ));
             } else {
                 out.push_str(&format!(
                     "<pre><code class=\"language-{lang}\">{}</code></pre>",
@@ -146,7 +176,10 @@ pub fn to_html(md: &str) -> String {
             }
         } else if let Some(h) = heading(trimmed) {
             out.push_str(&format!("<b>{}</b>", inline(h)));
-        } else if let Some(item) = trimmed.strip_prefix("- ").or_else(|| trimmed.strip_prefix("* ")) {
+        } else if let Some(item) = trimmed
+            .strip_prefix("- ")
+            .or_else(|| trimmed.strip_prefix("* "))
+        {
             let indent = &line[..line.len() - trimmed.len()];
             out.push_str(indent);
             out.push_str("• ");
@@ -203,7 +236,10 @@ fn inline_token(s: &str) -> Option<(String, usize)> {
             if end == 0 || body[..end].ends_with(' ') {
                 return None;
             }
-            return Some((format!("<{tag}>{}</{tag}>", inline(&body[..end])), end + 2 * delim.len()));
+            return Some((
+                format!("<{tag}>{}</{tag}>", inline(&body[..end])),
+                end + 2 * delim.len(),
+            ));
         }
     }
     if let Some(body) = s.strip_prefix('[') {
@@ -211,11 +247,15 @@ fn inline_token(s: &str) -> Option<(String, usize)> {
         let url_start = close + 2;
         let url_end = body[url_start..].find(')')? + url_start;
         let url = &body[url_start..url_end];
-        if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("tg://")) {
+        if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("tg://"))
+        {
             return None;
         }
         let text = inline(&body[..close]);
-        return Some((format!("<a href=\"{}\">{text}</a>", escape(url)), url_end + 2));
+        return Some((
+            format!("<a href=\"{}\">{text}</a>", escape(url)),
+            url_end + 2,
+        ));
     }
     None
 }
@@ -235,5 +275,8 @@ pub fn strip_html(html: &str) -> String {
             _ => {}
         }
     }
-    out.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&")
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
 }

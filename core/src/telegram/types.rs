@@ -4,11 +4,15 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize,
+)]
 #[serde(transparent)]
 pub struct ChatId(pub i64);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize,
+)]
 #[serde(transparent)]
 pub struct UserId(pub i64);
 
@@ -83,7 +87,10 @@ pub struct Message {
 impl Message {
     /// The text a person wrote: the message text, or a media caption.
     pub fn text(&self) -> Option<&str> {
-        self.text.as_deref().or(self.caption.as_deref()).filter(|t| !t.trim().is_empty())
+        self.text
+            .as_deref()
+            .or(self.caption.as_deref())
+            .filter(|t| !t.trim().is_empty())
     }
 
     /// The forum topic this message belongs to, if any (replies in a topic go there too).
@@ -117,7 +124,10 @@ impl Update {
     }
 
     pub fn from_value(mut value: Value) -> Result<Update, ParseError> {
-        let id = value.get("update_id").and_then(Value::as_i64).ok_or(ParseError::NoUpdateId)?;
+        let id = value
+            .get("update_id")
+            .and_then(Value::as_i64)
+            .ok_or(ParseError::NoUpdateId)?;
         let kind = if let Some(m) = value.get_mut("message").map(Value::take) {
             UpdateKind::Message(serde_json::from_value(m)?)
         } else if let Some(m) = value.get_mut("edited_message").map(Value::take) {

@@ -47,11 +47,16 @@ impl ToolRegistry {
         self.tools.keys().cloned().collect()
     }
     /// A registry holding only the named built-ins; unknown names are returned as errors.
-    pub fn builtins(names: &[String], clock: Arc<dyn clawless_platform::Clock>) -> Result<ToolRegistry, String> {
+    pub fn builtins(
+        names: &[String],
+        clock: Arc<dyn clawless_platform::Clock>,
+    ) -> Result<ToolRegistry, String> {
         let mut reg = ToolRegistry::default();
         for name in names {
             match name.as_str() {
-                "current_time" => reg.register(Arc::new(time::CurrentTime { clock: clock.clone() })),
+                "current_time" => reg.register(Arc::new(time::CurrentTime {
+                    clock: clock.clone(),
+                })),
                 other => return Err(format!("unknown tool {other:?} (built-ins: current_time)")),
             }
         }

@@ -30,8 +30,13 @@ impl Tool for CurrentTime {
     async fn call(&self, input: Value) -> Result<String, ToolError> {
         let offset = match input.get("utc_offset") {
             None | Some(Value::Null) => 0,
-            Some(Value::String(s)) => parse_offset(s).ok_or_else(|| ToolError(format!("utc_offset {s:?} is not like +02:00 or UTC")))?,
-            Some(other) => return Err(ToolError(format!("utc_offset must be a string, got {other}"))),
+            Some(Value::String(s)) => parse_offset(s)
+                .ok_or_else(|| ToolError(format!("utc_offset {s:?} is not like +02:00 or UTC")))?,
+            Some(other) => {
+                return Err(ToolError(format!(
+                    "utc_offset must be a string, got {other}"
+                )))
+            }
         };
         Ok(format_time(self.clock.now_ms(), offset))
     }
@@ -40,7 +45,10 @@ impl Tool for CurrentTime {
 /// Parses "UTC", "Z", "+02:00", "-0530", "+3", "UTC+3" into minutes east of UTC.
 pub fn parse_offset(s: &str) -> Option<i64> {
     let s = s.trim();
-    let s = s.strip_prefix("UTC").or_else(|| s.strip_prefix("GMT")).unwrap_or(s);
+    let s = s
+        .strip_prefix("UTC")
+        .or_else(|| s.strip_prefix("GMT"))
+        .unwrap_or(s);
     if s.is_empty() || s == "Z" {
         return Some(0);
     }
@@ -64,7 +72,15 @@ pub fn format_time(ms: u64, offset_min: i64) -> String {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, mo, d) = civil_from_days(days);
-    let weekday = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"][days.rem_euclid(7) as usize];
+    let weekday = [
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+    ][days.rem_euclid(7) as usize];
     let sign = if offset_min < 0 { '-' } else { '+' };
     format!(
         "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02} ({weekday}), UTC{sign}{:02}:{:02}",
@@ -95,10 +111,19 @@ mod tests {
 
     #[test]
     fn formats_known_instants() {
-        assert_eq!(format_time(0, 0), "1970-01-01 00:00:00 (Thursday), UTC+00:00");
+        assert_eq!(
+            format_time(0, 0),
+            "1970-01-01 00:00:00 (Thursday), UTC+00:00"
+        );
         // 2024-02-29 23:30:00 UTC is 2024-03-01 05:00 at +05:30.
-        assert_eq!(format_time(1_709_249_400_000, 330), "2024-03-01 05:00:00 (Friday), UTC+05:30");
-        assert_eq!(format_time(1_709_249_400_000, -480), "2024-02-29 15:30:00 (Thursday), UTC-08:00");
+        assert_eq!(
+            format_time(1_709_249_400_000, 330),
+            "2024-03-01 05:00:00 (Friday), UTC+05:30"
+        );
+        assert_eq!(
+            format_time(1_709_249_400_000, -480),
+            "2024-02-29 15:30:00 (Thursday), UTC-08:00"
+        );
     }
 
     #[test]

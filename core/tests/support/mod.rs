@@ -37,7 +37,10 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(wire: Wire) -> Harness {
-        Self::with_config(wire, Config::load(&clawless_core::config::embedded()).unwrap())
+        Self::with_config(
+            wire,
+            Config::load(&clawless_core::config::embedded()).unwrap(),
+        )
     }
 
     pub fn with_config(wire: Wire, config: Config) -> Harness {
@@ -119,16 +122,24 @@ impl Harness {
     }
 
     pub fn script_429(&self, retry_after: &str) {
-        self.llm.lock().unwrap().push_back((429, json!({"error": {"type": "rate_limit_error"}}), Some(retry_after.into())));
+        self.llm.lock().unwrap().push_back((
+            429,
+            json!({"error": {"type": "rate_limit_error"}}),
+            Some(retry_after.into()),
+        ));
     }
 
     /// Delivers a fixture through the webhook (right secret) and returns the HTTP status.
     pub async fn deliver(&self, fixture: &str, update_id: i64) -> u16 {
-        self.deliver_raw(&fixtures::update(fixture, update_id)).await
+        self.deliver_raw(&fixtures::update(fixture, update_id))
+            .await
     }
 
     pub async fn deliver_raw(&self, update: &Value) -> u16 {
-        let reply = self.app.handle_webhook("main", Some(SECRET), update.to_string().as_bytes()).await;
+        let reply = self
+            .app
+            .handle_webhook("main", Some(SECRET), update.to_string().as_bytes())
+            .await;
         if let Some(lane) = &reply.lane {
             self.app.drain(lane).await.unwrap();
         }
@@ -137,7 +148,14 @@ impl Harness {
 
     /// Accepts without draining; returns the lane.
     pub async fn accept_only(&self, fixture: &str, update_id: i64) -> Option<String> {
-        let reply = self.app.handle_webhook("main", Some(SECRET), fixtures::update(fixture, update_id).to_string().as_bytes()).await;
+        let reply = self
+            .app
+            .handle_webhook(
+                "main",
+                Some(SECRET),
+                fixtures::update(fixture, update_id).to_string().as_bytes(),
+            )
+            .await;
         assert_eq!(reply.status, 200);
         reply.lane
     }
@@ -151,18 +169,28 @@ impl Harness {
         self.http
             .requests()
             .iter()
-            .filter(|r| r.url.starts_with("https://api.telegram.org/") && method_of(&r.url) == Some(method))
+            .filter(|r| {
+                r.url.starts_with("https://api.telegram.org/") && method_of(&r.url) == Some(method)
+            })
             .map(|r| serde_json::from_slice(&r.body).unwrap())
             .collect()
     }
 
     pub fn sent_texts(&self) -> Vec<String> {
-        self.calls("sendMessage").iter().map(|b| b["text"].as_str().unwrap_or("").to_owned()).collect()
+        self.calls("sendMessage")
+            .iter()
+            .map(|b| b["text"].as_str().unwrap_or("").to_owned())
+            .collect()
     }
 
     /// The model requests made, as JSON bodies.
     pub fn llm_requests(&self) -> Vec<Value> {
-        self.http.requests().iter().filter(|r| r.url.starts_with(LLM)).map(|r| serde_json::from_slice(&r.body).unwrap()).collect()
+        self.http
+            .requests()
+            .iter()
+            .filter(|r| r.url.starts_with(LLM))
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect()
     }
 
     /// Every Bot API call so far obeyed the spec.

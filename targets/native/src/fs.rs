@@ -24,7 +24,9 @@ impl FsFiles {
             path.push(seg);
             if let Ok(meta) = std::fs::symlink_metadata(&path) {
                 if meta.file_type().is_symlink() {
-                    return Err(PortError::invalid(format!("{rel:?} passes through a symlink")));
+                    return Err(PortError::invalid(format!(
+                        "{rel:?} passes through a symlink"
+                    )));
                 }
             }
         }
@@ -43,7 +45,11 @@ fn collect(dir: &Path, rel: &str, out: &mut Vec<String>) -> std::io::Result<()> 
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+        let child = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
         let kind = entry.file_type()?;
         if kind.is_dir() {
             collect(&entry.path(), &child, out)?;
@@ -69,7 +75,9 @@ impl Files for FsFiles {
         }
         // Write then rename, so a crash never leaves half a file.
         let tmp = full.with_extension("clawless-tmp");
-        std::fs::write(&tmp, data).and_then(|_| std::fs::rename(&tmp, &full)).map_err(|e| io_err(&rel, e))
+        std::fs::write(&tmp, data)
+            .and_then(|_| std::fs::rename(&tmp, &full))
+            .map_err(|e| io_err(&rel, e))
     }
 
     async fn append(&self, path: &str, data: &[u8]) -> Result<(), PortError> {
@@ -79,13 +87,21 @@ impl Files for FsFiles {
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_err(&rel, e))?;
         }
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&full).map_err(|e| io_err(&rel, e))?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&full)
+            .map_err(|e| io_err(&rel, e))?;
         f.write_all(data).map_err(|e| io_err(&rel, e))
     }
 
     async fn list(&self, dir: &str) -> Result<Vec<String>, PortError> {
         let rel = normalize_dir(dir)?;
-        let full = if rel.is_empty() { self.root.clone() } else { self.resolve(&rel)? };
+        let full = if rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.resolve(&rel)?
+        };
         let mut out = Vec::new();
         match collect(&full, &rel, &mut out) {
             Ok(()) => {}

@@ -37,7 +37,11 @@ impl Http for ReqwestHttp {
             Method::Post => reqwest::Method::POST,
             Method::Delete => reqwest::Method::DELETE,
         };
-        let mut builder = self.client.request(method, &req.url).timeout(req.timeout).body(req.body);
+        let mut builder = self
+            .client
+            .request(method, &req.url)
+            .timeout(req.timeout)
+            .body(req.body);
         for (k, v) in &req.headers {
             builder = builder.header(k, v);
         }
@@ -46,9 +50,15 @@ impl Http for ReqwestHttp {
         let headers = resp
             .headers()
             .iter()
-            .filter_map(|(k, v)| Some((k.as_str().to_ascii_lowercase(), v.to_str().ok()?.to_owned())))
+            .filter_map(|(k, v)| {
+                Some((k.as_str().to_ascii_lowercase(), v.to_str().ok()?.to_owned()))
+            })
             .collect();
         let body = resp.bytes().await.map_err(map_err)?.to_vec();
-        Ok(HttpResponse { status, headers, body })
+        Ok(HttpResponse {
+            status,
+            headers,
+            body,
+        })
     }
 }

@@ -21,11 +21,16 @@ const GRACE: Duration = Duration::from_secs(20);
 
 fn main() -> Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     rt.block_on(async {
         match words.as_slice() {
@@ -69,7 +74,10 @@ async fn shutdown_signal() {
 fn require_ready(n: &setup::Native) -> Result<()> {
     let missing = n.app.missing_settings();
     if !missing.is_empty() {
-        bail!("cannot start, set these first:\n  - {}\nSee README.md.", missing.join("\n  - "));
+        bail!(
+            "cannot start, set these first:\n  - {}\nSee README.md.",
+            missing.join("\n  - ")
+        );
     }
     Ok(())
 }
@@ -83,13 +91,23 @@ async fn run_polling() -> Result<()> {
     for id in n.app.connectors.keys() {
         poll::check_no_webhook(&n.app, id).await?;
         let mut rx = stop_rx.clone();
-        pollers.push(tokio::spawn(poll::run(n.app.clone(), id.clone(), kicker.clone(), async move {
-            let _ = rx.changed().await;
-        })));
+        pollers.push(tokio::spawn(poll::run(
+            n.app.clone(),
+            id.clone(),
+            kicker.clone(),
+            async move {
+                let _ = rx.changed().await;
+            },
+        )));
     }
     tracing::info!(config = %n.config_source, "clawless is running with long polling; Ctrl-C stops");
     let mut rx = stop_rx.clone();
-    let run = tokio::spawn(runner.run(async move { let _ = rx.changed().await; }, GRACE));
+    let run = tokio::spawn(runner.run(
+        async move {
+            let _ = rx.changed().await;
+        },
+        GRACE,
+    ));
     shutdown_signal().await;
     let _ = stop_tx.send(true);
     for p in pollers {
@@ -107,17 +125,25 @@ async fn serve(addr: &str) -> Result<()> {
             bail!("set {} (any random string) before serving webhooks; `clawless webhook set` sends it to Telegram", c.secret_env);
         }
     }
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (kicker, runner) = runner::new(n.app.clone(), Some(n.kv.clone()));
     let mut rx = stop_rx.clone();
-    let run = tokio::spawn(runner.run(async move { let _ = rx.changed().await; }, GRACE));
+    let run = tokio::spawn(runner.run(
+        async move {
+            let _ = rx.changed().await;
+        },
+        GRACE,
+    ));
     tracing::info!(%local, config = %n.config_source, "clawless serving webhooks at POST /telegram/<connector>");
     let mut rx = stop_rx.clone();
-    let server = axum::serve(listener, server::router(n.app.clone(), kicker)).with_graceful_shutdown(async move {
-        let _ = rx.changed().await;
-    });
+    let server = axum::serve(listener, server::router(n.app.clone(), kicker))
+        .with_graceful_shutdown(async move {
+            let _ = rx.changed().await;
+        });
     let server = tokio::spawn(async move { server.await });
     shutdown_signal().await;
     let _ = stop_tx.send(true);
@@ -128,10 +154,20 @@ async fn serve(addr: &str) -> Result<()> {
 
 async fn chat() -> Result<()> {
     let n = setup::build(&setup::env())?;
-    if n.app.connectors.values().all(|c| c.agent.chain.links.is_empty()) {
+    if n.app
+        .connectors
+        .values()
+        .all(|c| c.agent.chain.links.is_empty())
+    {
         bail!("set ANTHROPIC_API_KEY or OPENAI_API_KEY first");
     }
-    let connector = n.app.connectors.keys().next().cloned().unwrap_or_else(|| "main".into());
+    let connector = n
+        .app
+        .connectors
+        .keys()
+        .next()
+        .cloned()
+        .unwrap_or_else(|| "main".into());
     let session = "local:terminal";
     println!("clawless chat — /new starts over, Ctrl-D quits");
     let stdin = std::io::stdin();
@@ -147,7 +183,9 @@ async fn chat() -> Result<()> {
             continue;
         }
         if line == "/new" {
-            clawless_core::session::clear(&*n.app.platform.kv, session).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            clawless_core::session::clear(&*n.app.platform.kv, session)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             println!("(fresh conversation)");
             continue;
         }
@@ -161,7 +199,12 @@ async fn chat() -> Result<()> {
 fn config_check() -> Result<()> {
     let env = setup::env();
     let (config, source) = setup::load_config(&env)?;
-    println!("config OK ({source}): {} connector(s), {} agent(s), {} provider(s)", config.connectors.len(), config.agents.len(), config.providers.len());
+    println!(
+        "config OK ({source}): {} connector(s), {} agent(s), {} provider(s)",
+        config.connectors.len(),
+        config.agents.len(),
+        config.providers.len()
+    );
     let n = setup::build(&env)?;
     let missing = n.app.missing_settings();
     if missing.is_empty() {
@@ -173,7 +216,12 @@ fn config_check() -> Result<()> {
 }
 
 fn first_connector(n: &setup::Native) -> Result<&clawless_core::app::Connector> {
-    let c = n.app.connectors.values().next().context("no connector configured")?;
+    let c = n
+        .app
+        .connectors
+        .values()
+        .next()
+        .context("no connector configured")?;
     if !c.token_set {
         bail!("set {} first", c.token_env);
     }
@@ -184,24 +232,42 @@ async fn webhook_set(url: &str) -> Result<()> {
     let n = setup::build(&setup::env())?;
     let c = first_connector(&n)?;
     if c.secret.is_empty() {
-        bail!("set {} first: Telegram will send it with every update", c.secret_env);
+        bail!(
+            "set {} first: Telegram will send it with every update",
+            c.secret_env
+        );
     }
-    let full = if url.contains("/telegram/") { url.to_owned() } else { format!("{}/telegram/{}", url.trim_end_matches('/'), c.id) };
-    c.bot.set_webhook(&full, &c.secret).await.map_err(|e| anyhow::anyhow!("setWebhook: {e}"))?;
+    let full = if url.contains("/telegram/") {
+        url.to_owned()
+    } else {
+        format!("{}/telegram/{}", url.trim_end_matches('/'), c.id)
+    };
+    c.bot
+        .set_webhook(&full, &c.secret)
+        .await
+        .map_err(|e| anyhow::anyhow!("setWebhook: {e}"))?;
     println!("webhook set to {full}");
     Ok(())
 }
 
 async fn webhook_info() -> Result<()> {
     let n = setup::build(&setup::env())?;
-    let info = first_connector(&n)?.bot.get_webhook_info().await.map_err(|e| anyhow::anyhow!("getWebhookInfo: {e}"))?;
+    let info = first_connector(&n)?
+        .bot
+        .get_webhook_info()
+        .await
+        .map_err(|e| anyhow::anyhow!("getWebhookInfo: {e}"))?;
     println!("{}", serde_json::to_string_pretty(&info)?);
     Ok(())
 }
 
 async fn webhook_delete() -> Result<()> {
     let n = setup::build(&setup::env())?;
-    first_connector(&n)?.bot.delete_webhook().await.map_err(|e| anyhow::anyhow!("deleteWebhook: {e}"))?;
+    first_connector(&n)?
+        .bot
+        .delete_webhook()
+        .await
+        .map_err(|e| anyhow::anyhow!("deleteWebhook: {e}"))?;
     println!("webhook deleted; `clawless` can now use long polling");
     Ok(())
 }

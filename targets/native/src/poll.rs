@@ -14,18 +14,42 @@ use crate::runner::Kicker;
 
 /// Refuses to poll while a webhook is set (Telegram would answer 409 forever).
 pub async fn check_no_webhook(app: &App, connector: &str) -> Result<()> {
-    let Some(conn) = app.connectors.get(connector) else { bail!("no connector {connector}") };
-    let info = conn.bot.get_webhook_info().await.map_err(|e| anyhow::anyhow!("getWebhookInfo: {e}"))?;
-    if let Some(url) = info.get("url").and_then(|u| u.as_str()).filter(|u| !u.is_empty()) {
+    let Some(conn) = app.connectors.get(connector) else {
+        bail!("no connector {connector}")
+    };
+    let info = conn
+        .bot
+        .get_webhook_info()
+        .await
+        .map_err(|e| anyhow::anyhow!("getWebhookInfo: {e}"))?;
+    if let Some(url) = info
+        .get("url")
+        .and_then(|u| u.as_str())
+        .filter(|u| !u.is_empty())
+    {
         bail!("a webhook is set for this bot ({url}); run `clawless webhook delete` to use long polling, or `clawless serve`");
     }
     Ok(())
 }
 
-pub async fn run(app: Arc<App>, connector: String, kicker: Kicker, stop: impl std::future::Future<Output = ()>) {
-    let Some(conn) = app.connectors.get(&connector) else { return };
+pub async fn run(
+    app: Arc<App>,
+    connector: String,
+    kicker: Kicker,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let Some(conn) = app.connectors.get(&connector) else {
+        return;
+    };
     let offset_key = format!("poll/{connector}/offset");
-    let mut offset: i64 = app.platform.kv.get_json(&offset_key).await.ok().flatten().unwrap_or(0);
+    let mut offset: i64 = app
+        .platform
+        .kv
+        .get_json(&offset_key)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(0);
     tokio::pin!(stop);
     loop {
         let batch = tokio::select! {
@@ -45,8 +69,14 @@ pub async fn run(app: Arc<App>, connector: String, kicker: Kicker, stop: impl st
             }
         };
         for u in updates {
-            let id = u.get("update_id").and_then(|v| v.as_i64()).unwrap_or(offset);
-            match app.accept_update(&connector, u.to_string().as_bytes()).await {
+            let id = u
+                .get("update_id")
+                .and_then(|v| v.as_i64())
+                .unwrap_or(offset);
+            match app
+                .accept_update(&connector, u.to_string().as_bytes())
+                .await
+            {
                 Ok(Some(lane)) => kicker.kick(lane),
                 Ok(None) => {}
                 Err(e) => {

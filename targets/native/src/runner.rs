@@ -71,8 +71,12 @@ impl Runner {
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             }
         }
-        tracing::info!(in_flight = tasks.len(), "stopping: finishing work in flight");
-        let _ = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        tracing::info!(
+            in_flight = tasks.len(),
+            "stopping: finishing work in flight"
+        );
+        let _ =
+            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
     }
 }
 

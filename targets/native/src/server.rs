@@ -27,11 +27,19 @@ pub fn router(app: Arc<App>, kicker: Kicker) -> Router {
         .with_state(AppState { app, kicker })
 }
 
-async fn webhook(State(s): State<AppState>, Path(connector): Path<String>, headers: HeaderMap, body: Bytes) -> (StatusCode, &'static str) {
+async fn webhook(
+    State(s): State<AppState>,
+    Path(connector): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, &'static str) {
     let secret = headers.get(SECRET_HEADER).and_then(|v| v.to_str().ok());
     let reply = s.app.handle_webhook(&connector, secret, &body).await;
     if let Some(lane) = reply.lane {
         s.kicker.kick(lane);
     }
-    (StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), reply.body)
+    (
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        reply.body,
+    )
 }

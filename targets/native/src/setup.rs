@@ -27,12 +27,24 @@ pub fn env() -> Env {
 
 /// `CLAWLESS_CONFIG`, else `./config` when it exists, else the config embedded at build time.
 pub fn load_config(env: &Env) -> Result<(Config, String)> {
-    let dir = env.get("CLAWLESS_CONFIG").map(PathBuf::from).or_else(|| Path::new("config").is_dir().then(|| PathBuf::from("config")));
+    let dir = env.get("CLAWLESS_CONFIG").map(PathBuf::from).or_else(|| {
+        Path::new("config")
+            .is_dir()
+            .then(|| PathBuf::from("config"))
+    });
     let (files, source) = match dir {
-        Some(dir) => (read_tree(&dir).with_context(|| format!("reading config directory {}", dir.display()))?, dir.display().to_string()),
-        None => (clawless_core::config::embedded(), "built-in defaults".to_owned()),
+        Some(dir) => (
+            read_tree(&dir)
+                .with_context(|| format!("reading config directory {}", dir.display()))?,
+            dir.display().to_string(),
+        ),
+        None => (
+            clawless_core::config::embedded(),
+            "built-in defaults".to_owned(),
+        ),
     };
-    let config = Config::load(&files).map_err(|e| anyhow::anyhow!("config ({source}) is invalid: {e}"))?;
+    let config =
+        Config::load(&files).map_err(|e| anyhow::anyhow!("config ({source}) is invalid: {e}"))?;
     Ok((config, source))
 }
 
@@ -57,9 +69,11 @@ fn read_tree(root: &Path) -> std::io::Result<ConfigFiles> {
 pub fn build(env: &Env) -> Result<Native> {
     let (config, config_source) = load_config(env)?;
     let data = PathBuf::from(env.get("CLAWLESS_DATA").unwrap_or("data"));
-    std::fs::create_dir_all(&data).with_context(|| format!("creating data directory {}", data.display()))?;
+    std::fs::create_dir_all(&data)
+        .with_context(|| format!("creating data directory {}", data.display()))?;
     let db_path = data.join("clawless.db");
-    let db = Db::open(&db_path.to_string_lossy()).map_err(|e| anyhow::anyhow!("opening {}: {e}", db_path.display()))?;
+    let db = Db::open(&db_path.to_string_lossy())
+        .map_err(|e| anyhow::anyhow!("opening {}: {e}", db_path.display()))?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let kv = Arc::new(SqlKv::new(db.clone(), clock.clone()));
     let platform = Platform {
@@ -71,5 +85,9 @@ pub fn build(env: &Env) -> Result<Native> {
     };
     let instance = format!("native-{}-{}", std::process::id(), clock.now_ms());
     let app = App::new(platform, config, env, instance).map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(Native { app: Arc::new(app), kv, config_source })
+    Ok(Native {
+        app: Arc::new(app),
+        kv,
+        config_source,
+    })
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_platform::kv::{expiry, validate_key};
-use clawless_platform::vectors::{matches, rank, validate_vector, cosine};
+use clawless_platform::vectors::{cosine, matches, rank, validate_vector};
 use clawless_platform::{async_trait, Clock, Kv, PortError, VectorHit, VectorRecord, Vectors};
 use futures::executor::block_on;
 use libsql::{params, Connection, Value};
@@ -42,12 +42,21 @@ impl Db {
             .name("libsql".into())
             .spawn(move || {
                 let opened = block_on(async {
-                    let db = libsql::Builder::new_local(&path).build().await.map_err(db_err)?;
+                    let db = libsql::Builder::new_local(&path)
+                        .build()
+                        .await
+                        .map_err(db_err)?;
                     let conn = db.connect().map_err(db_err)?;
-                    conn.query("PRAGMA busy_timeout=5000", ()).await.map_err(db_err)?;
+                    conn.query("PRAGMA busy_timeout=5000", ())
+                        .await
+                        .map_err(db_err)?;
                     if path != ":memory:" {
-                        conn.query("PRAGMA journal_mode=WAL", ()).await.map_err(db_err)?;
-                        conn.execute("PRAGMA synchronous=NORMAL", ()).await.map_err(db_err)?;
+                        conn.query("PRAGMA journal_mode=WAL", ())
+                            .await
+                            .map_err(db_err)?;
+                        conn.execute("PRAGMA synchronous=NORMAL", ())
+                            .await
+                            .map_err(db_err)?;
                     }
                     conn.execute_batch(SCHEMA).await.map_err(db_err)?;
                     Ok::<_, PortError>((db, conn))
@@ -65,7 +74,9 @@ impl Db {
                 }
             })
             .map_err(|e| PortError::unavailable(format!("libsql thread: {e}")))?;
-        ready_rx.recv().map_err(|_| PortError::unavailable("libsql thread died"))??;
+        ready_rx
+            .recv()
+            .map_err(|_| PortError::unavailable("libsql thread died"))??;
         Ok(Db { tx })
     }
 
@@ -78,8 +89,11 @@ impl Db {
         let job: Job = Box::new(move |conn| {
             let _ = tx.send(f(conn));
         });
-        self.tx.send(job).map_err(|_| PortError::unavailable("libsql thread stopped"))?;
-        rx.await.map_err(|_| PortError::unavailable("libsql thread dropped the call"))?
+        self.tx
+            .send(job)
+            .map_err(|_| PortError::unavailable("libsql thread stopped"))?;
+        rx.await
+            .map_err(|_| PortError::unavailable("libsql thread dropped the call"))?
     }
 }
 
@@ -101,8 +115,16 @@ fn read_i64(v: Value) -> Option<i64> {
 /// The live value of `key`, expired rows read as absent.
 fn current(conn: &Connection, key: &str, now: u64) -> Result<Option<Vec<u8>>, PortError> {
     block_on(async {
-        let mut rows = conn.query("SELECT value, expires_at FROM kv WHERE key = ?1", params![key]).await.map_err(db_err)?;
-        let Some(row) = rows.next().await.map_err(db_err)? else { return Ok(None) };
+        let mut rows = conn
+            .query(
+                "SELECT value, expires_at FROM kv WHERE key = ?1",
+                params![key],
+            )
+            .await
+            .map_err(db_err)?;
+        let Some(row) = rows.next().await.map_err(db_err)? else {
+            return Ok(None);
+        };
         let exp = read_i64(row.get_value(1).map_err(db_err)?);
         if exp.is_some_and(|e| e as u64 <= now) {
             return Ok(None);
@@ -111,7 +133,12 @@ fn current(conn: &Connection, key: &str, now: u64) -> Result<Option<Vec<u8>>, Po
     })
 }
 
-fn write(conn: &Connection, key: &str, value: Option<&[u8]>, expires: Option<u64>) -> Result<(), PortError> {
+fn write(
+    conn: &Connection,
+    key: &str,
+    value: Option<&[u8]>,
+    expires: Option<u64>,
+) -> Result<(), PortError> {
     block_on(async {
         match value {
             Some(v) => {
@@ -144,7 +171,13 @@ impl SqlKv {
     pub async fn purge_expired(&self) -> Result<u64, PortError> {
         let now = self.clock.now_ms() as i64;
         self.db
-            .call(move |c| block_on(c.execute("DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?1", params![now])).map_err(db_err))
+            .call(move |c| {
+                block_on(c.execute(
+                    "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                    params![now],
+                ))
+                .map_err(db_err)
+            })
             .await
     }
 }
@@ -160,7 +193,9 @@ impl Kv for SqlKv {
     async fn put(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Result<(), PortError> {
         validate_key(key)?;
         let (key, value, exp) = (key.to_owned(), value.to_vec(), expiry(&*self.clock, ttl));
-        self.db.call(move |c| write(c, &key, Some(&value), exp)).await
+        self.db
+            .call(move |c| write(c, &key, Some(&value), exp))
+            .await
     }
 
     async fn delete(&self, key: &str) -> Result<(), PortError> {
@@ -194,9 +229,19 @@ impl Kv for SqlKv {
             .await
     }
 
-    async fn compare_and_swap(&self, key: &str, expected: Option<&[u8]>, new: Option<&[u8]>, ttl: Option<Duration>) -> Result<bool, PortError> {
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<Duration>,
+    ) -> Result<bool, PortError> {
         validate_key(key)?;
-        let (key, now, exp) = (key.to_owned(), self.clock.now_ms(), expiry(&*self.clock, ttl));
+        let (key, now, exp) = (
+            key.to_owned(),
+            self.clock.now_ms(),
+            expiry(&*self.clock, ttl),
+        );
         let (expected, new) = (expected.map(<[u8]>::to_vec), new.map(<[u8]>::to_vec));
         // Atomic: the database thread runs one closure at a time.
         self.db
@@ -227,12 +272,17 @@ fn to_blob(v: &[f32]) -> Vec<u8> {
 }
 
 fn from_blob(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 fn stored_dim(c: &Connection) -> Result<Option<usize>, PortError> {
     block_on(async {
-        let mut rows = c.query("SELECT dim FROM vectors LIMIT 1", ()).await.map_err(db_err)?;
+        let mut rows = c
+            .query("SELECT dim FROM vectors LIMIT 1", ())
+            .await
+            .map_err(db_err)?;
         Ok(match rows.next().await.map_err(db_err)? {
             Some(row) => read_i64(row.get_value(0).map_err(db_err)?).map(|d| d as usize),
             None => None,
@@ -266,21 +316,39 @@ impl Vectors for SqlVectors {
             .await
     }
 
-    async fn query(&self, vector: &[f32], top_k: usize, filter: &BTreeMap<String, String>) -> Result<Vec<VectorHit>, PortError> {
+    async fn query(
+        &self,
+        vector: &[f32],
+        top_k: usize,
+        filter: &BTreeMap<String, String>,
+    ) -> Result<Vec<VectorHit>, PortError> {
         let (vector, filter) = (vector.to_vec(), filter.clone());
         self.db
             .call(move |c| {
                 validate_vector(&vector, stored_dim(c)?)?;
                 block_on(async {
-                    let mut rows = c.query("SELECT id, vec, metadata FROM vectors", ()).await.map_err(db_err)?;
+                    let mut rows = c
+                        .query("SELECT id, vec, metadata FROM vectors", ())
+                        .await
+                        .map_err(db_err)?;
                     let mut hits = Vec::new();
                     while let Some(row) = rows.next().await.map_err(db_err)? {
-                        let id = read_bytes(row.get_value(0).map_err(db_err)?).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-                        let v = read_bytes(row.get_value(1).map_err(db_err)?).map(|b| from_blob(&b)).unwrap_or_default();
-                        let meta_text = read_bytes(row.get_value(2).map_err(db_err)?).unwrap_or_default();
-                        let metadata: BTreeMap<String, String> = serde_json::from_slice(&meta_text).unwrap_or_default();
+                        let id = read_bytes(row.get_value(0).map_err(db_err)?)
+                            .map(|b| String::from_utf8_lossy(&b).into_owned())
+                            .unwrap_or_default();
+                        let v = read_bytes(row.get_value(1).map_err(db_err)?)
+                            .map(|b| from_blob(&b))
+                            .unwrap_or_default();
+                        let meta_text =
+                            read_bytes(row.get_value(2).map_err(db_err)?).unwrap_or_default();
+                        let metadata: BTreeMap<String, String> =
+                            serde_json::from_slice(&meta_text).unwrap_or_default();
                         if matches(&metadata, &filter) {
-                            hits.push(VectorHit { score: cosine(&vector, &v), id, metadata });
+                            hits.push(VectorHit {
+                                score: cosine(&vector, &v),
+                                id,
+                                metadata,
+                            });
                         }
                     }
                     Ok(rank(hits, top_k))
@@ -295,7 +363,9 @@ impl Vectors for SqlVectors {
             .call(move |c| {
                 block_on(async {
                     for id in ids {
-                        c.execute("DELETE FROM vectors WHERE id = ?1", params![id]).await.map_err(db_err)?;
+                        c.execute("DELETE FROM vectors WHERE id = ?1", params![id])
+                            .await
+                            .map_err(db_err)?;
                     }
                     Ok(())
                 })

@@ -1,6 +1,8 @@
 //! The port conformance suites, run on the native adapters: libsql Kv and Vectors, the
 //! directory Files, reqwest Http against a local server, the system clock.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
+
 mod common;
 
 use std::sync::Arc;
@@ -27,9 +29,15 @@ async fn libsql_kv_conforms_in_memory_and_on_disk() {
     let kv_disk = SqlKv::new(Db::open(&path.to_string_lossy()).unwrap(), clock.clone());
     kv::conformance::run(&kv_disk, &*clock, "disk").await;
     use clawless_platform::Kv;
-    kv_disk.put("short", b"x", Some(Duration::from_millis(1))).await.unwrap();
+    kv_disk
+        .put("short", b"x", Some(Duration::from_millis(1)))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert!(kv_disk.purge_expired().await.unwrap() >= 1, "expired rows are purged");
+    assert!(
+        kv_disk.purge_expired().await.unwrap() >= 1,
+        "expired rows are purged"
+    );
 }
 
 #[tokio::test]
@@ -64,7 +72,10 @@ async fn fs_files_conform_and_refuse_symlink_escape() {
     std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
     let err = fs.read("link/secret.txt").await.unwrap_err();
     assert_eq!(err.kind, clawless_platform::ErrorKind::Invalid);
-    assert_eq!(fs.write("link/x.txt", b"x").await.unwrap_err().kind, clawless_platform::ErrorKind::Invalid);
+    assert_eq!(
+        fs.write("link/x.txt", b"x").await.unwrap_err().kind,
+        clawless_platform::ErrorKind::Invalid
+    );
     assert!(!outside.join("x.txt").exists());
 }
 
@@ -82,12 +93,21 @@ async fn reqwest_http_conforms() {
         .route("/echo", post(echo))
         .route(
             "/status/{code}",
-            get(|Path(code): Path<u16>| async move { (StatusCode::from_u16(code).unwrap(), [("retry-after", "7")], "status") }),
+            get(|Path(code): Path<u16>| async move {
+                (
+                    StatusCode::from_u16(code).unwrap(),
+                    [("retry-after", "7")],
+                    "status",
+                )
+            }),
         )
-        .route("/slow", get(|| async {
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            "slow"
-        }));
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                "slow"
+            }),
+        );
     let base = common::serve(router).await;
     http::conformance::run(&ReqwestHttp::new().unwrap(), &base).await;
 }
@@ -98,7 +118,14 @@ async fn reqwest_http_connection_refused_is_unavailable() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    let err = ReqwestHttp::new().unwrap().send(HttpRequest::get(format!("http://127.0.0.1:{port}/"), Duration::from_secs(2))).await.unwrap_err();
+    let err = ReqwestHttp::new()
+        .unwrap()
+        .send(HttpRequest::get(
+            format!("http://127.0.0.1:{port}/"),
+            Duration::from_secs(2),
+        ))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, clawless_platform::ErrorKind::Unavailable);
 }
 

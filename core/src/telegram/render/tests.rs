@@ -1,8 +1,12 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use super::*;
 
 #[test]
 fn renders_common_markdown() {
-    let html = to_html("# Title\n**bold** and *it* and `a<b>` and ~~no~~\n- item [link](https://x.y/?a=1&b=2)");
+    let html = to_html(
+        "# Title\n**bold** and *it* and `a<b>` and ~~no~~\n- item [link](https://x.y/?a=1&b=2)",
+    );
     assert_eq!(
         html,
         "<b>Title</b>\n<b>bold</b> and <i>it</i> and <code>a&lt;b&gt;</code> and <s>no</s>\n• item <a href=\"https://x.y/?a=1&amp;b=2\">link</a>"
@@ -13,13 +17,19 @@ fn renders_common_markdown() {
 fn unbalanced_delimiters_stay_text() {
     assert_eq!(to_html("2 * 3 = 6 and a*b"), "2 * 3 = 6 and a*b");
     assert_eq!(to_html("snake_case_name **open"), "snake_case_name **open");
-    assert_eq!(to_html("[x](javascript:alert(1))"), "[x](javascript:alert(1))");
+    assert_eq!(
+        to_html("[x](javascript:alert(1))"),
+        "[x](javascript:alert(1))"
+    );
 }
 
 #[test]
 fn code_blocks_are_escaped_verbatim() {
     let html = to_html("```rust\nlet a = b < c && **d**;\n```\nafter");
-    assert_eq!(html, "<pre><code class=\"language-rust\">let a = b &lt; c &amp;&amp; **d**;</code></pre>\nafter");
+    assert_eq!(
+        html,
+        "<pre><code class=\"language-rust\">let a = b &lt; c &amp;&amp; **d**;</code></pre>\nafter"
+    );
 }
 
 #[test]
@@ -32,7 +42,11 @@ fn long_text_splits_at_paragraphs_within_limit() {
         assert!(utf16_len(&p.text) <= MAX_MESSAGE_LEN);
         assert!(!p.text.starts_with(' ') && !p.text.is_empty());
     }
-    let joined: String = parts.iter().map(|p| p.text.split_whitespace().count()).sum::<usize>().to_string();
+    let joined: String = parts
+        .iter()
+        .map(|p| p.text.split_whitespace().count())
+        .sum::<usize>()
+        .to_string();
     assert_eq!(joined, "1500", "no word lost");
 }
 
@@ -44,7 +58,12 @@ fn split_code_fence_is_reopened() {
     assert!(parts.len() >= 2);
     for p in &parts {
         assert!(utf16_len(&p.text) <= MAX_MESSAGE_LEN);
-        assert_eq!(p.text.matches("<pre>").count(), p.text.matches("</pre>").count(), "balanced: {}", p.text);
+        assert_eq!(
+            p.text.matches("<pre>").count(),
+            p.text.matches("</pre>").count(),
+            "balanced: {}",
+            p.text
+        );
     }
     let all: String = parts.iter().map(|p| p.text.clone()).collect();
     assert!(all.contains("line 0 &lt;x&gt;") && all.contains("line 399 &lt;x&gt;"));
