@@ -6,7 +6,10 @@
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -14,7 +17,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            if !matches!(name.as_str(), "target" | "node_modules" | "data" | "build" | ".git") {
+            if !matches!(
+                name.as_str(),
+                "target" | "node_modules" | "data" | "build" | ".git"
+            ) {
                 rust_files(&path, out);
             }
         } else if name.ends_with(".rs") {
@@ -34,19 +40,36 @@ fn every_rust_file_opens_with_a_module_doc() {
         .iter()
         .filter(|f| {
             let text = std::fs::read_to_string(f).unwrap();
-            let first = text.lines().find(|l| !l.trim().is_empty() && !l.starts_with("#![")).unwrap_or("");
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty() && !l.starts_with("#!["))
+                .unwrap_or("");
             // Unit-test files (`tests.rs` beside their module) are documented by it.
             !first.starts_with("//!") && !f.ends_with("tests.rs")
         })
         .collect();
-    assert!(missing.is_empty(), "files without a //! opening line: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "files without a //! opening line: {missing:?}"
+    );
 }
 
 #[test]
 fn core_depends_on_no_runtime_crate() {
     let manifest = std::fs::read_to_string(root().join("core/Cargo.toml")).unwrap();
-    let deps = manifest.split("[dependencies]").nth(1).unwrap().split("\n[").next().unwrap();
-    for banned in ["tokio", "reqwest", "worker", "aws", "libsql", "lambda", "hyper", "axum"] {
-        assert!(!deps.contains(banned), "core/Cargo.toml [dependencies] names {banned}");
+    let deps = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .unwrap()
+        .split("\n[")
+        .next()
+        .unwrap();
+    for banned in [
+        "tokio", "reqwest", "worker", "aws", "libsql", "lambda", "hyper", "axum",
+    ] {
+        assert!(
+            !deps.contains(banned),
+            "core/Cargo.toml [dependencies] names {banned}"
+        );
     }
 }

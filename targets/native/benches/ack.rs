@@ -31,7 +31,9 @@ fn build_app() -> (Arc<App>, Arc<clawless_platform::FakeHttp>) {
     let config = Config::load(&clawless_core::config::embedded()).unwrap();
     let app = App::new(platform, config, &env, "bench").unwrap();
     let reply = serde_json::to_vec(&anthropic_text("A short **answer**.")).unwrap();
-    http.route("http://llm.bench", move |_| Ok(HttpResponse::new(200, reply.clone())));
+    http.route("http://llm.bench", move |_| {
+        Ok(HttpResponse::new(200, reply.clone()))
+    });
     http.route("https://api.telegram.org/", |_| {
         Ok(HttpResponse::json(200, &json!({"ok": true, "result": {"message_id": 1, "date": 1, "chat": {"id": 1, "type": "private"}}})))
     });
@@ -43,12 +45,22 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
 
     // Ack path.
     let (app, _) = build_app();
     let n = 40_000i64;
-    let bodies: Vec<Vec<u8>> = (0..n).map(|i| fixtures::update("private_text", 1_000 + i).to_string().into_bytes()).collect();
+    let bodies: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            fixtures::update("private_text", 1_000 + i)
+                .to_string()
+                .into_bytes()
+        })
+        .collect();
     let bodies = Arc::new(bodies);
     let started = Instant::now();
     let lat = rt.block_on(async {
@@ -75,8 +87,15 @@ fn main() {
     let elapsed = started.elapsed();
     let mut lat = lat;
     lat.sort();
-    println!("webhook ack path (in-memory ports, 2 tasks): {:.0} acks/s over {n} updates", n as f64 / elapsed.as_secs_f64());
-    println!("ack latency: p50 {:?}, p99 {:?}", percentile(&lat, 0.50), percentile(&lat, 0.99));
+    println!(
+        "webhook ack path (in-memory ports, 2 tasks): {:.0} acks/s over {n} updates",
+        n as f64 / elapsed.as_secs_f64()
+    );
+    println!(
+        "ack latency: p50 {:?}, p99 {:?}",
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.99)
+    );
 
     // Whole turn, single task.
     let (app, _http) = build_app();
@@ -85,19 +104,27 @@ fn main() {
         let started = Instant::now();
         for i in 0..turns {
             let body = fixtures::update("private_text", 500_000 + i).to_string();
-            let r = app.handle_webhook("main", Some(SECRET), body.as_bytes()).await;
+            let r = app
+                .handle_webhook("main", Some(SECRET), body.as_bytes())
+                .await;
             app.drain(&r.lane.unwrap()).await.unwrap();
         }
         started.elapsed()
     });
-    println!("core per update, whole turn (ack + drain + model + send, in-memory ports): {:?}", cpu / turns as u32);
+    println!(
+        "core per update, whole turn (ack + drain + model + send, in-memory ports): {:?}",
+        cpu / turns as u32
+    );
 
     // Binary size and idle RSS.
     let bin = env!("CARGO_BIN_EXE_clawless");
     let size = std::fs::metadata(bin).map(|m| m.len()).unwrap_or(0);
     println!("binary {bin}: {:.2} MB", size as f64 / 1_048_576.0);
     match idle_rss(bin) {
-        Some(kb) => println!("idle RSS (serve, after start): {:.1} MB", kb as f64 / 1024.0),
+        Some(kb) => println!(
+            "idle RSS (serve, after start): {:.1} MB",
+            kb as f64 / 1024.0
+        ),
         None => println!("idle RSS: could not be measured"),
     }
 }
@@ -105,14 +132,21 @@ fn main() {
 /// Starts `clawless serve`, waits for /healthz, then reads VmRSS.
 fn idle_rss(bin: &str) -> Option<u64> {
     let data = std::env::temp_dir().join(format!("clawless-bench-{}", std::process::id()));
-    let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
     let mut child = std::process::Command::new(bin)
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("TELEGRAM_BOT_TOKEN", "1:BENCH")
         .env("TELEGRAM_WEBHOOK_SECRET", SECRET)
         .env("ANTHROPIC_API_KEY", "sk-bench")
         .env("CLAWLESS_DATA", &data)
-        .env("CLAWLESS_CONFIG", concat!(env!("CARGO_MANIFEST_DIR"), "/../../config"))
+        .env(
+            "CLAWLESS_CONFIG",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../config"),
+        )
         .env("RUST_LOG", "error")
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -129,7 +163,11 @@ fn idle_rss(bin: &str) -> Option<u64> {
     let rss = ok
         .then(|| std::fs::read_to_string(format!("/proc/{}/status", child.id())).ok())
         .flatten()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()));
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        });
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&data);
