@@ -112,3 +112,159 @@ fn long_results_are_truncated_at_a_char_boundary() {
     assert!(t.len() < MAX_TOOL_RESULT + 100);
     assert!(t.ends_with("shown]"));
 }
+
+/// A tool that never finishes.
+struct Stuck;
+
+#[async_trait]
+impl crate::tools::Tool for Stuck {
+    fn spec(&self) -> crate::llm::ToolSpec {
+        crate::llm::ToolSpec {
+            name: "stuck".into(),
+            description: "never returns".into(),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+    async fn call(&self, _input: Value) -> Result<String, crate::tools::ToolError> {
+        futures::future::pending::<()>().await;
+        Ok(String::new())
+    }
+}
+
+#[test]
+fn a_stuck_tool_times_out_as_a_tool_error() {
+    let mut a = agent(
+        Arc::new(Looping {
+            calls: Mutex::new(0),
+        }),
+        1,
+    );
+    a.tools.register(Arc::new(Stuck));
+    let (content, is_error) = block_on(a.call_tool("stuck", json!({})));
+    assert!(is_error);
+    assert!(content.contains("timed out after 5s"), "{content}");
+}
+
+/// A model that fails with the given error `fails` times, then answers `text`.
+struct Flaky {
+    fails: Mutex<u32>,
+    error: LlmError,
+    text: &'static str,
+    calls: Mutex<u32>,
+}
+
+#[async_trait]
+impl Provider for Flaky {
+    async fn chat(&self, _req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        *self.calls.lock().unwrap() += 1;
+        let mut f = self.fails.lock().unwrap();
+        if *f > 0 {
+            *f -= 1;
+            return Err(self.error.clone());
+        }
+        Ok(ChatResponse {
+            message: ChatMessage::assistant_text(self.text),
+            stop: StopReason::EndTurn,
+        })
+    }
+}
+
+fn flaky(fails: u32, error: LlmError, text: &'static str) -> Arc<Flaky> {
+    Arc::new(Flaky {
+        fails: Mutex::new(fails),
+        error,
+        text,
+        calls: Mutex::new(0),
+    })
+}
+
+#[test]
+fn the_chain_retries_then_falls_back_to_the_next_model() {
+    let clock = Arc::new(FakeClock::new(0));
+    let primary = flaky(10, LlmError::Transient("HTTP 503".into()), "primary");
+    let fallback = flaky(0, LlmError::Transient(String::new()), "fallback");
+    let chain = ModelChain {
+        links: vec![
+            Link {
+                label: "a/1".into(),
+                provider: primary.clone(),
+                model: "1".into(),
+                attempts: 3,
+            },
+            Link {
+                label: "b/2".into(),
+                provider: fallback.clone(),
+                model: "2".into(),
+                attempts: 3,
+            },
+        ],
+        clock: clock.clone(),
+        base_backoff: Duration::from_secs(1),
+        max_wait: Duration::from_secs(30),
+    };
+    let req = ChatRequest {
+        model: String::new(),
+        system: String::new(),
+        messages: vec![],
+        tools: vec![],
+        max_tokens: 1,
+    };
+    let resp = block_on(chain.chat(&req)).unwrap();
+    assert_eq!(resp.message.text(), "fallback");
+    assert_eq!(
+        *primary.calls.lock().unwrap(),
+        3,
+        "three tries on the primary"
+    );
+    assert_eq!(clock.now_ms(), 3000, "backoff 1s then 2s between them");
+
+    // A fatal error is not retried: straight to the fallback.
+    let primary = flaky(1, LlmError::Fatal("HTTP 401".into()), "primary");
+    let fallback = flaky(0, LlmError::Transient(String::new()), "fallback");
+    let chain = ModelChain {
+        links: vec![
+            Link {
+                label: "a/1".into(),
+                provider: primary.clone(),
+                model: "1".into(),
+                attempts: 3,
+            },
+            Link {
+                label: "b/2".into(),
+                provider: fallback,
+                model: "2".into(),
+                attempts: 3,
+            },
+        ],
+        ..chain
+    };
+    assert_eq!(
+        block_on(chain.chat(&req)).unwrap().message.text(),
+        "fallback"
+    );
+    assert_eq!(*primary.calls.lock().unwrap(), 1);
+
+    // A retry-after longer than max_wait moves on instead of waiting.
+    let primary = flaky(
+        1,
+        LlmError::RateLimited {
+            retry_after_ms: Some(120_000),
+        },
+        "primary",
+    );
+    let chain = ModelChain {
+        links: vec![Link {
+            label: "a/1".into(),
+            provider: primary.clone(),
+            model: "1".into(),
+            attempts: 3,
+        }],
+        ..chain
+    };
+    assert_eq!(
+        block_on(chain.chat(&req)),
+        Err(LlmError::RateLimited {
+            retry_after_ms: Some(120_000)
+        })
+    );
+}

@@ -33,6 +33,8 @@ struct Fakes {
     llm_hang: AtomicBool,
     /// While set, sendMessage never answers.
     send_hang: AtomicBool,
+    /// Updates handed out by getUpdates.
+    updates: Mutex<Vec<Value>>,
 }
 
 impl Fakes {
@@ -82,7 +84,26 @@ async fn bot_api(
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+    if method == "getUpdates" {
+        let offset = body["offset"].as_i64().unwrap_or(0);
+        let ready: Vec<Value> = f
+            .updates
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|u| u["update_id"].as_i64().unwrap_or(0) >= offset)
+            .cloned()
+            .collect();
+        if ready.is_empty() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        f.calls.lock().unwrap().push((method, body));
+        return Json(json!({"ok": true, "result": ready}));
+    }
     let result = match method.as_str() {
+        "getWebhookInfo" => {
+            json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})
+        }
         "getMe" => {
             json!({"id": fixtures::BOT_ID, "is_bot": true, "first_name": "Clawless", "username": fixtures::BOT_USERNAME})
         }
@@ -141,15 +162,10 @@ impl Drop for Bot {
     }
 }
 
-async fn start_bot(data: &std::path::Path, tg: &str, llm: &str) -> Bot {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_clawless"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env_clear()
+/// `clawless` with a clean environment pointing at the fakes.
+fn clawless(data: &std::path::Path, tg: &str, llm: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clawless"));
+    cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
         .env("TELEGRAM_WEBHOOK_SECRET", SECRET)
@@ -163,8 +179,19 @@ async fn start_bot(data: &std::path::Path, tg: &str, llm: &str) -> Bot {
             concat!(env!("CARGO_MANIFEST_DIR"), "/../../config"),
         )
         .env("RUST_LOG", "warn")
+        .stderr(Stdio::inherit());
+    cmd
+}
+
+async fn start_bot(data: &std::path::Path, tg: &str, llm: &str) -> Bot {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = clawless(data, tg, llm)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     // Owned by `Bot` at once, so a failing test still kills and reaps it.
@@ -347,5 +374,139 @@ async fn kill_and_restart_loses_nothing_and_repeats_nothing() {
         1,
         "the checkpointed answer was not asked for again"
     );
+    assert!(f.violations.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_polling_answers_without_a_public_url() {
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("e2e-poll");
+    f.updates
+        .lock()
+        .unwrap()
+        .extend([text_update(70, "polled one"), text_update(71, "polled two")]);
+    let child = clawless(&data, &tg, &llm_url)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _bot = Bot {
+        child,
+        url: String::new(),
+    };
+    until("both polled updates answered", || {
+        f.sent_to(OWNER_ID).len() == 2
+    })
+    .await;
+    assert_eq!(
+        f.sent_to(OWNER_ID),
+        ["You said: polled one", "You said: polled two"]
+    );
+    // The next poll starts after the last update.
+    until("a poll past the last update", || {
+        f.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(m, b)| m == "getUpdates" && b["offset"] == 72)
+    })
+    .await;
+    assert!(f.violations.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_the_turn_in_flight() {
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("e2e-term");
+    let mut bot = start_bot(&data, &tg, &llm_url).await;
+    f.llm_hang.store(true, Ordering::SeqCst);
+    post_update(&bot, &text_update(80, "slow question"), Some(SECRET)).await;
+    until("the model call in flight", || {
+        f.llm_count("slow question") == 1
+    })
+    .await;
+    let status = Command::new("kill")
+        .args(["-TERM", &bot.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    f.llm_hang.store(false, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(s) = bot.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "did not exit after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(exit.success(), "{exit:?}");
+    assert_eq!(
+        f.sent_to(OWNER_ID),
+        ["You said: slow question"],
+        "answered before exiting"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_token_and_key_are_named() {
+    let data = common::temp_dir("e2e-missing");
+    let out = Command::new(env!("CARGO_BIN_EXE_clawless"))
+        .env_clear()
+        .env("CLAWLESS_DATA", &data)
+        .env(
+            "CLAWLESS_CONFIG",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../config"),
+        )
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("TELEGRAM_BOT_TOKEN") && err.contains("ANTHROPIC_API_KEY or OPENAI_API_KEY"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminal_chat_and_webhook_commands() {
+    use std::io::Write;
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("e2e-cli");
+    let mut child = clawless(&data, &tg, &llm_url)
+        .arg("chat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"hello from the terminal\n")
+        .unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("You said: hello from the terminal"));
+
+    let out = clawless(&data, &tg, &llm_url)
+        .args(["webhook", "set", "https://bot.example.com"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = f.calls.lock().unwrap().clone();
+    let (_, body) = calls.iter().find(|(m, _)| m == "setWebhook").unwrap();
+    assert_eq!(body["url"], "https://bot.example.com/telegram/main");
+    assert_eq!(body["secret_token"], SECRET);
+    let out = clawless(&data, &tg, &llm_url)
+        .args(["config", "check"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("environment OK"));
     assert!(f.violations.lock().unwrap().is_empty());
 }
