@@ -79,6 +79,12 @@ fn require_ready(n: &setup::Native) -> Result<()> {
             missing.join("\n  - ")
         );
     }
+    for c in n.app.connectors.values().filter(|c| c.allowed.is_empty()) {
+        tracing::warn!(
+            connector = %c.id,
+            "no allowed users: everyone gets only their id back; set TELEGRAM_ALLOWED_USERS or allowed_users in main.yaml"
+        );
+    }
     Ok(())
 }
 
