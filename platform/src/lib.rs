@@ -7,6 +7,7 @@
 //! - [`http`]: one request, one response, with a timeout.
 //! - [`vectors`]: vector upsert / top-k query / delete.
 //! - [`clock`]: wall-clock time and sleeping (core never reads the system clock itself).
+//! - `native_io` (feature `native-io`): reqwest Http and system Clock for tokio shells.
 //! - [`Platform`]: the ports gathered as `Arc<dyn Port>` for injection.
 //!
 //! Each port file holds the trait with a `# Behavior` contract per method, an in-memory fake,
@@ -21,6 +22,8 @@ pub mod error;
 pub mod files;
 pub mod http;
 pub mod kv;
+#[cfg(feature = "native-io")]
+pub mod native_io;
 pub mod vectors;
 
 use std::sync::Arc;

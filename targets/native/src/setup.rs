@@ -8,9 +8,8 @@ use anyhow::{Context, Result};
 use clawless_core::{App, Config, ConfigFiles, Env};
 use clawless_platform::{Clock, Platform};
 
-use crate::clock::SystemClock;
 use crate::fs::FsFiles;
-use crate::http::ReqwestHttp;
+use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 use crate::store::{Db, SqlKv, SqlVectors};
 
 /// Everything `main` needs: the app and the concrete store (for housekeeping).

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use clawless_platform::{async_trait, Clock};
+use crate::{async_trait, Clock};
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;

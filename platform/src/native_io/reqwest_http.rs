@@ -1,6 +1,6 @@
 //! The Http port over reqwest with rustls.
 
-use clawless_platform::{async_trait, Http, HttpRequest, HttpResponse, Method, PortError};
+use crate::{async_trait, Http, HttpRequest, HttpResponse, Method, PortError};
 
 #[derive(Clone)]
 pub struct ReqwestHttp {

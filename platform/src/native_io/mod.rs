@@ -1,0 +1,9 @@
+//! Adapters shared by the shells that run on a normal OS with tokio (native, Lambda): the
+//! Http port over reqwest with rustls and the Clock port over the system clock. Behind the
+//! `native-io` feature, so the wasm32 build of this crate never sees them.
+
+mod reqwest_http;
+mod tokio_clock;
+
+pub use reqwest_http::ReqwestHttp;
+pub use tokio_clock::SystemClock;
