@@ -1,0 +1,180 @@
+//! Dispatch of the events this one function receives: a Function URL request (the webhook),
+//! a drain request (its own asynchronous invocation) and a scheduled event (the sweep).
+//! A `lambda_http` handler cannot take the last two, so events arrive as JSON and are told
+//! apart here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_core::{App, Drained};
+use serde_json::{json, Value};
+
+use crate::invoke::Invoker;
+
+pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
+
+/// A drain waits inside the invocation for a retry due within this long; later ones are left
+/// to the scheduled sweep.
+pub const MAX_INLINE_WAIT: Duration = Duration::from_secs(20);
+
+pub struct Shell {
+    pub app: Arc<App>,
+    pub invoker: Arc<dyn Invoker>,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Event<'a> {
+    Http { method: &'a str, path: &'a str },
+    Drain(&'a str),
+    Schedule,
+    Unknown,
+}
+
+pub fn classify(event: &Value) -> Event<'_> {
+    if let Some(lane) = event.pointer("/clawless/drain").and_then(Value::as_str) {
+        return Event::Drain(lane);
+    }
+    if let Some(method) = event.pointer("/requestContext/http/method").and_then(Value::as_str) {
+        let path = event.get("rawPath").and_then(Value::as_str).unwrap_or("/");
+        return Event::Http { method, path };
+    }
+    if event.get("source").and_then(Value::as_str) == Some("aws.events") || event.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event") {
+        return Event::Schedule;
+    }
+    Event::Unknown
+}
+
+impl Shell {
+    /// Handles one event; the value is the invocation's response.
+    pub async fn handle(&self, event: Value) -> Value {
+        match classify(&event) {
+            Event::Http { method, path } => self.http(method, path, &event).await,
+            Event::Drain(lane) => {
+                self.drain(lane).await;
+                json!({"drained": lane})
+            }
+            Event::Schedule => {
+                match self.app.sweep().await {
+                    Ok(next) => tracing::info!(next_retry = ?next, "sweep done"),
+                    Err(e) => tracing::error!(error = %e, "sweep failed"),
+                }
+                json!({"swept": true})
+            }
+            Event::Unknown => {
+                tracing::warn!("unknown event ignored");
+                json!({"ignored": true})
+            }
+        }
+    }
+
+    async fn http(&self, method: &str, path: &str, event: &Value) -> Value {
+        if method == "GET" && path == "/healthz" {
+            return response(200, "ok");
+        }
+        let Some(connector) = path.strip_prefix("/telegram/").filter(|c| !c.is_empty() && !c.contains('/')) else {
+            return response(404, "not found");
+        };
+        if method != "POST" {
+            return response(405, "method not allowed");
+        }
+        let secret = event.pointer(&format!("/headers/{SECRET_HEADER}")).and_then(Value::as_str);
+        let Some(body) = body(event) else {
+            return response(400, "unreadable body");
+        };
+        let reply = self.app.handle_webhook(connector, secret, &body).await;
+        if let Some(lane) = &reply.lane {
+            if let Err(e) = self.invoker.drain_later(lane).await {
+                // Stored, so nothing is lost: the scheduled sweep will drain it.
+                tracing::error!(lane, error = %e, "self-invoke failed; the sweep will pick it up");
+            }
+        }
+        response(reply.status, reply.body)
+    }
+
+    async fn drain(&self, lane: &str) {
+        for _ in 0..8 {
+            match self.app.drain(lane).await {
+                Ok(Drained::RetryAt(at)) => {
+                    let wait = Duration::from_millis(at.saturating_sub(self.app.platform.clock.now_ms()));
+                    if wait > MAX_INLINE_WAIT {
+                        tracing::info!(lane, retry_at = at, "left for the scheduled sweep");
+                        return;
+                    }
+                    self.app.platform.clock.sleep(wait).await;
+                }
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::error!(lane, error = %e, "drain failed; the sweep will retry");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn response(status: u16, body: &str) -> Value {
+    json!({"statusCode": status, "headers": {"content-type": "text/plain"}, "body": body})
+}
+
+/// The request body, base64-decoded when the Function URL encoded it.
+fn body(event: &Value) -> Option<Vec<u8>> {
+    let text = event.get("body").and_then(Value::as_str).unwrap_or("");
+    if event.get("isBase64Encoded").and_then(Value::as_bool) == Some(true) {
+        base64_decode(text)
+    } else {
+        Some(text.as_bytes().to_vec())
+    }
+}
+
+/// Standard base64 with padding; `None` on any other character.
+pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let bytes: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
+    let trimmed = bytes.iter().rposition(|&c| c != b'=').map_or(&bytes[..0], |i| &bytes[..=i]);
+    let mut out = Vec::with_capacity(trimmed.len() * 3 / 4);
+    for chunk in trimmed.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= val(c)? << (18 - 6 * i);
+        }
+        let take = match chunk.len() {
+            4 => 3,
+            3 => 2,
+            2 => 1,
+            _ => return None,
+        };
+        out.extend_from_slice(&n.to_be_bytes()[1..1 + take]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_base64() {
+        assert_eq!(base64_decode("aGVsbG8gd29ybGQ=").unwrap(), b"hello world");
+        assert_eq!(base64_decode("e30=").unwrap(), b"{}");
+        assert_eq!(base64_decode("YQ==").unwrap(), b"a");
+        assert!(base64_decode("*").is_none());
+    }
+
+    #[test]
+    fn classifies_events() {
+        assert_eq!(classify(&json!({"clawless": {"drain": "main:1"}})), Event::Drain("main:1"));
+        assert_eq!(classify(&json!({"source": "aws.events", "detail-type": "Scheduled Event"})), Event::Schedule);
+        let url = json!({"rawPath": "/telegram/main", "requestContext": {"http": {"method": "POST"}}});
+        assert_eq!(classify(&url), Event::Http { method: "POST", path: "/telegram/main" });
+        assert_eq!(classify(&json!({"hello": 1})), Event::Unknown);
+    }
+}
