@@ -5,7 +5,10 @@
 //!   `tests/fixtures/telegram-bot-api.json`, a copy of `../shared/spec/telegram-bot-api.json`.
 //! - [`fixtures`]: real-format Telegram updates under `tests/fixtures/updates/`.
 //! - [`llm`]: provider responses in the Anthropic and OpenAI wire formats.
+//! - `servers` (feature `servers`): fake Bot API and model servers on 127.0.0.1.
 
 pub mod fixtures;
 pub mod llm;
+#[cfg(feature = "servers")]
+pub mod servers;
 pub mod spec;

@@ -107,7 +107,7 @@ async fn reqwest_http_conforms() {
                 "slow"
             }),
         );
-    let base = common::serve(router).await;
+    let base = clawless_testkit::servers::serve(router).await;
     http::conformance::run(&ReqwestHttp::new().unwrap(), &base).await;
 }
 

@@ -1,4 +1,4 @@
-//! Shared helpers for the native tests: temp dirs and tiny local HTTP servers.
+//! Shared helpers for the native tests: temp dirs.
 
 #![allow(dead_code)]
 
@@ -18,10 +18,3 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     dir
 }
 
-/// Serves `router` on 127.0.0.1 at a free port; returns `http://127.0.0.1:PORT`.
-pub async fn serve(router: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    format!("http://{addr}")
-}

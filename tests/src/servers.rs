@@ -1,0 +1,187 @@
+//! Fake Bot API and model servers on 127.0.0.1 for the shells' end-to-end tests (feature
+//! `servers`): every Bot API call is checked against the spec, the model is scripted by what
+//! it is asked ("time" → a tool call, "long" → 6000+ characters, else an echo).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::routing::post;
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::fixtures;
+use crate::llm::{anthropic_text, anthropic_tool_use};
+use crate::spec::spec;
+
+#[derive(Default)]
+pub struct Fakes {
+    /// Bot API calls answered: (method, body).
+    pub calls: Mutex<Vec<(String, Value)>>,
+    pub violations: Mutex<Vec<String>>,
+    /// sendMessage attempts seen, answered or not.
+    pub send_attempts: Mutex<usize>,
+    pub llm_requests: Mutex<Vec<Value>>,
+    /// While set, the model never answers.
+    pub llm_hang: AtomicBool,
+    /// While set, sendMessage never answers.
+    pub send_hang: AtomicBool,
+    /// Updates handed out by getUpdates.
+    pub updates: Mutex<Vec<Value>>,
+}
+
+impl Fakes {
+    pub fn sent(&self) -> Vec<Value> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == "sendMessage")
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+    pub fn sent_to(&self, chat: i64) -> Vec<String> {
+        self.sent()
+            .iter()
+            .filter(|b| b["chat_id"] == chat)
+            .map(|b| b["text"].as_str().unwrap_or("").to_owned())
+            .collect()
+    }
+    pub fn llm_count(&self, needle: &str) -> usize {
+        // The question is the last message of the request that first asks it.
+        let reqs = self.llm_requests.lock().unwrap();
+        reqs.iter()
+            .filter(|r| {
+                r["messages"]
+                    .as_array()
+                    .and_then(|m| m.last())
+                    .is_some_and(|m| m.to_string().contains(needle))
+            })
+            .count()
+    }
+}
+
+async fn bot_api(
+    State(f): State<Arc<Fakes>>,
+    axum::extract::Path(method): axum::extract::Path<String>,
+    Json(body): Json<Value>,
+) -> Json<Value> {
+    let method = method.rsplit('/').next().unwrap_or("").to_owned();
+    if let Err(v) = spec().check_call(&method, &body) {
+        f.violations.lock().unwrap().push(v.clone());
+        return Json(json!({"ok": false, "error_code": 400, "description": v}));
+    }
+    if method == "sendMessage" {
+        *f.send_attempts.lock().unwrap() += 1;
+        while f.send_hang.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    if method == "getUpdates" {
+        let offset = body["offset"].as_i64().unwrap_or(0);
+        let ready: Vec<Value> = f
+            .updates
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|u| u["update_id"].as_i64().unwrap_or(0) >= offset)
+            .cloned()
+            .collect();
+        if ready.is_empty() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        f.calls.lock().unwrap().push((method, body));
+        return Json(json!({"ok": true, "result": ready}));
+    }
+    let result = match method.as_str() {
+        "getWebhookInfo" => {
+            json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})
+        }
+        "getMe" => {
+            json!({"id": fixtures::BOT_ID, "is_bot": true, "first_name": "Clawless", "username": fixtures::BOT_USERNAME})
+        }
+        "sendMessage" => {
+            json!({"message_id": 1, "date": 1, "chat": {"id": body["chat_id"], "type": "private"}, "text": body["text"]})
+        }
+        _ => json!(true),
+    };
+    f.calls.lock().unwrap().push((method, body));
+    Json(json!({"ok": true, "result": result}))
+}
+
+/// A scripted Anthropic model: "time" asks for the clock tool, "long" writes 6000+
+/// characters, anything else is echoed.
+async fn llm(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) -> Json<Value> {
+    f.llm_requests.lock().unwrap().push(req.clone());
+    while f.llm_hang.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let msgs = req["messages"].as_array().cloned().unwrap_or_default();
+    let last = msgs.last().cloned().unwrap_or(Value::Null);
+    if last["content"][0]["type"] == "tool_result" {
+        return Json(anthropic_text(&format!(
+            "Tool said: {}",
+            last["content"][0]["content"].as_str().unwrap_or("")
+        )));
+    }
+    let text = last["content"][0]["text"].as_str().unwrap_or("").to_owned();
+    if text.contains("time") {
+        return Json(anthropic_tool_use(
+            "toolu_e2e",
+            "current_time",
+            json!({"utc_offset": "UTC"}),
+        ));
+    }
+    if text.contains("long") {
+        return Json(anthropic_text(
+            &(0..120)
+                .map(|i| format!("Line {i:03} {}", "y".repeat(48)))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ));
+    }
+    Json(anthropic_text(&format!("You said: {text}")))
+}
+
+pub async fn until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+pub fn text_update(id: i64, text: &str) -> Value {
+    let mut u = fixtures::update("private_text", id);
+    u["message"]["text"] = json!(text);
+    u
+}
+
+pub async fn fakes() -> (Arc<Fakes>, String, String) {
+    let f = Arc::new(Fakes::default());
+    let tg = serve(
+        axum::Router::new()
+            .route("/{*method}", post(bot_api))
+            .with_state(f.clone()),
+    )
+    .await;
+    let llm_url = serve(
+        axum::Router::new()
+            .route("/v1/messages", post(llm))
+            .with_state(f.clone()),
+    )
+    .await;
+    (f, tg, llm_url)
+}
+
+/// Serves `router` on 127.0.0.1 at a free port; returns `http://127.0.0.1:PORT`.
+pub async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    format!("http://{addr}")
+}
