@@ -20,7 +20,9 @@ use aws_sdk_dynamodb::Client;
 use clawless_platform::files::{normalize, normalize_dir};
 use clawless_platform::kv::{expiry, validate_key};
 use clawless_platform::vectors::{cosine, matches, rank, validate_vector};
-use clawless_platform::{async_trait, Clock, ErrorKind, Files, Kv, PortError, VectorHit, VectorRecord, Vectors};
+use clawless_platform::{
+    async_trait, Clock, ErrorKind, Files, Kv, PortError, VectorHit, VectorRecord, Vectors,
+};
 use std::sync::Arc;
 
 /// Largest file the Files adapter stores.
@@ -36,11 +38,15 @@ pub struct Table {
     pub clock: Arc<dyn Clock>,
 }
 
-fn sdk_err<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(e: SdkError<E, R>) -> PortError {
+fn sdk_err<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+    e: SdkError<E, R>,
+) -> PortError {
     let code = e.code().unwrap_or("").to_owned();
     let text = DisplayErrorContext(&e).to_string();
     let kind = match code.as_str() {
-        "ProvisionedThroughputExceededException" | "ThrottlingException" | "RequestLimitExceeded" => ErrorKind::RateLimited,
+        "ProvisionedThroughputExceededException"
+        | "ThrottlingException"
+        | "RequestLimitExceeded" => ErrorKind::RateLimited,
         "ValidationException" => ErrorKind::Invalid,
         "ResourceNotFoundException" => ErrorKind::Unavailable,
         _ if matches!(e, SdkError::TimeoutError(_)) => ErrorKind::Timeout,
@@ -99,7 +105,13 @@ impl Table {
 
     /// All items of partition `p` whose sort key starts with `prefix`, in key order, until
     /// `keep` has accepted `limit` of them.
-    async fn query(&self, p: &str, prefix: &str, limit: usize, keep: impl Fn(&Item) -> bool) -> Result<Vec<Item>, PortError> {
+    async fn query(
+        &self,
+        p: &str,
+        prefix: &str,
+        limit: usize,
+        keep: impl Fn(&Item) -> bool,
+    ) -> Result<Vec<Item>, PortError> {
         let mut out = Vec::new();
         let mut start: Option<Item> = None;
         loop {
@@ -113,7 +125,8 @@ impl Table {
             q = if prefix.is_empty() {
                 q.key_condition_expression("p = :p")
             } else {
-                q.key_condition_expression("p = :p AND begins_with(s, :pre)").expression_attribute_values(":pre", s(prefix))
+                q.key_condition_expression("p = :p AND begins_with(s, :pre)")
+                    .expression_attribute_values(":pre", s(prefix))
             };
             let page = q.send().await.map_err(sdk_err)?;
             for item in page.items.unwrap_or_default() {
@@ -145,21 +158,37 @@ impl Kv for DynamoKv {
 
     async fn put(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Result<(), PortError> {
         validate_key(key)?;
-        self.0.client.put_item().table_name(&self.0.name).set_item(Some(self.item(key, value, ttl))).send().await.map_err(sdk_err)?;
+        self.0
+            .client
+            .put_item()
+            .table_name(&self.0.name)
+            .set_item(Some(self.item(key, value, ttl)))
+            .send()
+            .await
+            .map_err(sdk_err)?;
         Ok(())
     }
 
     async fn delete(&self, key: &str) -> Result<(), PortError> {
         validate_key(key)?;
         let t = &self.0;
-        t.client.delete_item().table_name(&t.name).key("p", s(kv_partition(key))).key("s", s(key)).send().await.map_err(sdk_err)?;
+        t.client
+            .delete_item()
+            .table_name(&t.name)
+            .key("p", s(kv_partition(key)))
+            .key("s", s(key))
+            .send()
+            .await
+            .map_err(sdk_err)?;
         Ok(())
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, PortError> {
         let t = &self.0;
         if prefix.contains('/') {
-            let items = t.query(&kv_partition(prefix), prefix, limit, |i| t.live(i)).await?;
+            let items = t
+                .query(&kv_partition(prefix), prefix, limit, |i| t.live(i))
+                .await?;
             return Ok(items.iter().filter_map(|i| string(i, "s")).collect());
         }
         // No partition to name: scan the Kv items and sort.
@@ -178,7 +207,13 @@ impl Kv for DynamoKv {
                 .send()
                 .await
                 .map_err(sdk_err)?;
-            keys.extend(page.items.unwrap_or_default().iter().filter(|i| t.live(i)).filter_map(|i| string(i, "s")));
+            keys.extend(
+                page.items
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|i| t.live(i))
+                    .filter_map(|i| string(i, "s")),
+            );
             match page.last_evaluated_key {
                 Some(k) if !k.is_empty() => start = Some(k),
                 _ => break,
@@ -189,15 +224,30 @@ impl Kv for DynamoKv {
         Ok(keys)
     }
 
-    async fn compare_and_swap(&self, key: &str, expected: Option<&[u8]>, new: Option<&[u8]>, ttl: Option<Duration>) -> Result<bool, PortError> {
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<Duration>,
+    ) -> Result<bool, PortError> {
         validate_key(key)?;
         let t = &self.0;
         let now = AttributeValue::N(t.clock.now_ms().to_string());
         let (condition, mut values) = match expected {
-            None => ("attribute_not_exists(s) OR expms <= :now", HashMap::from([(":now".to_owned(), now)])),
+            None => (
+                "attribute_not_exists(s) OR expms <= :now",
+                HashMap::from([(":now".to_owned(), now)]),
+            ),
             Some(v) => (
                 "v = :expected AND (attribute_not_exists(expms) OR expms > :now)",
-                HashMap::from([(":now".to_owned(), now), (":expected".to_owned(), AttributeValue::B(Blob::new(v.to_vec())))]),
+                HashMap::from([
+                    (":now".to_owned(), now),
+                    (
+                        ":expected".to_owned(),
+                        AttributeValue::B(Blob::new(v.to_vec())),
+                    ),
+                ]),
             ),
         };
         let result = match new {
@@ -211,7 +261,13 @@ impl Kv for DynamoKv {
                 .send()
                 .await
                 .map(drop)
-                .map_err(|e| (e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()), sdk_err(e))),
+                .map_err(|e| {
+                    (
+                        e.as_service_error()
+                            .is_some_and(|s| s.is_conditional_check_failed_exception()),
+                        sdk_err(e),
+                    )
+                }),
             None => t
                 .client
                 .delete_item()
@@ -223,7 +279,13 @@ impl Kv for DynamoKv {
                 .send()
                 .await
                 .map(drop)
-                .map_err(|e| (e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()), sdk_err(e))),
+                .map_err(|e| {
+                    (
+                        e.as_service_error()
+                            .is_some_and(|s| s.is_conditional_check_failed_exception()),
+                        sdk_err(e),
+                    )
+                }),
         };
         match result {
             Ok(()) => Ok(true),
@@ -242,7 +304,10 @@ impl DynamoKv {
         ]);
         if let Some(at) = expiry(&*self.0.clock, ttl) {
             item.insert("expms".into(), AttributeValue::N(at.to_string()));
-            item.insert("exp".into(), AttributeValue::N(at.div_ceil(1000).to_string()));
+            item.insert(
+                "exp".into(),
+                AttributeValue::N(at.div_ceil(1000).to_string()),
+            );
         }
         item
     }
@@ -256,13 +321,18 @@ fn to_blob(v: &[f32]) -> Vec<u8> {
 }
 
 fn from_blob(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 impl DynamoVectors {
     async fn dim(&self) -> Result<Option<usize>, PortError> {
         let items = self.0.query("vec", "", 1, |_| true).await?;
-        Ok(items.first().and_then(|i| num(i, "dim")).map(|d| d as usize))
+        Ok(items
+            .first()
+            .and_then(|i| num(i, "dim"))
+            .map(|d| d as usize))
     }
 }
 
@@ -275,7 +345,8 @@ impl Vectors for DynamoVectors {
             dim = Some(r.vector.len());
         }
         for r in records {
-            let meta = serde_json::to_string(&r.metadata).map_err(|e| PortError::invalid(e.to_string()))?;
+            let meta = serde_json::to_string(&r.metadata)
+                .map_err(|e| PortError::invalid(e.to_string()))?;
             self.0
                 .client
                 .put_item()
@@ -292,13 +363,25 @@ impl Vectors for DynamoVectors {
         Ok(())
     }
 
-    async fn query(&self, vector: &[f32], top_k: usize, filter: &BTreeMap<String, String>) -> Result<Vec<VectorHit>, PortError> {
+    async fn query(
+        &self,
+        vector: &[f32],
+        top_k: usize,
+        filter: &BTreeMap<String, String>,
+    ) -> Result<Vec<VectorHit>, PortError> {
         let items = self.0.query("vec", "", usize::MAX, |_| true).await?;
-        validate_vector(vector, items.first().and_then(|i| num(i, "dim")).map(|d| d as usize))?;
+        validate_vector(
+            vector,
+            items
+                .first()
+                .and_then(|i| num(i, "dim"))
+                .map(|d| d as usize),
+        )?;
         let hits = items
             .iter()
             .filter_map(|i| {
-                let metadata: BTreeMap<String, String> = serde_json::from_str(&string(i, "meta")?).ok()?;
+                let metadata: BTreeMap<String, String> =
+                    serde_json::from_str(&string(i, "meta")?).ok()?;
                 matches(&metadata, filter).then(|| VectorHit {
                     id: string(i, "s").unwrap_or_default(),
                     score: cosine(vector, &from_blob(&blob(i, "vec").unwrap_or_default())),
@@ -311,7 +394,15 @@ impl Vectors for DynamoVectors {
 
     async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
         for id in ids {
-            self.0.client.delete_item().table_name(&self.0.name).key("p", s("vec")).key("s", s(id)).send().await.map_err(sdk_err)?;
+            self.0
+                .client
+                .delete_item()
+                .table_name(&self.0.name)
+                .key("p", s("vec"))
+                .key("s", s(id))
+                .send()
+                .await
+                .map_err(sdk_err)?;
         }
         Ok(())
     }
@@ -323,7 +414,10 @@ pub struct DynamoFiles(pub Table);
 impl DynamoFiles {
     async fn put(&self, path: &str, data: Vec<u8>) -> Result<(), PortError> {
         if data.len() > MAX_FILE {
-            return Err(PortError::invalid(format!("{path}: {} bytes; files are limited to {MAX_FILE}", data.len())));
+            return Err(PortError::invalid(format!(
+                "{path}: {} bytes; files are limited to {MAX_FILE}",
+                data.len()
+            )));
         }
         self.0
             .client
@@ -344,7 +438,8 @@ impl Files for DynamoFiles {
     async fn read(&self, path: &str) -> Result<Vec<u8>, PortError> {
         let path = normalize(path)?;
         let item = self.0.get_item("file".into(), &path).await?;
-        item.and_then(|i| blob(&i, "v")).ok_or_else(|| PortError::not_found(path))
+        item.and_then(|i| blob(&i, "v"))
+            .ok_or_else(|| PortError::not_found(path))
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> Result<(), PortError> {
@@ -364,14 +459,26 @@ impl Files for DynamoFiles {
 
     async fn list(&self, dir: &str) -> Result<Vec<String>, PortError> {
         let dir = normalize_dir(dir)?;
-        let prefix = if dir.is_empty() { dir } else { format!("{dir}/") };
+        let prefix = if dir.is_empty() {
+            dir
+        } else {
+            format!("{dir}/")
+        };
         let items = self.0.query("file", &prefix, usize::MAX, |_| true).await?;
         Ok(items.iter().filter_map(|i| string(i, "s")).collect())
     }
 
     async fn delete(&self, path: &str) -> Result<(), PortError> {
         let path = normalize(path)?;
-        self.0.client.delete_item().table_name(&self.0.name).key("p", s("file")).key("s", s(path)).send().await.map_err(sdk_err)?;
+        self.0
+            .client
+            .delete_item()
+            .table_name(&self.0.name)
+            .key("p", s("file"))
+            .key("s", s(path))
+            .send()
+            .await
+            .map_err(sdk_err)?;
         Ok(())
     }
 }

@@ -34,11 +34,16 @@ pub fn classify(event: &Value) -> Event<'_> {
     if let Some(lane) = event.pointer("/clawless/drain").and_then(Value::as_str) {
         return Event::Drain(lane);
     }
-    if let Some(method) = event.pointer("/requestContext/http/method").and_then(Value::as_str) {
+    if let Some(method) = event
+        .pointer("/requestContext/http/method")
+        .and_then(Value::as_str)
+    {
         let path = event.get("rawPath").and_then(Value::as_str).unwrap_or("/");
         return Event::Http { method, path };
     }
-    if event.get("source").and_then(Value::as_str) == Some("aws.events") || event.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event") {
+    if event.get("source").and_then(Value::as_str) == Some("aws.events")
+        || event.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event")
+    {
         return Event::Schedule;
     }
     Event::Unknown
@@ -71,13 +76,18 @@ impl Shell {
         if method == "GET" && path == "/healthz" {
             return response(200, "ok");
         }
-        let Some(connector) = path.strip_prefix("/telegram/").filter(|c| !c.is_empty() && !c.contains('/')) else {
+        let Some(connector) = path
+            .strip_prefix("/telegram/")
+            .filter(|c| !c.is_empty() && !c.contains('/'))
+        else {
             return response(404, "not found");
         };
         if method != "POST" {
             return response(405, "method not allowed");
         }
-        let secret = event.pointer(&format!("/headers/{SECRET_HEADER}")).and_then(Value::as_str);
+        let secret = event
+            .pointer(&format!("/headers/{SECRET_HEADER}"))
+            .and_then(Value::as_str);
         let Some(body) = body(event) else {
             return response(400, "unreadable body");
         };
@@ -95,7 +105,8 @@ impl Shell {
         for _ in 0..8 {
             match self.app.drain(lane).await {
                 Ok(Drained::RetryAt(at)) => {
-                    let wait = Duration::from_millis(at.saturating_sub(self.app.platform.clock.now_ms()));
+                    let wait =
+                        Duration::from_millis(at.saturating_sub(self.app.platform.clock.now_ms()));
                     if wait > MAX_INLINE_WAIT {
                         tracing::info!(lane, retry_at = at, "left for the scheduled sweep");
                         return;
@@ -139,7 +150,10 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
         } as u32)
     };
     let bytes: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    let trimmed = bytes.iter().rposition(|&c| c != b'=').map_or(&bytes[..0], |i| &bytes[..=i]);
+    let trimmed = bytes
+        .iter()
+        .rposition(|&c| c != b'=')
+        .map_or(&bytes[..0], |i| &bytes[..=i]);
     let mut out = Vec::with_capacity(trimmed.len() * 3 / 4);
     for chunk in trimmed.chunks(4) {
         let mut n = 0u32;
@@ -171,10 +185,23 @@ mod tests {
 
     #[test]
     fn classifies_events() {
-        assert_eq!(classify(&json!({"clawless": {"drain": "main:1"}})), Event::Drain("main:1"));
-        assert_eq!(classify(&json!({"source": "aws.events", "detail-type": "Scheduled Event"})), Event::Schedule);
-        let url = json!({"rawPath": "/telegram/main", "requestContext": {"http": {"method": "POST"}}});
-        assert_eq!(classify(&url), Event::Http { method: "POST", path: "/telegram/main" });
+        assert_eq!(
+            classify(&json!({"clawless": {"drain": "main:1"}})),
+            Event::Drain("main:1")
+        );
+        assert_eq!(
+            classify(&json!({"source": "aws.events", "detail-type": "Scheduled Event"})),
+            Event::Schedule
+        );
+        let url =
+            json!({"rawPath": "/telegram/main", "requestContext": {"http": {"method": "POST"}}});
+        assert_eq!(
+            classify(&url),
+            Event::Http {
+                method: "POST",
+                path: "/telegram/main"
+            }
+        );
         assert_eq!(classify(&json!({"hello": 1})), Event::Unknown);
     }
 }

@@ -14,11 +14,21 @@ use crate::invoke::SelfInvoke;
 /// Builds the shell. Needs `CLAWLESS_TABLE` and `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda).
 pub async fn build() -> Result<Shell, String> {
     let env = Env::from_pairs(std::env::vars());
-    let table_name = env.get("CLAWLESS_TABLE").ok_or("CLAWLESS_TABLE is not set")?.to_owned();
-    let function = env.get("AWS_LAMBDA_FUNCTION_NAME").ok_or("AWS_LAMBDA_FUNCTION_NAME is not set")?.to_owned();
+    let table_name = env
+        .get("CLAWLESS_TABLE")
+        .ok_or("CLAWLESS_TABLE is not set")?
+        .to_owned();
+    let function = env
+        .get("AWS_LAMBDA_FUNCTION_NAME")
+        .ok_or("AWS_LAMBDA_FUNCTION_NAME is not set")?
+        .to_owned();
     let aws = aws_config::load_from_env().await;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let table = Table { client: aws_sdk_dynamodb::Client::new(&aws), name: table_name, clock: clock.clone() };
+    let table = Table {
+        client: aws_sdk_dynamodb::Client::new(&aws),
+        name: table_name,
+        clock: clock.clone(),
+    };
     let platform = Platform {
         kv: Arc::new(DynamoKv(table.clone())),
         files: Arc::new(DynamoFiles(table.clone())),
@@ -27,11 +37,21 @@ pub async fn build() -> Result<Shell, String> {
         clock: clock.clone(),
     };
     let config = Config::load(&clawless_core::config::embedded()).map_err(|e| e.to_string())?;
-    let instance = format!("lambda-{}-{}", env.get("AWS_LAMBDA_LOG_STREAM_NAME").unwrap_or("local"), clock.now_ms());
+    let instance = format!(
+        "lambda-{}-{}",
+        env.get("AWS_LAMBDA_LOG_STREAM_NAME").unwrap_or("local"),
+        clock.now_ms()
+    );
     let app = App::new(platform, config, &env, instance).map_err(|e| e.to_string())?;
     for missing in app.missing_settings() {
         tracing::error!(%missing, "not configured: the bot cannot answer until this is set");
     }
-    let invoker = SelfInvoke { client: aws_sdk_lambda::Client::new(&aws), function };
-    Ok(Shell { app: Arc::new(app), invoker: Arc::new(invoker) })
+    let invoker = SelfInvoke {
+        client: aws_sdk_lambda::Client::new(&aws),
+        function,
+    };
+    Ok(Shell {
+        app: Arc::new(app),
+        invoker: Arc::new(invoker),
+    })
 }

@@ -37,22 +37,45 @@ fn shell() -> (Shell, Arc<Recorder>, Arc<FakeHttp>) {
         ("ANTHROPIC_API_KEY", "sk"),
         ("ANTHROPIC_BASE_URL", "http://llm.test"),
     ]);
-    let app = App::new(platform, Config::load(&clawless_core::config::embedded()).unwrap(), &env, "t").unwrap();
-    http.route("http://llm.test", |_| Ok(HttpResponse::json(200, &anthropic_text("Hello from Lambda."))));
+    let app = App::new(
+        platform,
+        Config::load(&clawless_core::config::embedded()).unwrap(),
+        &env,
+        "t",
+    )
+    .unwrap();
+    http.route("http://llm.test", |_| {
+        Ok(HttpResponse::json(
+            200,
+            &anthropic_text("Hello from Lambda."),
+        ))
+    });
     http.route("https://api.telegram.org/", |req| {
         let body: Value = serde_json::from_slice(&req.body).unwrap();
         spec().check_call(method_of(&req.url).unwrap(), &body).unwrap();
         Ok(HttpResponse::json(200, &json!({"ok": true, "result": {"message_id": 1, "date": 1, "chat": {"id": 1, "type": "private"}}})))
     });
     let recorder = Arc::new(Recorder::default());
-    (Shell { app: Arc::new(app), invoker: recorder.clone() }, recorder, http)
+    (
+        Shell {
+            app: Arc::new(app),
+            invoker: recorder.clone(),
+        },
+        recorder,
+        http,
+    )
 }
 
 fn sent(http: &FakeHttp) -> Vec<String> {
     http.requests()
         .iter()
         .filter(|r| r.url.ends_with("/sendMessage"))
-        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap()["text"].as_str().unwrap().to_owned())
+        .map(|r| {
+            serde_json::from_slice::<Value>(&r.body).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect()
 }
 
@@ -60,7 +83,13 @@ fn sent(http: &FakeHttp) -> Vec<String> {
 async fn webhook_acks_then_the_drain_event_answers() {
     let (shell, recorder, http) = shell();
     let update = fixtures::update("private_text", 5);
-    let resp = shell.handle(common::url_event("/telegram/main", &update, Some("lambda-secret"))).await;
+    let resp = shell
+        .handle(common::url_event(
+            "/telegram/main",
+            &update,
+            Some("lambda-secret"),
+        ))
+        .await;
     assert_eq!(resp["statusCode"], 200);
     assert!(sent(&http).is_empty(), "nothing is sent on the ack path");
     let lanes = recorder.0.lock().unwrap().clone();
@@ -68,7 +97,13 @@ async fn webhook_acks_then_the_drain_event_answers() {
     shell.handle(drain_event(&lanes[0])).await;
     assert_eq!(sent(&http), ["Hello from Lambda."]);
     // A re-delivery is acknowledged and dropped.
-    let resp = shell.handle(common::url_event("/telegram/main", &update, Some("lambda-secret"))).await;
+    let resp = shell
+        .handle(common::url_event(
+            "/telegram/main",
+            &update,
+            Some("lambda-secret"),
+        ))
+        .await;
     assert_eq!(resp["statusCode"], 200);
     assert_eq!(recorder.0.lock().unwrap().len(), 1);
 }
@@ -78,7 +113,9 @@ async fn wrong_secret_is_401_and_invokes_nothing() {
     let (shell, recorder, http) = shell();
     let update = fixtures::update("private_text", 5);
     for secret in [Some("nope"), None] {
-        let resp = shell.handle(common::url_event("/telegram/main", &update, secret)).await;
+        let resp = shell
+            .handle(common::url_event("/telegram/main", &update, secret))
+            .await;
         assert_eq!(resp["statusCode"], 401);
     }
     assert!(recorder.0.lock().unwrap().is_empty());
@@ -97,15 +134,30 @@ async fn base64_bodies_health_and_unknown_paths() {
     let mut health = common::url_event("/healthz", &json!({}), None);
     health["requestContext"]["http"]["method"] = json!("GET");
     assert_eq!(shell.handle(health).await["body"], "ok");
-    assert_eq!(shell.handle(common::url_event("/other", &json!({}), None)).await["statusCode"], 404);
+    assert_eq!(
+        shell
+            .handle(common::url_event("/other", &json!({}), None))
+            .await["statusCode"],
+        404
+    );
 }
 
 #[tokio::test]
 async fn the_schedule_sweeps_pending_work() {
     let (shell, recorder, http) = shell();
     let update = fixtures::update("private_text", 9);
-    shell.handle(common::url_event("/telegram/main", &update, Some("lambda-secret"))).await;
-    assert_eq!(recorder.0.lock().unwrap().len(), 1, "pretend the self-invoke was lost");
+    shell
+        .handle(common::url_event(
+            "/telegram/main",
+            &update,
+            Some("lambda-secret"),
+        ))
+        .await;
+    assert_eq!(
+        recorder.0.lock().unwrap().len(),
+        1,
+        "pretend the self-invoke was lost"
+    );
     let scheduled: Value = serde_json::from_str(common::SCHEDULED).unwrap();
     assert_eq!(shell.handle(scheduled).await["swept"], true);
     assert_eq!(sent(&http), ["Hello from Lambda."]);

@@ -14,7 +14,11 @@ use clawless_platform::{files, kv, vectors, ErrorKind, Files};
 async fn table(moto: &common::Moto, name: &str) -> Table {
     let client = common::dynamo_client(moto).await;
     common::create_table(&client, name).await;
-    Table { client, name: name.into(), clock: Arc::new(SystemClock) }
+    Table {
+        client,
+        name: name.into(),
+        clock: Arc::new(SystemClock),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -28,15 +32,29 @@ async fn dynamo_adapters_conform() {
     vectors::conformance::run(&DynamoVectors(t.clone())).await;
     let files = DynamoFiles(t.clone());
     files::conformance::run(&files).await;
-    let err = files.write("big.md", &vec![b'x'; MAX_FILE + 1]).await.unwrap_err();
-    assert_eq!(err.kind, ErrorKind::Invalid, "oversized files are refused, not truncated");
+    let err = files
+        .write("big.md", &vec![b'x'; MAX_FILE + 1])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind,
+        ErrorKind::Invalid,
+        "oversized files are refused, not truncated"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_table_is_unavailable() {
     let moto = common::moto();
     let client = common::dynamo_client(&moto).await;
-    let kv = DynamoKv(Table { client, name: "nope".into(), clock: Arc::new(SystemClock) });
+    let kv = DynamoKv(Table {
+        client,
+        name: "nope".into(),
+        clock: Arc::new(SystemClock),
+    });
     use clawless_platform::Kv;
-    assert_eq!(kv.get("a/b").await.unwrap_err().kind, ErrorKind::Unavailable);
+    assert_eq!(
+        kv.get("a/b").await.unwrap_err().kind,
+        ErrorKind::Unavailable
+    );
 }

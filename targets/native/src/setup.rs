@@ -9,8 +9,8 @@ use clawless_core::{App, Config, ConfigFiles, Env};
 use clawless_platform::{Clock, Platform};
 
 use crate::fs::FsFiles;
-use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 use crate::store::{Db, SqlKv, SqlVectors};
+use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 
 /// Everything `main` needs: the app and the concrete store (for housekeeping).
 pub struct Native {

@@ -14,8 +14,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use clawless_native::fs::FsFiles;
-use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 use clawless_native::store::{Db, SqlKv, SqlVectors};
+use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 use clawless_platform::{clock, files, http, kv, vectors, Files};
 
 #[tokio::test]

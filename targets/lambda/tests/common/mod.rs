@@ -16,7 +16,10 @@ pub fn url_event(path: &str, body: &Value, secret: Option<&str>) -> Value {
     match secret {
         Some(s) => ev["headers"]["x-telegram-bot-api-secret-token"] = Value::from(s),
         None => {
-            ev["headers"].as_object_mut().unwrap().remove("x-telegram-bot-api-secret-token");
+            ev["headers"]
+                .as_object_mut()
+                .unwrap()
+                .remove("x-telegram-bot-api-secret-token");
         }
     }
     ev
@@ -25,7 +28,9 @@ pub fn url_event(path: &str, body: &Value, secret: Option<&str>) -> Value {
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::types::{AttributeDefinition, KeySchemaElement, KeyType, ScalarAttributeType, TimeToLiveSpecification};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, KeySchemaElement, KeyType, ScalarAttributeType, TimeToLiveSpecification,
+};
 
 /// A moto server on a free port, killed on drop.
 pub struct Moto {
@@ -43,14 +48,23 @@ impl Drop for Moto {
 /// Starts `moto_server` (from `CLAWLESS_MOTO_SERVER`, else on PATH); fails loudly without it.
 pub fn moto() -> Moto {
     let bin = std::env::var("CLAWLESS_MOTO_SERVER").unwrap_or_else(|_| "moto_server".into());
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let child = Command::new(&bin)
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {bin} ({e}): install moto[server] or run .ci/run"));
-    let moto = Moto { child, url: format!("http://127.0.0.1:{port}") };
+        .unwrap_or_else(|e| {
+            panic!("cannot start {bin} ({e}): install moto[server] or run .ci/run")
+        });
+    let moto = Moto {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "moto did not start");
@@ -61,7 +75,11 @@ pub fn moto() -> Moto {
 
 /// Fake credentials and the region for talking to moto.
 pub fn aws_env() -> [(&'static str, &'static str); 3] {
-    [("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"), ("AWS_REGION", "us-east-1")]
+    [
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ]
 }
 
 pub async fn dynamo_client(moto: &Moto) -> aws_sdk_dynamodb::Client {
@@ -78,21 +96,41 @@ pub async fn dynamo_client(moto: &Moto) -> aws_sdk_dynamodb::Client {
 /// Creates table `name` from `template.yaml`'s own definition, so tests and deploys share
 /// one schema.
 pub async fn create_table(client: &aws_sdk_dynamodb::Client, name: &str) {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml")).unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml"))
+        .unwrap();
     let template: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
     let props = &template["Resources"]["Table"]["Properties"];
-    let mut req = client.create_table().table_name(name).billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest);
+    let mut req = client
+        .create_table()
+        .table_name(name)
+        .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest);
     for a in props["AttributeDefinitions"].as_sequence().unwrap() {
         let ty = match a["AttributeType"].as_str().unwrap() {
             "S" => ScalarAttributeType::S,
             "N" => ScalarAttributeType::N,
             _ => ScalarAttributeType::B,
         };
-        req = req.attribute_definitions(AttributeDefinition::builder().attribute_name(a["AttributeName"].as_str().unwrap()).attribute_type(ty).build().unwrap());
+        req = req.attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(a["AttributeName"].as_str().unwrap())
+                .attribute_type(ty)
+                .build()
+                .unwrap(),
+        );
     }
     for k in props["KeySchema"].as_sequence().unwrap() {
-        let ty = if k["KeyType"].as_str() == Some("HASH") { KeyType::Hash } else { KeyType::Range };
-        req = req.key_schema(KeySchemaElement::builder().attribute_name(k["AttributeName"].as_str().unwrap()).key_type(ty).build().unwrap());
+        let ty = if k["KeyType"].as_str() == Some("HASH") {
+            KeyType::Hash
+        } else {
+            KeyType::Range
+        };
+        req = req.key_schema(
+            KeySchemaElement::builder()
+                .attribute_name(k["AttributeName"].as_str().unwrap())
+                .key_type(ty)
+                .build()
+                .unwrap(),
+        );
     }
     req.send().await.unwrap();
     let ttl = &props["TimeToLiveSpecification"];
