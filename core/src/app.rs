@@ -13,7 +13,8 @@ use serde_json::Value;
 use crate::agent::{Agent, NoObserver};
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::env::{parse_user_list, Env};
-use crate::inbox::{job_key, Drained, Inbox, Job};
+use crate::handler::Step;
+use crate::inbox::{job_key, Drained, Inbox, Job, Lease};
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ChatMessage, LlmError, ModelChain, Provider};
 use crate::secret::Secret;
@@ -311,10 +312,13 @@ impl App {
             if job.not_before_ms > self.platform.clock.now_ms() {
                 return Ok(Drained::RetryAt(job.not_before_ms));
             }
-            if let Some(at) = self.process(&key, job).await? {
-                return Ok(Drained::RetryAt(at));
+            let lease = Lease { lane, owner };
+            match self.process(&key, job, lease).await? {
+                Step::Done => {}
+                Step::RetryAt(at) => return Ok(Drained::RetryAt(at)),
+                Step::LostLease => return Ok(Drained::Busy),
             }
-            if !self.inbox.renew(lane, owner).await? {
+            if !self.inbox.hold(lease).await? {
                 return Ok(Drained::Busy);
             }
         }

@@ -7,7 +7,7 @@ use clawless_platform::PortError;
 
 use crate::agent::TurnObserver;
 use crate::app::{stranger_key, App, Connector};
-use crate::inbox::{Checkpoint, Job};
+use crate::inbox::{Checkpoint, Job, Lease};
 use crate::llm::ChatMessage;
 use crate::session;
 use crate::telegram::api::Target;
@@ -28,12 +28,29 @@ enum Decision {
     Turn(String),
 }
 
+/// How processing a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Finished and removed from the inbox.
+    Done,
+    /// To be tried again at this instant (ms).
+    RetryAt(u64),
+    /// Another drainer took the lane; nothing more was written or sent.
+    LostLease,
+}
+
 const NO_CONTENT: &str =
     "I can only read text for now: send me a message, or a caption with your photo or file.";
 
 impl App {
-    /// Processes a job. `Ok(None)`: finished and removed. `Ok(Some(at))`: try again at `at`.
-    pub(crate) async fn process(&self, key: &str, mut job: Job) -> Result<Option<u64>, PortError> {
+    /// Processes a job while holding `lease`, checking the lease before every write that
+    /// matters.
+    pub(crate) async fn process(
+        &self,
+        key: &str,
+        mut job: Job,
+        lease: Lease<'_>,
+    ) -> Result<Step, PortError> {
         let parsed = Update::from_value(job.update.clone());
         let (Ok(update), Some(conn)) = (parsed, self.connectors.get(&job.connector)) else {
             tracing::error!(
@@ -41,30 +58,35 @@ impl App {
                 "job names an unknown connector or holds an unreadable update; dropped"
             );
             self.inbox.finish(key, &job).await?;
-            return Ok(None);
+            return Ok(Step::Done);
         };
         let Some(msg) = update.message() else {
             self.inbox.finish(key, &job).await?;
-            return Ok(None);
+            return Ok(Step::Done);
         };
         let target = Target {
             chat_id: msg.chat.id.0,
             thread_id: msg.topic(),
         };
         if job.checkpoint.is_none() {
-            match self.answer(conn, msg, &job).await {
+            let answer = self.answer(conn, msg, &job, lease).await;
+            if !self.inbox.hold(lease).await? {
+                tracing::warn!(key, "lane taken by another drainer; answer discarded");
+                return Ok(Step::LostLease);
+            }
+            match answer {
                 Ok(Some(cp)) => {
                     job.checkpoint = Some(cp);
                     self.inbox.save(key, &job).await?;
                 }
                 Ok(None) => {
                     self.inbox.finish(key, &job).await?;
-                    return Ok(None);
+                    return Ok(Step::Done);
                 }
                 Err(reason) => {
                     if let Some(at) = self.inbox.retry_later(key, &mut job).await? {
                         tracing::warn!(key, attempt = job.attempts, %reason, "turn failed; will retry");
-                        return Ok(Some(at));
+                        return Ok(Step::RetryAt(at));
                     }
                     tracing::error!(key, %reason, "turn failed for the last time; telling the user");
                     let text = format!(
@@ -81,7 +103,7 @@ impl App {
             }
         }
         self.apply_session_turn(&job, update.id).await?;
-        self.deliver(key, &mut job, conn, target).await
+        self.deliver(key, &mut job, conn, target, lease).await
     }
 
     /// Decides and, for a turn, runs the agent. `Ok(None)`: nothing to send.
@@ -90,6 +112,7 @@ impl App {
         conn: &Connector,
         msg: &Message,
         job: &Job,
+        lease: Lease<'_>,
     ) -> Result<Option<Checkpoint>, String> {
         let decision = self.decide(conn, msg).await.map_err(|e| e.to_string())?;
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
@@ -124,6 +147,8 @@ impl App {
                     .await
                     .map_err(|e| e.to_string())?;
                 let observer = Typing {
+                    app: self,
+                    lease,
                     conn,
                     target: Target {
                         chat_id: msg.chat.id.0,
@@ -297,8 +322,13 @@ impl App {
         job: &mut Job,
         conn: &Connector,
         target: Target,
-    ) -> Result<Option<u64>, PortError> {
+        lease: Lease<'_>,
+    ) -> Result<Step, PortError> {
         while let Some((part, reply_to)) = next_part(job) {
+            if !self.inbox.hold(lease).await? {
+                tracing::warn!(key, "lane taken by another drainer; stopped before sending");
+                return Ok(Step::LostLease);
+            }
             match self.send_part(conn, target, &part, reply_to).await {
                 Ok(()) => {
                     if let Some(cp) = job.checkpoint.as_mut() {
@@ -309,7 +339,7 @@ impl App {
                 Err(e) if e.is_transient() => {
                     if let Some(at) = self.inbox.retry_later(key, job).await? {
                         tracing::warn!(key, error = %e, "send failed; will retry");
-                        return Ok(Some(at));
+                        return Ok(Step::RetryAt(at));
                     }
                     tracing::error!(key, error = %e, "send failed for the last time; reply dropped");
                     break;
@@ -321,7 +351,7 @@ impl App {
             }
         }
         self.inbox.finish(key, job).await?;
-        Ok(None)
+        Ok(Step::Done)
     }
 
     /// Sends one part: HTML first and, if Telegram refuses its entities, the same as plain text.
@@ -358,7 +388,10 @@ impl App {
     }
 }
 
+/// Before each model call: keeps the lease and shows "typing…".
 struct Typing<'a> {
+    app: &'a App,
+    lease: Lease<'a>,
     conn: &'a Connector,
     target: Target,
 }
@@ -366,6 +399,10 @@ struct Typing<'a> {
 #[async_trait]
 impl TurnObserver for Typing<'_> {
     async fn before_model_call(&self) {
+        // A lost lease is acted on before the answer is saved; here it is only kept fresh.
+        if let Err(e) = self.app.inbox.hold(self.lease).await {
+            tracing::warn!(error = %e, "lease renewal failed");
+        }
         if let Err(e) = self.conn.bot.send_typing(self.target).await {
             tracing::debug!(error = %e, "sendChatAction failed");
         }

@@ -23,8 +23,17 @@ use crate::config::InboxConfig;
 use crate::llm::ChatMessage;
 use crate::telegram::render::Part;
 
-/// How long a drainer holds a lane before it must renew.
-pub const LEASE_TTL: Duration = Duration::from_secs(600);
+/// How long a drainer holds a lane without renewing it. Drainers renew before every model
+/// call and every send, and check they still hold the lane before every write that matters
+/// (fencing), so a lapsed lease can cost a repeated model call but never a second answer.
+pub const LEASE_TTL: Duration = Duration::from_secs(180);
+
+/// A drainer's hold on a lane.
+#[derive(Debug, Clone, Copy)]
+pub struct Lease<'a> {
+    pub lane: &'a str,
+    pub owner: &'a str,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
@@ -152,11 +161,16 @@ impl Inbox {
             .await
     }
 
-    pub async fn renew(&self, lane: &str, owner: &str) -> Result<bool, PortError> {
-        let b = owner.as_bytes();
-        self.kv
-            .compare_and_swap(&format!("lease/{lane}"), Some(b), Some(b), Some(LEASE_TTL))
-            .await
+    /// Extends our lease, or takes the lane again if it lapsed and nobody else took it.
+    /// `false`: another drainer holds the lane; stop without writing.
+    pub async fn hold(&self, lease: Lease<'_>) -> Result<bool, PortError> {
+        let key = format!("lease/{}", lease.lane);
+        let b = lease.owner.as_bytes();
+        Ok(self
+            .kv
+            .compare_and_swap(&key, Some(b), Some(b), Some(LEASE_TTL))
+            .await?
+            || self.kv.put_if_absent(&key, b, Some(LEASE_TTL)).await?)
     }
 
     pub async fn release(&self, lane: &str, owner: &str) -> Result<(), PortError> {

@@ -20,7 +20,7 @@ pub mod agent;
 pub mod app;
 pub mod config;
 pub mod env;
-mod handler;
+pub(crate) mod handler;
 pub mod inbox;
 pub mod llm;
 pub mod secret;

@@ -517,3 +517,53 @@ impl Now for Harness {
         self.clock.now_ms()
     }
 }
+
+#[test]
+fn a_drainer_that_lost_its_lane_never_sends() {
+    use futures::FutureExt;
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let lane = h.accept_only("private_text", 1).await.unwrap();
+        // While the model thinks, the lease lapses and another drainer takes the lane.
+        let kv = h.platform.kv.clone();
+        let lease_key = format!("lease/{lane}");
+        h.http.route(support::LLM, move |_| {
+            kv.put(&lease_key, b"another-drainer", None)
+                .now_or_never()
+                .unwrap()
+                .unwrap();
+            Ok(clawless_platform::HttpResponse::json(
+                200,
+                &anthropic_text("stale answer"),
+            ))
+        });
+        assert_eq!(h.drain(&lane).await, Drained::Busy);
+        assert!(h.sent_texts().is_empty(), "the stale drainer sent nothing");
+        assert!(
+            h.app
+                .inbox
+                .head(&lane)
+                .await
+                .unwrap()
+                .unwrap()
+                .1
+                .checkpoint
+                .is_none(),
+            "nor saved its answer"
+        );
+        // The other drainer goes away; the job is answered once.
+        h.platform
+            .kv
+            .delete(&format!("lease/{lane}"))
+            .await
+            .unwrap();
+        h.http.route(support::LLM, |_| {
+            Ok(clawless_platform::HttpResponse::json(
+                200,
+                &anthropic_text("fresh answer"),
+            ))
+        });
+        assert_eq!(h.drain(&lane).await, Drained::Idle);
+        assert_eq!(h.sent_texts(), ["fresh answer"]);
+    });
+}

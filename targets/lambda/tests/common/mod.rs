@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod emulator;
+
 use serde_json::Value;
 
 pub const FUNCTION_URL: &str = include_str!("../events/function_url.json");

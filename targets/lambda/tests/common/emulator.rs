@@ -1,0 +1,205 @@
+//! A Lambda Runtime API emulator with the Invoke API the self-invocation calls, in memory:
+//! `invoke` hands an event to the function and waits for its response; asynchronous
+//! invocations are queued like Lambda queues them (or only recorded, for the benchmark).
+
+use std::collections::{HashMap, VecDeque};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use clawless_testkit::fixtures::OWNER_ID;
+use clawless_testkit::servers::serve;
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+pub const SECRET: &str = "lambda-e2e-secret";
+
+/// The Runtime API and Invoke API, in memory.
+#[derive(Default)]
+pub struct Emulator {
+    queue: Mutex<VecDeque<(String, Value)>>,
+    responses: Mutex<HashMap<String, Value>>,
+    counter: Mutex<u64>,
+    arrived: Notify,
+    answered: Notify,
+    /// Instants of `/next` calls.
+    pub nexts: Mutex<Vec<Instant>>,
+    /// Asynchronous invocations received through the Invoke API.
+    pub async_invokes: Mutex<Vec<Value>>,
+    /// When set, asynchronous invocations are recorded but not run.
+    pub hold_async: AtomicBool,
+}
+
+impl Emulator {
+    fn enqueue(&self, event: Value) -> String {
+        let id = {
+            let mut n = self.counter.lock().unwrap();
+            *n += 1;
+            format!("req-{n}")
+        };
+        self.queue.lock().unwrap().push_back((id.clone(), event));
+        self.arrived.notify_waiters();
+        self.arrived.notify_one();
+        id
+    }
+
+    /// Invokes synchronously: waits for the function's response.
+    pub async fn invoke(&self, event: Value) -> Value {
+        let id = self.enqueue(event);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let wait = self.answered.notified();
+            if let Some(v) = self.responses.lock().unwrap().remove(&id) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "no response to {id}");
+            let _ = tokio::time::timeout(Duration::from_millis(100), wait).await;
+        }
+    }
+}
+
+async fn next(State(emu): State<Arc<Emulator>>) -> impl IntoResponse {
+    emu.nexts.lock().unwrap().push(Instant::now());
+    loop {
+        let wait = emu.arrived.notified();
+        if let Some((id, event)) = emu.queue.lock().unwrap().pop_front() {
+            let deadline = (std::time::SystemTime::now() + Duration::from_secs(300))
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis();
+            let headers = [
+                ("lambda-runtime-aws-request-id", id),
+                ("lambda-runtime-deadline-ms", deadline.to_string()),
+                (
+                    "lambda-runtime-invoked-function-arn",
+                    "arn:aws:lambda:us-east-1:123456789012:function:clawless-bot".into(),
+                ),
+                (
+                    "lambda-runtime-trace-id",
+                    "Root=1-5759e988-bd862e3fe1be46a994272793".into(),
+                ),
+            ];
+            let mut map = HeaderMap::new();
+            for (k, v) in headers {
+                map.insert(k, v.parse().unwrap());
+            }
+            return (StatusCode::OK, map, event.to_string());
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(200), wait).await;
+    }
+}
+
+async fn respond(
+    State(emu): State<Arc<Emulator>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> StatusCode {
+    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    emu.responses.lock().unwrap().insert(id, v);
+    emu.answered.notify_waiters();
+    StatusCode::ACCEPTED
+}
+
+async fn error(
+    State(emu): State<Arc<Emulator>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> StatusCode {
+    let text = String::from_utf8_lossy(&body).into_owned();
+    emu.responses
+        .lock()
+        .unwrap()
+        .insert(id, json!({"error": text}));
+    emu.answered.notify_waiters();
+    StatusCode::ACCEPTED
+}
+
+async fn init_error(body: Bytes) -> StatusCode {
+    panic!("init error: {}", String::from_utf8_lossy(&body));
+}
+
+/// `POST /2015-03-31/functions/{name}/invocations` with `X-Amz-Invocation-Type: Event`.
+async fn invoke_api(
+    State(emu): State<Arc<Emulator>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
+    let event: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    assert_eq!(
+        headers
+            .get("x-amz-invocation-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("Event")
+    );
+    emu.async_invokes.lock().unwrap().push(event.clone());
+    if !emu.hold_async.load(Ordering::SeqCst) {
+        emu.enqueue(event);
+    }
+    (StatusCode::ACCEPTED, "")
+}
+
+pub async fn start_emulator() -> (Arc<Emulator>, String) {
+    let emu = Arc::new(Emulator::default());
+    let router = axum::Router::new()
+        .route("/2018-06-01/runtime/invocation/next", get(next))
+        .route(
+            "/2018-06-01/runtime/invocation/{id}/response",
+            post(respond),
+        )
+        .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
+        .route("/2018-06-01/runtime/init/error", post(init_error))
+        .route("/2015-03-31/functions/{name}/invocations", post(invoke_api))
+        .with_state(emu.clone());
+    let url = serve(router).await;
+    (emu, url)
+}
+
+/// The function process, killed on drop.
+pub struct Function(Child);
+
+impl Drop for Function {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn bootstrap() -> String {
+    std::env::var("CLAWLESS_LAMBDA_BOOTSTRAP")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_bootstrap").to_owned())
+}
+
+/// Starts the bootstrap against the emulator, moto's `table`, and the fakes.
+pub fn start_function(runtime: &str, moto: &str, table: &str, tg: &str, llm: &str) -> Function {
+    let runtime = runtime.trim_start_matches("http://");
+    let child = Command::new(bootstrap())
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", runtime)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "clawless-bot")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/11/22/[$LATEST]test")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/clawless-bot")
+        .envs(super::aws_env())
+        .env("AWS_ENDPOINT_URL_DYNAMODB", moto)
+        .env("AWS_ENDPOINT_URL_LAMBDA", format!("http://{runtime}"))
+        .env("CLAWLESS_TABLE", table)
+        .env("TELEGRAM_BOT_TOKEN", "77:LAMBDA-E2E")
+        .env("TELEGRAM_WEBHOOK_SECRET", SECRET)
+        .env("TELEGRAM_ALLOWED_USERS", OWNER_ID.to_string())
+        .env("TELEGRAM_API_BASE", tg)
+        .env("ANTHROPIC_API_KEY", "sk-lambda")
+        .env("ANTHROPIC_BASE_URL", llm)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    Function(child)
+}
