@@ -91,6 +91,7 @@ pub async fn dynamo_client(moto: &Moto) -> aws_sdk_dynamodb::Client {
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
         .credentials_provider(creds)
         .endpoint_url(&moto.url)
+        .http_client(clawless_lambda::setup::https_client())
         .build();
     aws_sdk_dynamodb::Client::from_conf(conf)
 }
