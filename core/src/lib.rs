@@ -11,6 +11,7 @@
 //! - [`agent`]: the model ↔ tools loop.
 //! - [`llm`]: message model, Anthropic and OpenAI adapters, the retrying fallback chain.
 //! - [`tools`]: the tool registry and built-in tools.
+//! - [`memory`]: chunking and embeddings for Markdown memory (search comes next).
 //! - [`session`]: conversation history through Kv.
 //! - [`telegram`]: update types, the Bot API client, Markdown → HTML and splitting.
 //! - [`config`]: YAML config into validated types. [`env`]: settings and secrets from the
@@ -23,6 +24,7 @@ pub mod env;
 pub(crate) mod handler;
 pub mod inbox;
 pub mod llm;
+pub mod memory;
 pub mod secret;
 pub mod session;
 pub mod telegram;

@@ -22,7 +22,10 @@ pub async fn build() -> Result<Shell, String> {
         .get("AWS_LAMBDA_FUNCTION_NAME")
         .ok_or("AWS_LAMBDA_FUNCTION_NAME is not set")?
         .to_owned();
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(https_client()).load().await;
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(https_client())
+        .load()
+        .await;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let table = Table {
         client: aws_sdk_dynamodb::Client::new(&aws),
@@ -59,5 +62,7 @@ pub async fn build() -> Result<Shell, String> {
 /// The SDK's HTTP client: hyper + rustls on ring.
 pub fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
     use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-    aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https()
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
 }
