@@ -91,6 +91,18 @@ pub fn matches(metadata: &BTreeMap<String, String>, filter: &BTreeMap<String, St
     filter.iter().all(|(k, v)| metadata.get(k) == Some(v))
 }
 
+/// A vector as little-endian f32 bytes, the form the SQL and DynamoDB adapters store.
+pub fn to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The inverse of [`to_blob`]; trailing bytes short of a float are ignored.
+pub fn from_blob(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 /// Sorts hits best first, ties by id, and keeps `top_k`.
 pub fn rank(mut hits: Vec<VectorHit>, top_k: usize) -> Vec<VectorHit> {
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));

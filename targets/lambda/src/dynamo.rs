@@ -19,7 +19,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use clawless_platform::files::{normalize, normalize_dir};
 use clawless_platform::kv::{expiry, validate_key};
-use clawless_platform::vectors::{cosine, matches, rank, validate_vector};
+use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
 use clawless_platform::{
     async_trait, Clock, ErrorKind, Files, Kv, PortError, VectorHit, VectorRecord, Vectors,
 };
@@ -103,6 +103,18 @@ impl Table {
         Ok(out.item)
     }
 
+    async fn delete_item(&self, p: String, sk: &str) -> Result<(), PortError> {
+        self.client
+            .delete_item()
+            .table_name(&self.name)
+            .key("p", s(p))
+            .key("s", s(sk))
+            .send()
+            .await
+            .map_err(sdk_err)?;
+        Ok(())
+    }
+
     /// All items of partition `p` whose sort key starts with `prefix`, in key order, until
     /// `keep` has accepted `limit` of them.
     async fn query(
@@ -171,16 +183,7 @@ impl Kv for DynamoKv {
 
     async fn delete(&self, key: &str) -> Result<(), PortError> {
         validate_key(key)?;
-        let t = &self.0;
-        t.client
-            .delete_item()
-            .table_name(&t.name)
-            .key("p", s(kv_partition(key)))
-            .key("s", s(key))
-            .send()
-            .await
-            .map_err(sdk_err)?;
-        Ok(())
+        self.0.delete_item(kv_partition(key), key).await
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, PortError> {
@@ -316,16 +319,6 @@ impl DynamoKv {
 /// The Vectors port over the `vec` partition.
 pub struct DynamoVectors(pub Table);
 
-fn to_blob(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn from_blob(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
 impl DynamoVectors {
     async fn dim(&self) -> Result<Option<usize>, PortError> {
         let items = self.0.query("vec", "", 1, |_| true).await?;
@@ -394,15 +387,7 @@ impl Vectors for DynamoVectors {
 
     async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
         for id in ids {
-            self.0
-                .client
-                .delete_item()
-                .table_name(&self.0.name)
-                .key("p", s("vec"))
-                .key("s", s(id))
-                .send()
-                .await
-                .map_err(sdk_err)?;
+            self.0.delete_item("vec".into(), id).await?;
         }
         Ok(())
     }
@@ -469,16 +454,6 @@ impl Files for DynamoFiles {
     }
 
     async fn delete(&self, path: &str) -> Result<(), PortError> {
-        let path = normalize(path)?;
-        self.0
-            .client
-            .delete_item()
-            .table_name(&self.0.name)
-            .key("p", s("file"))
-            .key("s", s(path))
-            .send()
-            .await
-            .map_err(sdk_err)?;
-        Ok(())
+        self.0.delete_item("file".into(), &normalize(path)?).await
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_platform::kv::{expiry, validate_key};
-use clawless_platform::vectors::{cosine, matches, rank, validate_vector};
+use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
 use clawless_platform::{async_trait, Clock, Kv, PortError, VectorHit, VectorRecord, Vectors};
 use futures::executor::block_on;
 use libsql::{params, Connection, Value};
@@ -265,16 +265,6 @@ impl SqlVectors {
     pub fn new(db: Db) -> Self {
         Self { db }
     }
-}
-
-fn to_blob(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn from_blob(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }
 
 fn stored_dim(c: &Connection) -> Result<Option<usize>, PortError> {
