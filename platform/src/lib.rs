@@ -6,6 +6,7 @@
 //! - [`files`]: a sandboxed file tree (memory files, skills).
 //! - [`http`]: one request, one response, with a timeout.
 //! - [`vectors`]: vector upsert / top-k query / delete.
+//! - [`text`]: keyword search (BM25) over documents with metadata.
 //! - [`clock`]: wall-clock time and sleeping (core never reads the system clock itself).
 //! - `native_io` (feature `native-io`): reqwest Http and system Clock for tokio shells.
 //! - [`Platform`]: the ports gathered as `Arc<dyn Port>` for injection.
@@ -24,6 +25,7 @@ pub mod http;
 pub mod kv;
 #[cfg(feature = "native-io")]
 pub mod native_io;
+pub mod text;
 pub mod vectors;
 
 use std::sync::Arc;
@@ -34,6 +36,7 @@ pub use error::{ErrorKind, PortError, Result};
 pub use files::{Files, MemoryFiles};
 pub use http::{FakeHttp, Http, HttpRequest, HttpResponse, Method};
 pub use kv::{Kv, KvExt, MemoryKv};
+pub use text::{MemoryText, TextDoc, TextHit, TextIndex};
 pub use vectors::{MemoryVectors, VectorHit, VectorRecord, Vectors};
 
 /// All ports, as shared trait objects. Built by a target from its environment.
@@ -43,6 +46,7 @@ pub struct Platform {
     pub files: Arc<dyn Files>,
     pub http: Arc<dyn Http>,
     pub vectors: Arc<dyn Vectors>,
+    pub text: Arc<dyn TextIndex>,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -63,6 +67,7 @@ impl Platform {
             files: Arc::new(MemoryFiles::default()),
             http: http.clone(),
             vectors: Arc::new(MemoryVectors::default()),
+            text: Arc::new(MemoryText::default()),
             clock: clock.clone(),
         };
         (platform, clock, http)

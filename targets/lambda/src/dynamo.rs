@@ -7,6 +7,10 @@
 //!   Compare-and-swap is a conditional write.
 //! - Vectors: `p = "vec"`, exact cosine scan of the partition: fine for an assistant's memory
 //!   (thousands of chunks); each query reads the whole partition, ~1.6 KB per 384-dim vector.
+//! - TextIndex: an inverted index: postings `p = "txt#" + term`, `s = doc id`, `tf`; one item
+//!   per document in `p = "txtdoc"` (`len`, `meta`, `terms`). A search reads the `txtdoc`
+//!   partition (for the document count, average length and metadata) and each query term's
+//!   postings, then scores BM25: fine for thousands of chunks, not millions.
 //! - Files: `p = "file"`, `s = path`: no bucket to create; a file may be at most 350 KB (the
 //!   item limit is 400 KB) and `append` is read-modify-write.
 
@@ -19,9 +23,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use clawless_platform::files::{normalize, normalize_dir};
 use clawless_platform::kv::{expiry, validate_key};
+use clawless_platform::text::{bm25, rank_text, terms as text_terms};
 use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
 use clawless_platform::{
-    async_trait, Clock, ErrorKind, Files, Kv, PortError, VectorHit, VectorRecord, Vectors,
+    async_trait, Clock, ErrorKind, Files, Kv, PortError, TextDoc, TextHit, TextIndex, VectorHit,
+    VectorRecord, Vectors,
 };
 use std::sync::Arc;
 
@@ -455,5 +461,127 @@ impl Files for DynamoFiles {
 
     async fn delete(&self, path: &str) -> Result<(), PortError> {
         self.0.delete_item("file".into(), &normalize(path)?).await
+    }
+}
+
+/// The TextIndex port: an inverted index in the table (see the module docs).
+pub struct DynamoText(pub Table);
+
+impl DynamoText {
+    async fn remove(&self, id: &str) -> Result<(), PortError> {
+        let Some(doc) = self.0.get_item("txtdoc".into(), id).await? else {
+            return Ok(());
+        };
+        let terms: Vec<String> = string(&doc, "terms")
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        for t in terms {
+            self.0.delete_item(format!("txt#{t}"), id).await?;
+        }
+        self.0.delete_item("txtdoc".into(), id).await
+    }
+}
+
+#[async_trait]
+impl TextIndex for DynamoText {
+    async fn upsert(&self, docs: Vec<TextDoc>) -> Result<(), PortError> {
+        for d in docs {
+            self.remove(&d.id).await?;
+            let all = text_terms(&d.text);
+            let mut tf: BTreeMap<String, u32> = BTreeMap::new();
+            for t in &all {
+                *tf.entry(t.clone()).or_default() += 1;
+            }
+            for (term, n) in &tf {
+                self.0
+                    .client
+                    .put_item()
+                    .table_name(&self.0.name)
+                    .item("p", s(format!("txt#{term}")))
+                    .item("s", s(&d.id))
+                    .item("tf", AttributeValue::N(n.to_string()))
+                    .send()
+                    .await
+                    .map_err(sdk_err)?;
+            }
+            let meta = serde_json::to_string(&d.metadata)
+                .map_err(|e| PortError::invalid(e.to_string()))?;
+            let terms = serde_json::to_string(&tf.keys().collect::<Vec<_>>())
+                .map_err(|e| PortError::invalid(e.to_string()))?;
+            self.0
+                .client
+                .put_item()
+                .table_name(&self.0.name)
+                .item("p", s("txtdoc"))
+                .item("s", s(&d.id))
+                .item("len", AttributeValue::N(all.len().to_string()))
+                .item("meta", s(meta))
+                .item("terms", s(terms))
+                .send()
+                .await
+                .map_err(sdk_err)?;
+        }
+        Ok(())
+    }
+
+    async fn search(
+        &self,
+        query: &str,
+        top_k: usize,
+        filter: &BTreeMap<String, String>,
+    ) -> Result<Vec<TextHit>, PortError> {
+        let mut q = text_terms(query);
+        q.sort();
+        q.dedup();
+        if q.is_empty() {
+            return Ok(Vec::new());
+        }
+        let docs = self.0.query("txtdoc", "", usize::MAX, |_| true).await?;
+        let n = docs.len() as f32;
+        let avg = docs.iter().filter_map(|d| num(d, "len")).sum::<u64>() as f32 / n.max(1.0);
+        let info: HashMap<String, (f32, BTreeMap<String, String>)> = docs
+            .iter()
+            .filter_map(|d| {
+                let meta = string(d, "meta")
+                    .and_then(|m| serde_json::from_str(&m).ok())
+                    .unwrap_or_default();
+                Some((string(d, "s")?, (num(d, "len").unwrap_or(0) as f32, meta)))
+            })
+            .collect();
+        let mut scores: HashMap<String, f32> = HashMap::new();
+        for term in &q {
+            let postings = self
+                .0
+                .query(&format!("txt#{term}"), "", usize::MAX, |_| true)
+                .await?;
+            let df = postings.len() as f32;
+            for p in &postings {
+                let (Some(id), Some(tf)) = (string(p, "s"), num(p, "tf")) else {
+                    continue;
+                };
+                if let Some((len, _)) = info.get(&id) {
+                    *scores.entry(id).or_default() += bm25(tf as f32, df, n, *len, avg);
+                }
+            }
+        }
+        let hits = scores
+            .into_iter()
+            .filter_map(|(id, score)| {
+                let (_, metadata) = info.get(&id)?;
+                (score > 0.0 && matches(metadata, filter)).then(|| TextHit {
+                    metadata: metadata.clone(),
+                    id,
+                    score,
+                })
+            })
+            .collect();
+        Ok(rank_text(hits, top_k))
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
+        for id in ids {
+            self.remove(id).await?;
+        }
+        Ok(())
     }
 }

@@ -7,7 +7,7 @@ use clawless_core::{App, Config, Env};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 use clawless_platform::{Clock, Platform};
 
-use crate::dynamo::{DynamoFiles, DynamoKv, DynamoVectors, Table};
+use crate::dynamo::{DynamoFiles, DynamoKv, DynamoText, DynamoVectors, Table};
 use crate::events::Shell;
 use crate::invoke::SelfInvoke;
 
@@ -36,7 +36,8 @@ pub async fn build() -> Result<Shell, String> {
         kv: Arc::new(DynamoKv(table.clone())),
         files: Arc::new(DynamoFiles(table.clone())),
         http: Arc::new(ReqwestHttp::new().map_err(|e| e.to_string())?),
-        vectors: Arc::new(DynamoVectors(table)),
+        vectors: Arc::new(DynamoVectors(table.clone())),
+        text: Arc::new(DynamoText(table)),
         clock: clock.clone(),
     };
     let config = Config::load(&clawless_core::config::embedded()).map_err(|e| e.to_string())?;

@@ -7,9 +7,9 @@ mod common;
 
 use std::sync::Arc;
 
-use clawless_lambda::dynamo::{DynamoFiles, DynamoKv, DynamoVectors, Table, MAX_FILE};
+use clawless_lambda::dynamo::{DynamoFiles, DynamoKv, DynamoText, DynamoVectors, Table, MAX_FILE};
 use clawless_platform::native_io::SystemClock;
-use clawless_platform::{files, kv, vectors, ErrorKind, Files};
+use clawless_platform::{files, kv, text, vectors, ErrorKind, Files};
 
 async fn table(moto: &common::Moto, name: &str) -> Table {
     let client = common::dynamo_client(moto).await;
@@ -30,6 +30,7 @@ async fn dynamo_adapters_conform() {
     // Prefixes without a '/' scan instead of query.
     kv::conformance::run(&kv, &SystemClock, "scan").await;
     vectors::conformance::run(&DynamoVectors(t.clone())).await;
+    text::conformance::run(&DynamoText(t.clone())).await;
     let files = DynamoFiles(t.clone());
     files::conformance::run(&files).await;
     let err = files

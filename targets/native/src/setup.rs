@@ -9,7 +9,7 @@ use clawless_core::{App, Config, ConfigFiles, Env};
 use clawless_platform::{Clock, Platform};
 
 use crate::fs::FsFiles;
-use crate::store::{Db, SqlKv, SqlVectors};
+use crate::store::{Db, SqlKv, SqlText, SqlVectors};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 
 /// Everything `main` needs: the app and the concrete store (for housekeeping).
@@ -79,7 +79,8 @@ pub fn build(env: &Env) -> Result<Native> {
         kv: kv.clone(),
         files: Arc::new(FsFiles::new(data.join("files")).context("creating files directory")?),
         http: Arc::new(ReqwestHttp::new().map_err(|e| anyhow::anyhow!("{e}"))?),
-        vectors: Arc::new(SqlVectors::new(db)),
+        vectors: Arc::new(SqlVectors::new(db.clone())),
+        text: Arc::new(SqlText::new(db)),
         clock: clock.clone(),
     };
     let instance = format!("native-{}-{}", std::process::id(), clock.now_ms());

@@ -1,4 +1,4 @@
-//! libsql on disk: the Kv and Vectors ports.
+//! libsql on disk: the Kv, Vectors and TextIndex (FTS5) ports.
 //!
 //! libsql's local "async" API blocks the calling thread, so one dedicated thread owns the
 //! connection and runs every statement; callers send it closures and await the answer. That
@@ -10,8 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_platform::kv::{expiry, validate_key};
+use clawless_platform::text::rank_text;
 use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
-use clawless_platform::{async_trait, Clock, Kv, PortError, VectorHit, VectorRecord, Vectors};
+use clawless_platform::{
+    async_trait, Clock, Kv, PortError, TextDoc, TextHit, TextIndex, VectorHit, VectorRecord,
+    Vectors,
+};
 use futures::executor::block_on;
 use libsql::{params, Connection, Value};
 
@@ -26,6 +30,7 @@ pub struct Db {
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at INTEGER);
 CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec BLOB NOT NULL, metadata TEXT NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS text_fts USING fts5(id UNINDEXED, body, metadata UNINDEXED, tokenize = 'unicode61');
 ";
 
 fn db_err(e: libsql::Error) -> PortError {
@@ -354,6 +359,111 @@ impl Vectors for SqlVectors {
                 block_on(async {
                     for id in ids {
                         c.execute("DELETE FROM vectors WHERE id = ?1", params![id])
+                            .await
+                            .map_err(db_err)?;
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+}
+
+/// TextIndex over an FTS5 table, ranked by FTS5's own `bm25()`.
+pub struct SqlText {
+    db: Db,
+}
+
+impl SqlText {
+    pub fn new(db: Db) -> Self {
+        Self { db }
+    }
+}
+
+/// The FTS5 query for plain words: each term quoted (so no word is syntax), joined by OR.
+fn fts_query(query: &str) -> Option<String> {
+    let mut terms = clawless_platform::text::terms(query);
+    terms.sort();
+    terms.dedup();
+    (!terms.is_empty()).then(|| {
+        terms
+            .iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    })
+}
+
+#[async_trait]
+impl TextIndex for SqlText {
+    async fn upsert(&self, docs: Vec<TextDoc>) -> Result<(), PortError> {
+        self.db
+            .call(move |c| {
+                block_on(async {
+                    for d in &docs {
+                        let meta = serde_json::to_string(&d.metadata)
+                            .map_err(|e| PortError::invalid(e.to_string()))?;
+                        c.execute("DELETE FROM text_fts WHERE id = ?1", params![d.id.clone()])
+                            .await
+                            .map_err(db_err)?;
+                        c.execute(
+                            "INSERT INTO text_fts (id, body, metadata) VALUES (?1, ?2, ?3)",
+                            params![d.id.clone(), d.text.clone(), meta],
+                        )
+                        .await
+                        .map_err(db_err)?;
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    async fn search(
+        &self,
+        query: &str,
+        top_k: usize,
+        filter: &BTreeMap<String, String>,
+    ) -> Result<Vec<TextHit>, PortError> {
+        let Some(q) = fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let filter = filter.clone();
+        self.db
+            .call(move |c| {
+                block_on(async {
+                    let mut rows = c
+                        .query("SELECT id, metadata, bm25(text_fts) FROM text_fts WHERE text_fts MATCH ?1", params![q])
+                        .await
+                        .map_err(db_err)?;
+                    let mut hits = Vec::new();
+                    while let Some(row) = rows.next().await.map_err(db_err)? {
+                        let id = read_bytes(row.get_value(0).map_err(db_err)?).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+                        let meta = read_bytes(row.get_value(1).map_err(db_err)?).unwrap_or_default();
+                        let metadata: BTreeMap<String, String> = serde_json::from_slice(&meta).unwrap_or_default();
+                        // bm25() is lower-is-better and negative; the port's score is positive.
+                        let rank = match row.get_value(2).map_err(db_err)? {
+                            Value::Real(r) => -r as f32,
+                            Value::Integer(i) => -i as f32,
+                            _ => 0.0,
+                        };
+                        if matches(&metadata, &filter) {
+                            hits.push(TextHit { id, score: rank.max(f32::MIN_POSITIVE), metadata });
+                        }
+                    }
+                    Ok(rank_text(hits, top_k))
+                })
+            })
+            .await
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
+        let ids = ids.to_vec();
+        self.db
+            .call(move |c| {
+                block_on(async {
+                    for id in ids {
+                        c.execute("DELETE FROM text_fts WHERE id = ?1", params![id])
                             .await
                             .map_err(db_err)?;
                     }

@@ -14,9 +14,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use clawless_native::fs::FsFiles;
-use clawless_native::store::{Db, SqlKv, SqlVectors};
+use clawless_native::store::{Db, SqlKv, SqlText, SqlVectors};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
-use clawless_platform::{clock, files, http, kv, vectors, Files};
+use clawless_platform::{clock, files, http, kv, text, vectors, Files};
 
 #[tokio::test]
 async fn libsql_kv_conforms_in_memory_and_on_disk() {
@@ -131,4 +131,9 @@ async fn reqwest_http_connection_refused_is_unavailable() {
 #[tokio::test]
 async fn system_clock_conforms() {
     clock::conformance::run(&SystemClock).await;
+}
+
+#[tokio::test]
+async fn libsql_fts5_text_index_conforms() {
+    text::conformance::run(&SqlText::new(Db::open(":memory:").unwrap())).await;
 }

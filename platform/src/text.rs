@@ -1,0 +1,281 @@
+//! TextIndex port: keyword search with BM25 over documents with metadata. The keyword half of
+//! memory's hybrid search: FTS5 on native, an inverted index in each serverless store.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::vectors::matches;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextDoc {
+    pub id: String,
+    pub text: String,
+    pub metadata: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextHit {
+    pub id: String,
+    /// BM25 relevance, higher is better, always > 0.
+    pub score: f32,
+    pub metadata: BTreeMap<String, String>,
+}
+
+#[async_trait]
+pub trait TextIndex: Send + Sync {
+    /// Indexes documents, replacing any with the same id.
+    async fn upsert(&self, docs: Vec<TextDoc>) -> Result<()>;
+
+    /// The `top_k` documents most relevant to `query` whose metadata contains every pair of
+    /// `filter`.
+    ///
+    /// # Behavior
+    /// The query is plain words: any punctuation or search syntax in it is treated as text,
+    /// never an error. A document matches when it holds any query term ([`terms`]); more
+    /// occurrences and rarer terms rank higher (BM25). No match answers empty; hits come best
+    /// first, ties by id.
+    async fn search(
+        &self,
+        query: &str,
+        top_k: usize,
+        filter: &BTreeMap<String, String>,
+    ) -> Result<Vec<TextHit>>;
+
+    /// Removes documents by id.
+    ///
+    /// # Behavior
+    /// Missing ids are ignored.
+    async fn delete(&self, ids: &[String]) -> Result<()>;
+}
+
+/// The index terms of a text: lower-cased runs of letters and digits (as FTS5's `unicode61`
+/// tokenizer splits them).
+pub fn terms(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// BM25 parameters.
+pub const K1: f32 = 1.2;
+pub const B: f32 = 0.75;
+
+/// The BM25 weight of one term in one document.
+pub fn bm25(tf: f32, df: f32, docs: f32, len: f32, avg_len: f32) -> f32 {
+    let idf = ((docs - df + 0.5) / (df + 0.5) + 1.0).ln();
+    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len.max(1.0)))
+}
+
+/// Sorts hits best first, ties by id, and keeps `top_k`.
+pub fn rank_text(mut hits: Vec<TextHit>, top_k: usize) -> Vec<TextHit> {
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    hits.truncate(top_k);
+    hits
+}
+
+struct Indexed {
+    tf: HashMap<String, u32>,
+    len: u32,
+    metadata: BTreeMap<String, String>,
+}
+
+/// In-memory BM25 [`TextIndex`].
+#[derive(Default)]
+pub struct MemoryText {
+    docs: Mutex<BTreeMap<String, Indexed>>,
+}
+
+#[async_trait]
+impl TextIndex for MemoryText {
+    async fn upsert(&self, docs: Vec<TextDoc>) -> Result<()> {
+        let mut map = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        for d in docs {
+            let ts = terms(&d.text);
+            let mut tf = HashMap::new();
+            for t in &ts {
+                *tf.entry(t.clone()).or_insert(0) += 1;
+            }
+            map.insert(
+                d.id,
+                Indexed {
+                    tf,
+                    len: ts.len() as u32,
+                    metadata: d.metadata,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    async fn search(
+        &self,
+        query: &str,
+        top_k: usize,
+        filter: &BTreeMap<String, String>,
+    ) -> Result<Vec<TextHit>> {
+        let map = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = terms(query);
+        q.sort();
+        q.dedup();
+        let n = map.len() as f32;
+        let avg = map.values().map(|d| d.len as f32).sum::<f32>() / n.max(1.0);
+        let df: HashMap<&str, f32> = q
+            .iter()
+            .map(|t| {
+                (
+                    t.as_str(),
+                    map.values().filter(|d| d.tf.contains_key(t)).count() as f32,
+                )
+            })
+            .collect();
+        let hits = map
+            .iter()
+            .filter(|(_, d)| matches(&d.metadata, filter))
+            .filter_map(|(id, d)| {
+                let score: f32 = q
+                    .iter()
+                    .filter_map(|t| {
+                        d.tf.get(t)
+                            .map(|tf| bm25(*tf as f32, df[t.as_str()], n, d.len as f32, avg))
+                    })
+                    .sum();
+                (score > 0.0).then(|| TextHit {
+                    id: id.clone(),
+                    score,
+                    metadata: d.metadata.clone(),
+                })
+            })
+            .collect();
+        Ok(rank_text(hits, top_k))
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<()> {
+        let mut map = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        for id in ids {
+            map.remove(id);
+        }
+        Ok(())
+    }
+}
+
+/// Conformance suite for [`TextIndex`] adapters; `index` must start empty.
+#[cfg(any(test, feature = "testing"))]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+pub mod conformance {
+    use super::*;
+
+    fn doc(id: &str, text: &str, scope: &str) -> TextDoc {
+        TextDoc {
+            id: id.into(),
+            text: text.into(),
+            metadata: BTreeMap::from([("scope".into(), scope.into())]),
+        }
+    }
+
+    fn ids(hits: &[TextHit]) -> Vec<&str> {
+        hits.iter().map(|h| h.id.as_str()).collect()
+    }
+
+    pub async fn run(index: &dyn TextIndex) {
+        let none = BTreeMap::new();
+        assert!(
+            index.search("anything", 5, &none).await.unwrap().is_empty(),
+            "empty index answers empty"
+        );
+        index
+            .upsert(vec![
+                doc("cat", "My cat Miso is grey. Miso likes tuna.", "a"),
+                doc("dog", "The neighbour's dog barks at night.", "a"),
+                doc(
+                    "tax",
+                    "Tax filing is due in April; the accountant is Jo.",
+                    "b",
+                ),
+                doc(
+                    "miso-soup",
+                    "Miso soup recipe: dashi, tofu, miso paste.",
+                    "b",
+                ),
+                doc("filler1", "Notes about the weather and the garden.", "a"),
+                doc("filler2", "Shopping list: bread, milk, eggs.", "a"),
+            ])
+            .await
+            .unwrap();
+        let hits = index.search("Miso", 5, &none).await.unwrap();
+        assert_eq!(ids(&hits).len(), 2, "only documents holding the term match");
+        assert!(hits.iter().all(|h| h.score > 0.0), "scores are positive");
+        assert!(hits[0].score >= hits[1].score, "best first");
+        let hits = index
+            .search("when is the tax filing due", 5, &none)
+            .await
+            .unwrap();
+        assert_eq!(ids(&hits)[0], "tax", "more matching terms rank higher");
+        let filter = BTreeMap::from([("scope".to_string(), "a".to_string())]);
+        let hits = index.search("miso", 5, &filter).await.unwrap();
+        assert_eq!(ids(&hits), ["cat"], "filter applies");
+        assert_eq!(
+            hits[0].metadata.get("scope").map(String::as_str),
+            Some("a"),
+            "metadata returned"
+        );
+        for weird in [
+            "\"miso",
+            "miso AND",
+            "NOT -tuna*",
+            "(tuna) OR:",
+            "",
+            "  ",
+            "😀 ???",
+        ] {
+            index
+                .search(weird, 5, &none)
+                .await
+                .unwrap_or_else(|e| panic!("{weird:?} must not be an error: {e}"));
+        }
+        assert_eq!(
+            ids(&index.search("tuna*", 5, &none).await.unwrap()),
+            ["cat"],
+            "syntax characters are text"
+        );
+        assert_eq!(
+            index.search("MISO", 1, &none).await.unwrap().len(),
+            1,
+            "case-insensitive, top_k kept"
+        );
+
+        index
+            .upsert(vec![doc("cat", "My cat is now called Pepper.", "a")])
+            .await
+            .unwrap();
+        assert_eq!(
+            ids(&index.search("miso", 5, &none).await.unwrap()),
+            ["miso-soup"],
+            "upsert replaces"
+        );
+        assert_eq!(
+            ids(&index.search("pepper", 5, &none).await.unwrap()),
+            ["cat"]
+        );
+        index
+            .delete(&["miso-soup".into(), "missing".into()])
+            .await
+            .unwrap();
+        assert!(
+            index.search("miso", 5, &none).await.unwrap().is_empty(),
+            "delete removes"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn memory_text_conforms() {
+        futures::executor::block_on(super::conformance::run(&super::MemoryText::default()));
+    }
+}
