@@ -1,8 +1,10 @@
-//! Memory (first parts): chunking Markdown memory files and embedding text. The index, hybrid
-//! search, tools and consolidation build on these.
+//! Memory: Markdown files are the memory, the index only a search layer over them. The agent
+//! tools, recall before replies and consolidation build on [`store`].
 //!
 //! - [`chunk`]: heading-first chunking with windowed overlap.
 //! - [`embed`]: `EmbeddingProvider`, the OpenAI-compatible adapter and the local embedder.
+//! - [`store`]: `MemoryStore`: incremental indexing and hybrid (vector + BM25) search.
 
 pub mod chunk;
 pub mod embed;
+pub mod store;
