@@ -102,6 +102,22 @@ impl Db {
     }
 }
 
+impl Db {
+    /// Runs `sql` (one `?1` parameter) once per id.
+    async fn delete_ids(&self, sql: &'static str, ids: &[String]) -> Result<(), PortError> {
+        let ids = ids.to_vec();
+        self.call(move |c| {
+            block_on(async {
+                for id in ids {
+                    c.execute(sql, params![id]).await.map_err(db_err)?;
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+}
+
 fn read_bytes(v: Value) -> Option<Vec<u8>> {
     match v {
         Value::Blob(b) => Some(b),
@@ -353,18 +369,8 @@ impl Vectors for SqlVectors {
     }
 
     async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
-        let ids = ids.to_vec();
         self.db
-            .call(move |c| {
-                block_on(async {
-                    for id in ids {
-                        c.execute("DELETE FROM vectors WHERE id = ?1", params![id])
-                            .await
-                            .map_err(db_err)?;
-                    }
-                    Ok(())
-                })
-            })
+            .delete_ids("DELETE FROM vectors WHERE id = ?1", ids)
             .await
     }
 }
@@ -458,18 +464,8 @@ impl TextIndex for SqlText {
     }
 
     async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
-        let ids = ids.to_vec();
         self.db
-            .call(move |c| {
-                block_on(async {
-                    for id in ids {
-                        c.execute("DELETE FROM text_fts WHERE id = ?1", params![id])
-                            .await
-                            .map_err(db_err)?;
-                    }
-                    Ok(())
-                })
-            })
+            .delete_ids("DELETE FROM text_fts WHERE id = ?1", ids)
             .await
     }
 }
