@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::config::AgentConfig;
 use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
-use crate::tools::ToolRegistry;
+use crate::tools::{ToolContext, ToolRegistry};
 
 /// Tool results longer than this are cut (at a character boundary) with a note.
 pub const MAX_TOOL_RESULT: usize = 64 * 1024;
@@ -49,10 +49,14 @@ pub struct TurnOutput {
 
 impl Agent {
     /// Runs one user turn to a final answer.
+    /// Runs one user turn to a final answer. `recall` (memories found for this turn) is
+    /// appended to the system prompt when not empty.
     pub async fn run_turn(
         &self,
         history: &[ChatMessage],
         user: ChatMessage,
+        ctx: &ToolContext,
+        recall: &str,
         observer: &dyn TurnObserver,
     ) -> Result<TurnOutput, LlmError> {
         let mut messages: Vec<ChatMessage> = history.to_vec();
@@ -60,11 +64,19 @@ impl Agent {
         messages.push(user);
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
         let tools = self.tools.specs();
+        let system = if recall.trim().is_empty() {
+            self.config.system_prompt.clone()
+        } else {
+            format!(
+                "{}\n\n## Relevant memories\n{recall}",
+                self.config.system_prompt.trim_end()
+            )
+        };
         for _round in 0..self.config.max_rounds {
             observer.before_model_call().await;
             let request = ChatRequest {
                 model: String::new(),
-                system: self.config.system_prompt.clone(),
+                system: system.clone(),
                 messages: messages.clone(),
                 tools: tools.clone(),
                 max_tokens: self.config.max_tokens,
@@ -96,7 +108,7 @@ impl Agent {
                 let (content, is_error) = if *count > MAX_IDENTICAL_CALLS {
                     ("This exact call was already made twice in this turn; it was not run again. Use the earlier results.".to_owned(), true)
                 } else {
-                    self.call_tool(&name, input).await
+                    self.call_tool(ctx, &name, input).await
                 };
                 results.push(Block::ToolResult {
                     tool_use_id: id,
@@ -123,7 +135,7 @@ impl Agent {
     }
 
     /// Runs one tool with the agent's timeout; returns `(content, is_error)`.
-    async fn call_tool(&self, name: &str, input: Value) -> (String, bool) {
+    async fn call_tool(&self, ctx: &ToolContext, name: &str, input: Value) -> (String, bool) {
         let Some(tool) = self.tools.get(name) else {
             return (
                 format!(
@@ -134,7 +146,7 @@ impl Agent {
             );
         };
         let timeout = Duration::from_secs(self.config.tool_timeout_secs);
-        let call = tool.call(input);
+        let call = tool.call(ctx, input);
         let sleep = self.clock.sleep(timeout);
         match select(call, sleep).await {
             Either::Left((Ok(out), _)) => (truncate(out), false),

@@ -17,10 +17,21 @@ use crate::handler::Step;
 use crate::inbox::{job_key, Drained, Inbox, Job, Lease};
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ChatMessage, LlmError, ModelChain, Provider};
+use crate::memory::embed::LocalEmbedder;
+use crate::memory::store::{MemoryStore, SearchConfig};
 use crate::secret::Secret;
 use crate::session;
 use crate::telegram::{api, BotApi, BotIdentity, Update, UpdateKind};
-use crate::tools::ToolRegistry;
+use crate::tools::{ToolContext, ToolDeps, ToolRegistry};
+
+impl Connector {
+    /// The tool context of conversations on this connector: memory scope `<agent>/<connector>`.
+    pub fn tool_context(&self) -> ToolContext {
+        ToolContext {
+            scope: format!("{}/{}", self.agent.config.id, self.id),
+        }
+    }
+}
 
 /// One Telegram bot and the agent behind it.
 pub struct Connector {
@@ -37,6 +48,7 @@ pub struct Connector {
 
 pub struct App {
     pub platform: Platform,
+    pub memory: Arc<MemoryStore>,
     pub config: Arc<Config>,
     pub connectors: BTreeMap<String, Connector>,
     pub inbox: Inbox,
@@ -84,16 +96,25 @@ impl App {
             .get("TELEGRAM_API_BASE")
             .unwrap_or(api::DEFAULT_API_BASE)
             .to_owned();
+        let memory = Arc::new(MemoryStore {
+            files: platform.files.clone(),
+            kv: platform.kv.clone(),
+            vectors: platform.vectors.clone(),
+            text: platform.text.clone(),
+            embedder: Arc::new(LocalEmbedder::default()),
+            config: SearchConfig::default(),
+        });
+        let deps = ToolDeps {
+            clock: platform.clock.clone(),
+            memory: memory.clone(),
+        };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {
-            let tools =
-                ToolRegistry::builtins(&agent.tools, platform.clock.clone()).map_err(|m| {
-                    ConfigError {
-                        file: format!("agents.d/{id}.yaml"),
-                        field: "tools".into(),
-                        message: m,
-                    }
-                })?;
+            let tools = ToolRegistry::builtins(&agent.tools, &deps).map_err(|m| ConfigError {
+                file: format!("agents.d/{id}.yaml"),
+                field: "tools".into(),
+                message: m,
+            })?;
             let chain = ModelChain {
                 links: links(&platform, &config, &agent.models, env),
                 clock: platform.clock.clone(),
@@ -145,6 +166,7 @@ impl App {
         };
         Ok(App {
             platform,
+            memory,
             config: Arc::new(config),
             connectors,
             inbox,
@@ -352,9 +374,17 @@ impl App {
         let mut s = session::load(kv, session_key)
             .await
             .map_err(LlmError::from)?;
+        let ctx = conn.tool_context();
+        let recall = self.recall(&ctx.scope, text).await;
         let out = conn
             .agent
-            .run_turn(&s.messages, ChatMessage::user_text(text), &NoObserver)
+            .run_turn(
+                &s.messages,
+                ChatMessage::user_text(text),
+                &ctx,
+                &recall,
+                &NoObserver,
+            )
             .await?;
         s.messages.extend(out.messages);
         session::trim(&mut s.messages, self.config.session.history_window);
@@ -363,6 +393,32 @@ impl App {
             .await
             .map_err(LlmError::from)?;
         Ok(out.reply)
+    }
+
+    /// Memories relevant to `text` in `scope`, formatted for the system prompt; empty when
+    /// there are none or memory search failed (logged: a turn never fails for lack of recall).
+    pub async fn recall(&self, scope: &str, text: &str) -> String {
+        match self.memory.search(scope, text).await {
+            Ok(hits) => {
+                let prefix = format!("{}/", crate::memory::store::root(scope));
+                hits.iter()
+                    .map(|h| {
+                        format!(
+                            "[{}:{}-{}] {}",
+                            h.path.trim_start_matches(&prefix),
+                            h.start_line,
+                            h.end_line,
+                            h.text
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            Err(e) => {
+                tracing::warn!(scope, error = %e, "memory recall failed");
+                String::new()
+            }
+        }
     }
 
     /// The key of the job for `update_id` in `lane` (for tests and tools).

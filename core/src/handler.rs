@@ -155,9 +155,17 @@ impl App {
                         thread_id: msg.topic(),
                     },
                 };
+                let ctx = conn.tool_context();
+                let recall = self.recall(&ctx.scope, &text).await;
                 let out = conn
                     .agent
-                    .run_turn(&s.messages, ChatMessage::user_text(text), &observer)
+                    .run_turn(
+                        &s.messages,
+                        ChatMessage::user_text(text),
+                        &ctx,
+                        &recall,
+                        &observer,
+                    )
                     .await
                     .map_err(|e| e.to_string())?;
                 return Ok(Some(Checkpoint {

@@ -567,3 +567,68 @@ fn a_drainer_that_lost_its_lane_never_sends() {
         assert_eq!(h.sent_texts(), ["fresh answer"]);
     });
 }
+
+#[test]
+fn a_fact_told_before_new_is_recalled_after_it() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        // Session 1: the user tells a fact; the model saves it with memory_write.
+        h.script(
+            200,
+            anthropic_tool_use(
+                "toolu_m",
+                "memory_write",
+                json!({"content": "The user's cat is called Miso.", "target": "long_term"}),
+            ),
+        );
+        h.script(200, anthropic_text("Noted!"));
+        let mut tell = fixtures::update("private_text", 1);
+        tell["message"]["text"] = json!("Remember: my cat is called Miso.");
+        h.deliver_raw(&tell).await;
+        let saved = h
+            .platform
+            .files
+            .read("memory/assistant/main/MEMORY.md")
+            .await
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(saved).unwrap(),
+            "- The user's cat is called Miso.\n",
+            "memory is a Markdown file"
+        );
+        // A fresh session.
+        h.deliver("private_command_new", 2).await;
+        // Session 2: the question arrives with the memory recalled into the system prompt.
+        h.script(200, anthropic_text("Your cat is Miso."));
+        let mut ask = fixtures::update("private_text", 3);
+        ask["message"]["text"] = json!("What is my cat called?");
+        h.deliver_raw(&ask).await;
+        let last = h.llm_requests().pop().unwrap();
+        assert_eq!(
+            last["messages"].as_array().unwrap().len(),
+            1,
+            "no history after /new"
+        );
+        let system = last["system"].as_str().unwrap();
+        assert!(
+            system.contains("Relevant memories") && system.contains("Miso"),
+            "{system}"
+        );
+        assert!(
+            !h.llm_requests()[0]["system"]
+                .as_str()
+                .unwrap()
+                .contains("Relevant memories"),
+            "nothing recalled before it was saved"
+        );
+        assert_eq!(h.sent_texts().last().unwrap(), "Your cat is Miso.");
+        // Another connector or agent scope sees nothing: the memory is partitioned.
+        assert!(h
+            .app
+            .memory
+            .search("assistant/other", "cat Miso")
+            .await
+            .unwrap()
+            .is_empty());
+    });
+}

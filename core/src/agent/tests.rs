@@ -32,6 +32,28 @@ impl Provider for Looping {
     }
 }
 
+fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
+    let (p, _, _) = clawless_platform::Platform::in_memory();
+    let memory = crate::memory::store::MemoryStore {
+        files: p.files,
+        kv: p.kv,
+        vectors: p.vectors,
+        text: p.text,
+        embedder: Arc::new(crate::memory::embed::LocalEmbedder::default()),
+        config: Default::default(),
+    };
+    crate::tools::ToolDeps {
+        clock,
+        memory: Arc::new(memory),
+    }
+}
+
+fn ctx() -> ToolContext {
+    ToolContext {
+        scope: "a/main".into(),
+    }
+}
+
 fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
     let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(1_700_000_000_000));
     let config = AgentConfig {
@@ -57,7 +79,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
             base_backoff: Duration::from_millis(1),
             max_wait: Duration::from_secs(1),
         },
-        tools: ToolRegistry::builtins(&["current_time".into()], clock.clone()).unwrap(),
+        tools: ToolRegistry::builtins(&["current_time".into()], &deps(clock.clone())).unwrap(),
         clock,
     }
 }
@@ -68,7 +90,8 @@ fn repeated_identical_calls_are_refused_and_rounds_are_bounded() {
         calls: Mutex::new(0),
     });
     let a = agent(model.clone(), 4);
-    let out = block_on(a.run_turn(&[], ChatMessage::user_text("hi"), &NoObserver)).unwrap();
+    let out =
+        block_on(a.run_turn(&[], ChatMessage::user_text("hi"), &ctx(), "", &NoObserver)).unwrap();
     assert_eq!(
         *model.calls.lock().unwrap(),
         4,
@@ -101,7 +124,7 @@ fn unknown_tool_is_an_error_result() {
         }),
         1,
     );
-    let (content, is_error) = block_on(a.call_tool("rm_rf", json!({})));
+    let (content, is_error) = block_on(a.call_tool(&ctx(), "rm_rf", json!({})));
     assert!(is_error && content.contains("Unknown tool"), "{content}");
 }
 
@@ -125,7 +148,11 @@ impl crate::tools::Tool for Stuck {
             input_schema: json!({"type": "object"}),
         }
     }
-    async fn call(&self, _input: Value) -> Result<String, crate::tools::ToolError> {
+    async fn call(
+        &self,
+        _ctx: &ToolContext,
+        _input: Value,
+    ) -> Result<String, crate::tools::ToolError> {
         futures::future::pending::<()>().await;
         Ok(String::new())
     }
@@ -140,7 +167,7 @@ fn a_stuck_tool_times_out_as_a_tool_error() {
         1,
     );
     a.tools.register(Arc::new(Stuck));
-    let (content, is_error) = block_on(a.call_tool("stuck", json!({})));
+    let (content, is_error) = block_on(a.call_tool(&ctx(), "stuck", json!({})));
     assert!(is_error);
     assert!(content.contains("timed out after 5s"), "{content}");
 }

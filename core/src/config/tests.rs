@@ -11,7 +11,15 @@ fn repository_config_is_valid() {
     );
     let agent = &cfg.agents["assistant"];
     assert!(agent.system_prompt.contains("assistant"));
-    assert_eq!(agent.tools, ["current_time"]);
+    assert_eq!(
+        agent.tools,
+        [
+            "current_time",
+            "memory_search",
+            "memory_get",
+            "memory_write"
+        ]
+    );
     assert_eq!(cfg.providers["openai"].kind, ProviderKind::Openai);
 }
 

@@ -1,7 +1,9 @@
 //! Tools the model can call: the `Tool` trait, the registry, and the built-ins.
 //!
 //! - [`time`]: `current_time`, the date and time at a UTC offset.
+//! - [`memory`]: `memory_search`, `memory_get`, `memory_write` over the scope's memory files.
 
+pub mod memory;
 pub mod time;
 
 use std::collections::BTreeMap;
@@ -13,7 +15,26 @@ use serde_json::Value;
 use crate::llm::ToolSpec;
 
 /// Names of the built-in tools an agent may list.
-pub const BUILTIN_TOOLS: &[&str] = &["current_time"];
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "current_time",
+    "memory_search",
+    "memory_get",
+    "memory_write",
+];
+
+/// What a tool call may depend on besides its input: whose memory it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolContext {
+    /// `<agent>/<connector>`: the memory partition of this conversation.
+    pub scope: String,
+}
+
+/// What the built-in tools are built from.
+#[derive(Clone)]
+pub struct ToolDeps {
+    pub clock: Arc<dyn clawless_platform::Clock>,
+    pub memory: Arc<crate::memory::store::MemoryStore>,
+}
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool
 /// error, so it can correct its call.
@@ -24,7 +45,7 @@ pub struct ToolError(pub String);
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
-    async fn call(&self, input: Value) -> Result<String, ToolError>;
+    async fn call(&self, ctx: &ToolContext, input: Value) -> Result<String, ToolError>;
 }
 
 /// Tools by name.
@@ -47,17 +68,27 @@ impl ToolRegistry {
         self.tools.keys().cloned().collect()
     }
     /// A registry holding only the named built-ins; unknown names are returned as errors.
-    pub fn builtins(
-        names: &[String],
-        clock: Arc<dyn clawless_platform::Clock>,
-    ) -> Result<ToolRegistry, String> {
+    pub fn builtins(names: &[String], deps: &ToolDeps) -> Result<ToolRegistry, String> {
         let mut reg = ToolRegistry::default();
         for name in names {
             match name.as_str() {
                 "current_time" => reg.register(Arc::new(time::CurrentTime {
-                    clock: clock.clone(),
+                    clock: deps.clock.clone(),
                 })),
-                other => return Err(format!("unknown tool {other:?} (built-ins: current_time)")),
+                "memory_search" => {
+                    reg.register(Arc::new(memory::MemorySearch(deps.memory.clone())))
+                }
+                "memory_get" => reg.register(Arc::new(memory::MemoryGet(deps.memory.clone()))),
+                "memory_write" => reg.register(Arc::new(memory::MemoryWrite {
+                    memory: deps.memory.clone(),
+                    clock: deps.clock.clone(),
+                })),
+                other => {
+                    return Err(format!(
+                        "unknown tool {other:?} (built-ins: {})",
+                        BUILTIN_TOOLS.join(", ")
+                    ))
+                }
             }
         }
         Ok(reg)

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use clawless_platform::Clock;
 use serde_json::{json, Value};
 
-use super::{Tool, ToolError};
+use super::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
 
 pub struct CurrentTime {
@@ -27,7 +27,7 @@ impl Tool for CurrentTime {
         }
     }
 
-    async fn call(&self, input: Value) -> Result<String, ToolError> {
+    async fn call(&self, _ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
         let offset = match input.get("utc_offset") {
             None | Some(Value::Null) => 0,
             Some(Value::String(s)) => parse_offset(s)

@@ -1,0 +1,226 @@
+//! The memory tools: `memory_search` (hybrid search), `memory_get` (read a memory file or a
+//! slice of it) and `memory_write` (append to today's note, or to / replace `MEMORY.md`).
+//! Paths are relative to the conversation's memory root; nothing outside it is reachable.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use clawless_platform::{Clock, ErrorKind};
+use serde_json::{json, Value};
+
+use super::{Tool, ToolContext, ToolError};
+use crate::llm::ToolSpec;
+use crate::memory::store::{root, MemoryStore};
+use crate::tools::time::civil_from_days;
+
+/// Largest slice `memory_get` returns.
+const MAX_GET_LINES: usize = 400;
+
+fn str_arg<'a>(input: &'a Value, name: &str) -> Result<&'a str, ToolError> {
+    input
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError(format!("`{name}` (a string) is required")))
+}
+
+/// `MEMORY.md` or `memory/YYYY-MM-DD.md`, relative to the scope root.
+fn checked_path(rel: &str) -> Result<&str, ToolError> {
+    let rel = rel.trim().trim_start_matches("./");
+    let daily = rel
+        .strip_prefix("memory/")
+        .and_then(|f| f.strip_suffix(".md"))
+        .is_some_and(|d| {
+            d.len() == 10
+                && d.chars().enumerate().all(|(i, c)| {
+                    if i == 4 || i == 7 {
+                        c == '-'
+                    } else {
+                        c.is_ascii_digit()
+                    }
+                })
+        });
+    if rel == "MEMORY.md" || daily {
+        Ok(rel)
+    } else {
+        Err(ToolError(format!(
+            "{rel:?} is not a memory file: use MEMORY.md or memory/YYYY-MM-DD.md"
+        )))
+    }
+}
+
+pub struct MemorySearch(pub Arc<MemoryStore>);
+
+#[async_trait]
+impl Tool for MemorySearch {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "memory_search".into(),
+            description: "Search your long-term memory (MEMORY.md and daily notes) for facts about the user and past conversations.".into(),
+            input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"], "additionalProperties": false}),
+        }
+    }
+
+    async fn call(&self, ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
+        let query = str_arg(&input, "query")?;
+        let hits = self
+            .0
+            .search(&ctx.scope, query)
+            .await
+            .map_err(|e| ToolError(e.to_string()))?;
+        if hits.is_empty() {
+            return Ok("No matching memories.".into());
+        }
+        let prefix = format!("{}/", root(&ctx.scope));
+        Ok(hits
+            .iter()
+            .map(|h| {
+                format!(
+                    "[{}:{}-{}] (score {:.2})\n{}",
+                    h.path.trim_start_matches(&prefix),
+                    h.start_line,
+                    h.end_line,
+                    h.score,
+                    h.text
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n"))
+    }
+}
+
+pub struct MemoryGet(pub Arc<MemoryStore>);
+
+#[async_trait]
+impl Tool for MemoryGet {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "memory_get".into(),
+            description: "Read a memory file (MEMORY.md or memory/YYYY-MM-DD.md), or `lines` lines of it from line `from` (1-based).".into(),
+            input_schema: json!({"type": "object", "properties": {
+                "path": {"type": "string"}, "from": {"type": "integer", "minimum": 1}, "lines": {"type": "integer", "minimum": 1}
+            }, "required": ["path"], "additionalProperties": false}),
+        }
+    }
+
+    async fn call(&self, ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
+        let rel = checked_path(str_arg(&input, "path")?)?;
+        let path = format!("{}/{rel}", root(&ctx.scope));
+        let bytes = match self.0.files.read(&path).await {
+            Ok(b) => b,
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                return Ok(format!("{rel} does not exist yet."))
+            }
+            Err(e) => return Err(ToolError(e.to_string())),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let from = input
+            .get("from")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            .max(1) as usize;
+        let count = input
+            .get("lines")
+            .and_then(Value::as_u64)
+            .map_or(MAX_GET_LINES, |n| (n as usize).min(MAX_GET_LINES));
+        let slice: Vec<&str> = text.lines().skip(from - 1).take(count).collect();
+        Ok(if slice.is_empty() {
+            format!("{rel} has no line {from}.")
+        } else {
+            slice.join("\n")
+        })
+    }
+}
+
+pub struct MemoryWrite {
+    pub memory: Arc<MemoryStore>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Today's daily note, `memory/YYYY-MM-DD.md` (UTC).
+pub fn daily_note(clock: &dyn Clock) -> String {
+    let (y, m, d) = civil_from_days((clock.now_ms() / 86_400_000) as i64);
+    format!("memory/{y:04}-{m:02}-{d:02}.md")
+}
+
+#[async_trait]
+impl Tool for MemoryWrite {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "memory_write".into(),
+            description: "Remember something. target \"daily\" appends a note to today's file; \"long_term\" appends to MEMORY.md, or replaces it whole with mode \"replace\" (read it first). Write durable facts and decisions, not chit-chat.".into(),
+            input_schema: json!({"type": "object", "properties": {
+                "content": {"type": "string"},
+                "target": {"type": "string", "enum": ["daily", "long_term"]},
+                "mode": {"type": "string", "enum": ["append", "replace"]}
+            }, "required": ["content"], "additionalProperties": false}),
+        }
+    }
+
+    async fn call(&self, ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
+        let content = str_arg(&input, "content")?.trim();
+        if content.is_empty() {
+            return Err(ToolError("`content` is empty".into()));
+        }
+        let target = input
+            .get("target")
+            .and_then(Value::as_str)
+            .unwrap_or("daily");
+        let mode = input
+            .get("mode")
+            .and_then(Value::as_str)
+            .unwrap_or("append");
+        let rel = match target {
+            "daily" => daily_note(&*self.clock),
+            "long_term" => "MEMORY.md".to_owned(),
+            other => {
+                return Err(ToolError(format!(
+                    "target {other:?} is not daily or long_term"
+                )))
+            }
+        };
+        let path = format!("{}/{rel}", root(&ctx.scope));
+        let files = &self.memory.files;
+        let result = match (target, mode) {
+            ("long_term", "replace") => files.write(&path, format!("{content}\n").as_bytes()).await,
+            (_, "append") => {
+                let line = if content.starts_with('#') || content.starts_with("- ") {
+                    format!("{content}\n")
+                } else {
+                    format!("- {content}\n")
+                };
+                files.append(&path, line.as_bytes()).await
+            }
+            (_, other) => {
+                return Err(ToolError(format!(
+                    "mode {other:?} is not allowed for {target}"
+                )))
+            }
+        };
+        result.map_err(|e| ToolError(e.to_string()))?;
+        self.memory
+            .index_file(&ctx.scope, &path)
+            .await
+            .map_err(|e| ToolError(format!("saved, but not indexed: {e}")))?;
+        Ok(format!("Saved to {rel}."))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_memory_files_are_reachable() {
+        assert!(checked_path("MEMORY.md").is_ok());
+        assert!(checked_path("memory/2026-11-22.md").is_ok());
+        for bad in [
+            "../secrets.md",
+            "memory/../../x.md",
+            "memory/2026-1-2.md",
+            "notes.md",
+            "/etc/passwd",
+        ] {
+            assert!(checked_path(bad).is_err(), "{bad}");
+        }
+    }
+}
