@@ -1,5 +1,6 @@
 //! The background drainer: lanes named by the ack path are drained on tokio tasks, a timer
-//! sweeps for retries and leftovers, and shutdown waits for work in flight.
+//! sweeps for retries and leftovers (and re-indexes memory files edited by hand), and shutdown
+//! waits for work in flight.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +66,11 @@ impl Runner {
                             if let Err(e) = kv.purge_expired().await { tracing::warn!(error = %e, "purge failed"); }
                         }
                         if let Err(e) = app.sweep().await { tracing::warn!(error = %e, "sweep failed"); }
+                        // Memory files edited by hand reach the index here.
+                        for c in app.connectors.values() {
+                            let scope = c.tool_context().scope;
+                            if let Err(e) = app.memory.reindex(&scope).await { tracing::warn!(scope, error = %e, "memory reindex failed"); }
+                        }
                     });
                     next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
                 }

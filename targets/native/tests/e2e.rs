@@ -345,3 +345,32 @@ async fn terminal_chat_and_webhook_commands() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("environment OK"));
     assert!(f.violations.lock().unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_written_memory_is_recalled() {
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("e2e-memory");
+    let dir = data.join("files/memory/assistant/main");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("MEMORY.md"),
+        "# Family\nMy sister Ana lives in Lisbon.\n",
+    )
+    .unwrap();
+    let bot = start_bot(&data, &tg, &llm_url).await;
+    // The start-up sweep indexes the file (milliseconds); leave it ample time before asking.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    post_update(
+        &bot,
+        &text_update(90, "where does my sister live?"),
+        Some(SECRET),
+    )
+    .await;
+    until("the answer", || f.sent_to(OWNER_ID).len() == 1).await;
+    let reqs = f.llm_requests.lock().unwrap().clone();
+    let system = reqs[0]["system"].as_str().unwrap();
+    assert!(
+        system.contains("Relevant memories") && system.contains("Lisbon"),
+        "{system}"
+    );
+}
