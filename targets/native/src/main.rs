@@ -5,6 +5,7 @@
 //! - `clawless chat`: a terminal conversation with the same agent.
 //! - `clawless config check`: validate the config and say what is missing.
 //! - `clawless webhook set <url> | info | delete`.
+//! - `clawless memory search "<query>"`, `clawless memory reindex`: the memory of each bot.
 
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -12,7 +13,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clawless_native::{poll, runner, server, setup};
 
-const USAGE: &str = "usage: clawless [serve [--listen ADDR] | chat | config check | webhook set <url> | webhook info | webhook delete]
+const USAGE: &str = "usage: clawless [serve [--listen ADDR] | chat | config check | webhook set <url> | webhook info | webhook delete
+                | memory search \"<query>\" | memory reindex]
 
 Environment: TELEGRAM_BOT_TOKEN, ANTHROPIC_API_KEY or OPENAI_API_KEY (and *_BASE_URL),
 TELEGRAM_ALLOWED_USERS, TELEGRAM_WEBHOOK_SECRET (serve), CLAWLESS_CONFIG, CLAWLESS_DATA.";
@@ -42,6 +44,8 @@ fn main() -> Result<()> {
             ["webhook", "set", url] => webhook_set(url).await,
             ["webhook", "info"] => webhook_info().await,
             ["webhook", "delete"] => webhook_delete().await,
+            ["memory", "search", query] => memory_search(query).await,
+            ["memory", "reindex"] => memory_reindex().await,
             ["help"] | ["--help"] | ["-h"] => {
                 println!("{USAGE}");
                 Ok(())
@@ -275,5 +279,48 @@ async fn webhook_delete() -> Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("deleteWebhook: {e}"))?;
     println!("webhook deleted; `clawless` can now use long polling");
+    Ok(())
+}
+
+async fn memory_reindex() -> Result<()> {
+    let n = setup::build(&setup::env())?;
+    for c in n.app.connectors.values() {
+        let scope = c.tool_context().scope;
+        let changed = n
+            .app
+            .memory
+            .reindex(&scope)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        println!("{scope}: {changed} file(s) re-indexed");
+    }
+    Ok(())
+}
+
+async fn memory_search(query: &str) -> Result<()> {
+    let n = setup::build(&setup::env())?;
+    for c in n.app.connectors.values() {
+        let scope = c.tool_context().scope;
+        n.app
+            .memory
+            .reindex(&scope)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let hits = n
+            .app
+            .memory
+            .search(&scope, query)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if hits.is_empty() {
+            println!("{scope}: no matching memories");
+        }
+        for h in hits {
+            println!(
+                "{} lines {}-{} (score {:.2})\n{}\n",
+                h.path, h.start_line, h.end_line, h.score, h.text
+            );
+        }
+    }
     Ok(())
 }

@@ -357,6 +357,23 @@ async fn hand_written_memory_is_recalled() {
         "# Family\nMy sister Ana lives in Lisbon.\n",
     )
     .unwrap();
+    let out = clawless(&data, &tg, &llm_url)
+        .args(["memory", "search", "sister Lisbon"])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && printed.contains("MEMORY.md lines 1-2") && printed.contains("Ana"),
+        "{printed}"
+    );
+    let out = clawless(&data, &tg, &llm_url)
+        .args(["memory", "reindex"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("assistant/main: 0 file(s) re-indexed"),
+        "already indexed by the search"
+    );
     let bot = start_bot(&data, &tg, &llm_url).await;
     // The start-up sweep indexes the file (milliseconds); leave it ample time before asking.
     tokio::time::sleep(Duration::from_millis(1500)).await;
