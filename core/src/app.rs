@@ -10,7 +10,7 @@ use std::time::Duration;
 use clawless_platform::{Platform, PortError};
 use serde_json::Value;
 
-use crate::agent::{Agent, NoObserver};
+use crate::agent::{Agent, NoObserver, TurnObserver, TurnOutput};
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::env::{parse_user_list, Env};
 use crate::handler::Step;
@@ -374,17 +374,8 @@ impl App {
         let mut s = session::load(kv, session_key)
             .await
             .map_err(LlmError::from)?;
-        let ctx = conn.tool_context();
-        let recall = self.recall(&ctx.scope, text).await;
-        let out = conn
-            .agent
-            .run_turn(
-                &s.messages,
-                ChatMessage::user_text(text),
-                &ctx,
-                &recall,
-                &NoObserver,
-            )
+        let out = self
+            .agent_turn(conn, &s.messages, text, &NoObserver)
             .await?;
         s.messages.extend(out.messages);
         session::trim(&mut s.messages, self.config.session.history_window);
@@ -393,6 +384,28 @@ impl App {
             .await
             .map_err(LlmError::from)?;
         Ok(out.reply)
+    }
+
+    /// One agent turn for `conn`: the memories relevant to `text` recalled, then the model ↔
+    /// tools loop with the conversation's tool context.
+    pub(crate) async fn agent_turn(
+        &self,
+        conn: &Connector,
+        history: &[ChatMessage],
+        text: &str,
+        observer: &dyn TurnObserver,
+    ) -> Result<TurnOutput, LlmError> {
+        let ctx = conn.tool_context();
+        let recall = self.recall(&ctx.scope, text).await;
+        conn.agent
+            .run_turn(
+                history,
+                ChatMessage::user_text(text),
+                &ctx,
+                &recall,
+                observer,
+            )
+            .await
     }
 
     /// Memories relevant to `text` in `scope`, formatted for the system prompt; empty when

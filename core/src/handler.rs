@@ -8,7 +8,6 @@ use clawless_platform::PortError;
 use crate::agent::TurnObserver;
 use crate::app::{stranger_key, App, Connector};
 use crate::inbox::{Checkpoint, Job, Lease};
-use crate::llm::ChatMessage;
 use crate::session;
 use crate::telegram::api::Target;
 use crate::telegram::render::{plain_parts, render_parts, Part};
@@ -155,17 +154,8 @@ impl App {
                         thread_id: msg.topic(),
                     },
                 };
-                let ctx = conn.tool_context();
-                let recall = self.recall(&ctx.scope, &text).await;
-                let out = conn
-                    .agent
-                    .run_turn(
-                        &s.messages,
-                        ChatMessage::user_text(text),
-                        &ctx,
-                        &recall,
-                        &observer,
-                    )
+                let out = self
+                    .agent_turn(conn, &s.messages, &text, &observer)
                     .await
                     .map_err(|e| e.to_string())?;
                 return Ok(Some(Checkpoint {

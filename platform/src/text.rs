@@ -61,6 +61,14 @@ pub fn terms(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The distinct terms of a query, sorted.
+pub fn query_terms(query: &str) -> Vec<String> {
+    let mut q = terms(query);
+    q.sort();
+    q.dedup();
+    q
+}
+
 /// BM25 parameters.
 pub const K1: f32 = 1.2;
 pub const B: f32 = 0.75;
@@ -119,9 +127,7 @@ impl TextIndex for MemoryText {
         filter: &BTreeMap<String, String>,
     ) -> Result<Vec<TextHit>> {
         let map = self.docs.lock().unwrap_or_else(|e| e.into_inner());
-        let mut q = terms(query);
-        q.sort();
-        q.dedup();
+        let q = query_terms(query);
         let n = map.len() as f32;
         let avg = map.values().map(|d| d.len as f32).sum::<f32>() / n.max(1.0);
         let df: HashMap<&str, f32> = q

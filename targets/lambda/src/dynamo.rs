@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use clawless_platform::files::{normalize, normalize_dir};
 use clawless_platform::kv::{expiry, validate_key};
-use clawless_platform::text::{bm25, rank_text, terms as text_terms};
+use clawless_platform::text::{bm25, query_terms, rank_text, terms as text_terms};
 use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
 use clawless_platform::{
     async_trait, Clock, ErrorKind, Files, Kv, PortError, TextDoc, TextHit, TextIndex, VectorHit,
@@ -530,9 +530,7 @@ impl TextIndex for DynamoText {
         top_k: usize,
         filter: &BTreeMap<String, String>,
     ) -> Result<Vec<TextHit>, PortError> {
-        let mut q = text_terms(query);
-        q.sort();
-        q.dedup();
+        let q = query_terms(query);
         if q.is_empty() {
             return Ok(Vec::new());
         }

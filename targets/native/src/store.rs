@@ -388,9 +388,7 @@ impl SqlText {
 
 /// The FTS5 query for plain words: each term quoted (so no word is syntax), joined by OR.
 fn fts_query(query: &str) -> Option<String> {
-    let mut terms = clawless_platform::text::terms(query);
-    terms.sort();
-    terms.dedup();
+    let terms = clawless_platform::text::query_terms(query);
     (!terms.is_empty()).then(|| {
         terms
             .iter()
