@@ -14,7 +14,7 @@ use crate::agent::{Agent, NoObserver, TurnObserver, TurnOutput};
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::env::{parse_user_list, Env};
 use crate::handler::Step;
-use crate::inbox::{job_key, Drained, Inbox, Job, Lease};
+use crate::inbox::{Drained, Inbox, Job, Lease};
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ChatMessage, LlmError, ModelChain, Provider};
 use crate::memory::embed::LocalEmbedder;
@@ -240,7 +240,7 @@ impl App {
                 return Ok(None);
             }
         };
-        let update = match Update::from_value(raw.clone()) {
+        let update = match Update::from_value(&raw) {
             Ok(u) => u,
             Err(e) => {
                 tracing::warn!(connector, error = %e, "update unreadable; dropped");
@@ -432,11 +432,6 @@ impl App {
                 String::new()
             }
         }
-    }
-
-    /// The key of the job for `update_id` in `lane` (for tests and tools).
-    pub fn job_key(lane: &str, update_id: i64) -> String {
-        job_key(lane, update_id)
     }
 }
 

@@ -50,7 +50,7 @@ impl App {
         mut job: Job,
         lease: Lease<'_>,
     ) -> Result<Step, PortError> {
-        let parsed = Update::from_value(job.update.clone());
+        let parsed = Update::from_value(&job.update);
         let (Ok(update), Some(conn)) = (parsed, self.connectors.get(&job.connector)) else {
             tracing::error!(
                 key,

@@ -120,20 +120,21 @@ impl Update {
     /// Parses a raw update. Unknown update types become [`UpdateKind::Unknown`]; a known type
     /// whose body does not match our model is an error.
     pub fn parse(bytes: &[u8]) -> Result<Update, ParseError> {
-        Update::from_value(serde_json::from_slice(bytes)?)
+        Update::from_value(&serde_json::from_slice(bytes)?)
     }
 
-    pub fn from_value(mut value: Value) -> Result<Update, ParseError> {
+    /// Reads an update from JSON already parsed, without copying the message out of it.
+    pub fn from_value(value: &Value) -> Result<Update, ParseError> {
         let id = value
             .get("update_id")
             .and_then(Value::as_i64)
             .ok_or(ParseError::NoUpdateId)?;
-        let kind = if let Some(m) = value.get_mut("message").map(Value::take) {
-            UpdateKind::Message(serde_json::from_value(m)?)
-        } else if let Some(m) = value.get_mut("edited_message").map(Value::take) {
-            UpdateKind::EditedMessage(serde_json::from_value(m)?)
+        let kind = if let Some(m) = value.get("message") {
+            UpdateKind::Message(Message::deserialize(m)?)
+        } else if let Some(m) = value.get("edited_message") {
+            UpdateKind::EditedMessage(Message::deserialize(m)?)
         } else {
-            UpdateKind::Unknown(value)
+            UpdateKind::Unknown(value.clone())
         };
         Ok(Update { id, kind })
     }
