@@ -359,6 +359,26 @@ impl App {
         Ok(next)
     }
 
+    /// The scheduled job every shell runs (native timer, Lambda schedule, Worker cron): the
+    /// [`App::sweep`], then memory files edited by hand are re-indexed for every agent's scope.
+    /// Errors are logged, not returned: one failing part does not stop the others.
+    pub async fn scheduled(&self) -> Option<u64> {
+        let next = match self.sweep().await {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::warn!(error = %e, "sweep failed");
+                None
+            }
+        };
+        for c in self.connectors.values() {
+            let scope = c.tool_context().scope;
+            if let Err(e) = self.memory.reindex(&scope).await {
+                tracing::warn!(scope, error = %e, "memory reindex failed");
+            }
+        }
+        next
+    }
+
     /// A terminal conversation with the agent of `connector`, no Telegram involved.
     pub async fn chat_local(
         &self,

@@ -1,6 +1,7 @@
 //! Fake Bot API and model servers on 127.0.0.1 for the shells' end-to-end tests (feature
 //! `servers`): every Bot API call is checked against the spec, the model is scripted by what
-//! it is asked ("time" → a tool call, "long" → 6000+ characters, else an echo).
+//! it is asked ("remember: X" → memory_write, "time" → a tool call, "long" → 6000+ characters,
+//! else an echo).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -113,8 +114,8 @@ async fn bot_api(
     Json(json!({"ok": true, "result": result}))
 }
 
-/// A scripted Anthropic model: "time" asks for the clock tool, "long" writes 6000+
-/// characters, anything else is echoed.
+/// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "time" asks for the
+/// clock tool, "long" writes 6000+ characters, anything else is echoed.
 async fn llm(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) -> Json<Value> {
     f.llm_requests.lock().unwrap().push(req.clone());
     while f.llm_hang.load(Ordering::SeqCst) {
@@ -129,6 +130,13 @@ async fn llm(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) -> Json<Value>
         )));
     }
     let text = last["content"][0]["text"].as_str().unwrap_or("").to_owned();
+    if let Some(fact) = text.strip_prefix("remember: ") {
+        return Json(anthropic_tool_use(
+            "toolu_mem",
+            "memory_write",
+            json!({"content": fact}),
+        ));
+    }
     if text.contains("time") {
         return Json(anthropic_tool_use(
             "toolu_e2e",
@@ -184,4 +192,40 @@ pub async fn serve(router: axum::Router) -> String {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     format!("http://{addr}")
+}
+
+/// The server the Http conformance suite expects (`/echo`, `/status/{code}`, `/slow`), served
+/// on 127.0.0.1; returns its base URL.
+pub async fn echo_server() -> String {
+    use axum::body::Bytes;
+    use axum::extract::Path;
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::routing::get;
+    async fn echo(headers: HeaderMap, body: Bytes) -> (StatusCode, HeaderMap, Bytes) {
+        let mut h = HeaderMap::new();
+        if let Some(v) = headers.get("x-test") {
+            h.insert("x-echo", v.clone());
+        }
+        (StatusCode::OK, h, body)
+    }
+    let router = axum::Router::new()
+        .route("/echo", post(echo))
+        .route(
+            "/status/{code}",
+            get(|Path(code): Path<u16>| async move {
+                (
+                    StatusCode::from_u16(code).unwrap(),
+                    [("retry-after", "7")],
+                    "status",
+                )
+            }),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                "slow"
+            }),
+        );
+    serve(router).await
 }

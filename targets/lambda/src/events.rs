@@ -59,10 +59,8 @@ impl Shell {
                 json!({"drained": lane})
             }
             Event::Schedule => {
-                match self.app.sweep().await {
-                    Ok(next) => tracing::info!(next_retry = ?next, "sweep done"),
-                    Err(e) => tracing::error!(error = %e, "sweep failed"),
-                }
+                let next = self.app.scheduled().await;
+                tracing::info!(next_retry = ?next, "scheduled job done");
                 json!({"swept": true})
             }
             Event::Unknown => {

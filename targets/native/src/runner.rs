@@ -65,12 +65,7 @@ impl Runner {
                         if let Some(kv) = kv {
                             if let Err(e) = kv.purge_expired().await { tracing::warn!(error = %e, "purge failed"); }
                         }
-                        if let Err(e) = app.sweep().await { tracing::warn!(error = %e, "sweep failed"); }
-                        // Memory files edited by hand reach the index here.
-                        for c in app.connectors.values() {
-                            let scope = c.tool_context().scope;
-                            if let Err(e) = app.memory.reindex(&scope).await { tracing::warn!(scope, error = %e, "memory reindex failed"); }
-                        }
+                        app.scheduled().await;
                     });
                     next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
                 }

@@ -8,11 +8,6 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::Path;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::IntoResponse;
-use axum::routing::{get, post};
 use clawless_native::fs::FsFiles;
 use clawless_native::store::{Db, SqlKv, SqlText, SqlVectors};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
@@ -78,36 +73,9 @@ async fn fs_files_conform_and_refuse_symlink_escape() {
     assert!(!outside.join("x.txt").exists());
 }
 
-async fn echo(headers: HeaderMap, body: Bytes) -> impl IntoResponse {
-    let mut h = HeaderMap::new();
-    if let Some(v) = headers.get("x-test") {
-        h.insert("x-echo", v.clone());
-    }
-    (StatusCode::OK, h, body)
-}
-
 #[tokio::test]
 async fn reqwest_http_conforms() {
-    let router = axum::Router::new()
-        .route("/echo", post(echo))
-        .route(
-            "/status/{code}",
-            get(|Path(code): Path<u16>| async move {
-                (
-                    StatusCode::from_u16(code).unwrap(),
-                    [("retry-after", "7")],
-                    "status",
-                )
-            }),
-        )
-        .route(
-            "/slow",
-            get(|| async {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                "slow"
-            }),
-        );
-    let base = clawless_testkit::servers::serve(router).await;
+    let base = clawless_testkit::servers::echo_server().await;
     http::conformance::run(&ReqwestHttp::new().unwrap(), &base).await;
 }
 

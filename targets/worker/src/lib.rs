@@ -1,0 +1,17 @@
+//! The Cloudflare Worker shell: Telegram webhooks on `POST /telegram/<connector>`, the agent
+//! turn after the response under `ctx.wait_until`, and the cron trigger running the scheduled
+//! job (retries, leftovers, memory re-index). Storage is one D1 database (see [`d1`]); vectors go
+//! to Vectorize when an index is bound as `VECTORIZE`, else to D1.
+//!
+//! The only place in this shell that reads bindings is [`setup`].
+
+pub mod d1;
+pub mod io;
+pub mod vectorize;
+
+#[cfg(all(target_arch = "wasm32", feature = "conformance"))]
+mod conformance;
+#[cfg(target_arch = "wasm32")]
+mod events;
+#[cfg(target_arch = "wasm32")]
+mod setup;

@@ -1,0 +1,85 @@
+//! Bindings → `App`, once per isolate.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use clawless_core::{App, Config, Env};
+use clawless_platform::{Clock, Platform, Vectors};
+use js_sys::{Object, Reflect};
+use wasm_bindgen::JsValue;
+
+use crate::d1::{D1Files, D1Kv, D1Text, D1Vectors, D1};
+use crate::io::{FetchHttp, WorkerClock};
+use crate::vectorize::Vectorize;
+
+/// The D1 database binding (wrangler.toml `[[d1_databases]] binding`).
+pub const DB_BINDING: &str = "DB";
+/// The optional Vectorize index binding.
+pub const VECTORIZE_BINDING: &str = "VECTORIZE";
+
+pub struct Shell {
+    pub app: Arc<App>,
+    pub kv: Arc<D1Kv>,
+}
+
+thread_local! {
+    // A Worker isolate is single-threaded; the shell lives as long as the isolate.
+    static SHELL: RefCell<Option<Arc<Shell>>> = const { RefCell::new(None) };
+}
+
+/// Every string-valued binding (`[vars]` and secrets) as the core's `Env`.
+fn env_strings(env: &worker::Env) -> Env {
+    let obj: &JsValue = env.as_ref();
+    let keys = Object::keys(&Object::from(obj.clone()));
+    Env::from_pairs(keys.iter().filter_map(|k| {
+        let name = k.as_string()?;
+        let value = Reflect::get(obj, &k).ok()?.as_string()?;
+        Some((name, value))
+    }))
+}
+
+/// The shell of this isolate, built on first use.
+pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
+    if let Some(shell) = SHELL.with(|s| s.borrow().clone()) {
+        return Ok(shell);
+    }
+    let db = env
+        .d1(DB_BINDING)
+        .map_err(|_| format!("no D1 database bound as {DB_BINDING} (see wrangler.toml)"))?;
+    let d1 = D1::new(db);
+    d1.ensure_schema().await.map_err(|e| e.to_string())?;
+    let clock: Arc<dyn Clock> = Arc::new(WorkerClock);
+    let kv = Arc::new(D1Kv {
+        d1: d1.clone(),
+        clock: clock.clone(),
+    });
+    let index = Reflect::get(env.as_ref(), &JsValue::from_str(VECTORIZE_BINDING))
+        .unwrap_or(JsValue::UNDEFINED);
+    let vectors: Arc<dyn Vectors> = if index.is_object() {
+        Arc::new(Vectorize::new(index))
+    } else {
+        Arc::new(D1Vectors(d1.clone()))
+    };
+    let platform = Platform {
+        kv: kv.clone(),
+        files: Arc::new(D1Files(d1.clone())),
+        http: Arc::new(FetchHttp),
+        vectors,
+        text: Arc::new(D1Text(d1)),
+        clock: clock.clone(),
+    };
+    let config = Config::load(&clawless_core::config::embedded()).map_err(|e| e.to_string())?;
+    let instance = format!("worker-{}-{}", clock.now_ms(), js_sys::Math::random());
+    let app = App::new(platform, config, &env_strings(env), instance).map_err(|e| e.to_string())?;
+    for missing in app.missing_settings() {
+        worker::console_error!(
+            "not configured: the bot cannot answer until this is set: {missing}"
+        );
+    }
+    let shell = Arc::new(Shell {
+        app: Arc::new(app),
+        kv,
+    });
+    SHELL.with(|s| *s.borrow_mut() = Some(shell.clone()));
+    Ok(shell)
+}

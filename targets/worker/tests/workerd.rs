@@ -1,0 +1,298 @@
+//! The built Worker in local workerd, through Miniflare (`tests/miniflare.mjs`), with D1
+//! simulated locally, a Vectorize mock, and the fake Bot API and model on 127.0.0.1: the port
+//! conformance suites on the real bindings, and the same scenarios as the native and Lambda
+//! end-to-end tests.
+//!
+//! Needs (all set by `.ci/run`): `CLAWLESS_NODE` (Node >= 22), `CLAWLESS_NODE_MODULES` (with
+//! miniflare), `CLAWLESS_WORKER_BUILD` (the release build) and `CLAWLESS_WORKER_TEST_BUILD`
+//! (the build with the `conformance` feature).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
+use clawless_testkit::servers::{echo_server, fakes, text_update, until};
+use serde_json::{json, Value};
+
+const SECRET: &str = "worker-e2e-secret";
+
+struct Miniflare {
+    child: Child,
+    url: String,
+    control: String,
+    http: reqwest::Client,
+}
+
+fn env_path(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set (see .ci/run)"))
+}
+
+impl Miniflare {
+    /// Starts the build in `build_var` with `vars` as `[vars]`/secrets.
+    fn start(build_var: &str, vars: Value, vectorize: bool) -> Miniflare {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/miniflare.mjs");
+        let options = json!({"vars": vars, "vectorize": vectorize});
+        let mut child = Command::new(env_path("CLAWLESS_NODE"))
+            .arg(script)
+            .arg(options.to_string())
+            .env("CLAWLESS_WORKER_BUILD", env_path(build_var))
+            .env("CLAWLESS_NODE_MODULES", env_path("CLAWLESS_NODE_MODULES"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let ready: Value = loop {
+            let line = lines
+                .next()
+                .expect("miniflare printed its address")
+                .unwrap();
+            if line.starts_with('{') {
+                break serde_json::from_str(&line).unwrap();
+            }
+        };
+        // Keep draining stdout (worker logs) so the pipe never fills.
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                eprintln!("{line}");
+            }
+        });
+        Miniflare {
+            child,
+            url: ready["url"].as_str().unwrap().to_owned(),
+            control: ready["control"].as_str().unwrap().to_owned(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn get(&self, path: &str) -> (u16, String) {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    async fn post_update(&self, update: &Value, secret: Option<&str>) -> u16 {
+        let mut req = self
+            .http
+            .post(format!("{}/telegram/main", self.url))
+            .header("content-type", "application/json")
+            .body(update.to_string());
+        if let Some(s) = secret {
+            req = req.header("x-telegram-bot-api-secret-token", s);
+        }
+        req.send().await.unwrap().status().as_u16()
+    }
+
+    async fn control(&self, what: &str, body: &str) -> Value {
+        let r = self
+            .http
+            .post(format!("{}/{what}", self.control))
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            r.status().is_success(),
+            "{what}: {}",
+            r.text().await.unwrap()
+        );
+        serde_json::from_str(&r.text().await.unwrap()).unwrap()
+    }
+}
+
+impl Drop for Miniflare {
+    fn drop(&mut self) {
+        // Closing stdin makes the script dispose workerd and exit.
+        drop(self.child.stdin.take());
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bot_vars(tg: &str, llm: &str) -> Value {
+    json!({
+        "TELEGRAM_BOT_TOKEN": "77:WORKER-E2E",
+        "TELEGRAM_WEBHOOK_SECRET": SECRET,
+        "TELEGRAM_ALLOWED_USERS": OWNER_ID.to_string(),
+        "TELEGRAM_API_BASE": tg,
+        "ANTHROPIC_API_KEY": "sk-worker",
+        "ANTHROPIC_BASE_URL": llm,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suites_pass_on_the_worker_bindings() {
+    let echo = echo_server().await;
+    let mf = Miniflare::start("CLAWLESS_WORKER_TEST_BUILD", json!({}), false);
+    for suite in ["clock", "kv", "files", "text", "vectors-d1", "vectorize"] {
+        assert_eq!(
+            mf.get(&format!("/__conformance/{suite}")).await,
+            (200, "pass".to_owned()),
+            "suite {suite}"
+        );
+    }
+    let (status, body) = mf.get(&format!("/__conformance/http?base={echo}")).await;
+    assert_eq!((status, body.as_str()), (200, "pass"), "suite http");
+    let (status, _) = mf.get("/__conformance/nope").await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_release_worker_has_no_conformance_route() {
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", json!({}), false);
+    assert_eq!(mf.get("/__conformance/kv").await.0, 404);
+    assert_eq!(mf.get("/healthz").await, (200, "ok".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios_in_workerd() {
+    let (f, tg, llm) = fakes().await;
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", bot_vars(&tg, &llm), true);
+
+    // A wrong secret: 401, no model call.
+    assert_eq!(
+        mf.post_update(&text_update(1, "hello"), Some("wrong"))
+            .await,
+        401
+    );
+    // A private reply, after the ack, under ctx.waitUntil.
+    assert_eq!(
+        mf.post_update(&text_update(2, "hello worker"), Some(SECRET))
+            .await,
+        200
+    );
+    until("the private reply", || f.sent_to(OWNER_ID).len() == 1).await;
+    assert_eq!(f.sent_to(OWNER_ID), ["You said: hello worker"]);
+    // A duplicate delivery is acknowledged and answered once.
+    assert_eq!(
+        mf.post_update(&text_update(2, "hello worker"), Some(SECRET))
+            .await,
+        200
+    );
+    // A tool round trip and a long reply split into valid messages.
+    mf.post_update(&text_update(3, "what time is it"), Some(SECRET))
+        .await;
+    until("the tool answer", || f.sent_to(OWNER_ID).len() == 2).await;
+    assert!(f.sent_to(OWNER_ID)[1].starts_with("Tool said: "));
+    mf.post_update(&text_update(4, "something long please"), Some(SECRET))
+        .await;
+    until("the long answer in parts", || {
+        f.sent_to(OWNER_ID).len() >= 4
+    })
+    .await;
+    // A stranger and group gating.
+    mf.post_update(&fixtures::update("stranger_private", 5), Some(SECRET))
+        .await;
+    mf.post_update(&fixtures::update("group_no_mention", 6), Some(SECRET))
+        .await;
+    mf.post_update(&fixtures::update("group_mention", 7), Some(SECRET))
+        .await;
+    until("the stranger notice and the group answer", || {
+        f.sent_to(STRANGER_ID).len() == 1 && f.sent_to(GROUP_ID).len() == 1
+    })
+    .await;
+
+    // Memory: a fact told in one session is recalled after /new (through the Vectorize mock).
+    recall_after_new(&mf, &f, 10).await;
+
+    // The scheduled handler runs (cron trigger).
+    let outcome = mf.control("scheduled", "").await;
+    assert_eq!(outcome["outcome"], "ok", "{outcome}");
+    let inbox = mf
+        .control(
+            "sql",
+            "SELECT count(*) AS n FROM kv WHERE key LIKE 'inbox/%'",
+        )
+        .await;
+    assert_eq!(inbox[0]["n"], 0, "nothing left in the inbox");
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(f.llm_count("hello worker"), 1, "answered once");
+    assert_eq!(f.llm_count("hello"), 1, "the 401 never reached the model");
+    assert_eq!(
+        f.llm_count("Eve"),
+        0,
+        "the stranger never reached the model"
+    );
+    assert_eq!(f.sent_to(GROUP_ID), ["You said: what is 2+2?"]);
+    assert!(f
+        .sent()
+        .iter()
+        .all(|b| b["text"].as_str().unwrap().encode_utf16().count() <= 4096));
+    assert!(
+        f.violations.lock().unwrap().is_empty(),
+        "{:?}",
+        f.violations.lock().unwrap()
+    );
+}
+
+/// "remember: …" → memory_write; `/new`; a question whose system prompt must carry the fact.
+async fn recall_after_new(mf: &Miniflare, f: &clawless_testkit::servers::Fakes, first_id: i64) {
+    let before = f.sent_to(OWNER_ID).len();
+    mf.post_update(
+        &text_update(first_id, "remember: My sister Ana lives in Lisbon."),
+        Some(SECRET),
+    )
+    .await;
+    until("the memory_write answer", || {
+        f.sent_to(OWNER_ID).len() == before + 1
+    })
+    .await;
+    assert!(
+        f.sent_to(OWNER_ID)[before].starts_with("Tool said: "),
+        "{:?}",
+        f.sent_to(OWNER_ID)
+    );
+    mf.post_update(&text_update(first_id + 1, "/new"), Some(SECRET))
+        .await;
+    until("the /new answer", || {
+        f.sent_to(OWNER_ID).len() == before + 2
+    })
+    .await;
+    mf.post_update(
+        &text_update(first_id + 2, "where does my sister live?"),
+        Some(SECRET),
+    )
+    .await;
+    until("the answer", || f.sent_to(OWNER_ID).len() == before + 3).await;
+    let reqs = f.llm_requests.lock().unwrap().clone();
+    let last = reqs.last().unwrap();
+    assert_eq!(
+        last["messages"].as_array().unwrap().len(),
+        1,
+        "a new session: no history"
+    );
+    let system = last["system"].as_str().unwrap();
+    assert!(
+        system.contains("Relevant memories") && system.contains("Lisbon"),
+        "{system}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_recall_on_d1_vectors() {
+    let (f, tg, llm) = fakes().await;
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", bot_vars(&tg, &llm), false);
+    recall_after_new(&mf, &f, 1).await;
+    let files = mf.control("sql", "SELECT path FROM files").await;
+    assert!(
+        files.to_string().contains("memory/assistant/main/memory/"),
+        "the daily note is a file: {files}"
+    );
+}
