@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
 /// files embedded at build time.
@@ -30,7 +30,7 @@ fn err(file: &str, field: impl Into<String>, message: impl Into<String>) -> Conf
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectorConfig {
     /// Telegram user ids allowed to talk to the bot (merged with `TELEGRAM_ALLOWED_USERS`).
@@ -51,7 +51,7 @@ fn default_secret_env() -> String {
     "TELEGRAM_WEBHOOK_SECRET".into()
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SessionConfig {
     /// Messages of history kept and sent to the model.
@@ -69,7 +69,7 @@ impl Default for SessionConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InboxConfig {
     /// Tries per update before the user gets an error reply.
@@ -90,6 +90,7 @@ impl Default for InboxConfig {
     }
 }
 
+#[cfg(feature = "yaml")]
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MainFile {
@@ -101,6 +102,7 @@ struct MainFile {
     inbox: InboxConfig,
 }
 
+#[cfg(feature = "yaml")]
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RoutingFile {
@@ -109,7 +111,7 @@ struct RoutingFile {
     connectors: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     pub id: String,
@@ -140,14 +142,14 @@ fn default_tool_timeout() -> u64 {
     30
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     Anthropic,
     Openai,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     pub id: String,
@@ -175,7 +177,7 @@ fn default_attempts() -> u32 {
 }
 
 /// The whole validated configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     pub connectors: BTreeMap<String, ConnectorConfig>,
     pub session: SessionConfig,
@@ -186,6 +188,7 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
 }
 
+#[cfg(feature = "yaml")]
 fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, ConfigError> {
     serde_yaml::from_str(text).map_err(|e| {
         let field = e
@@ -198,8 +201,40 @@ fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, Co
 }
 
 impl Config {
+    /// The validated config as JSON, system prompts included: what a shell embeds when it
+    /// should not parse YAML at start-up (the Worker: smaller wasm, less CPU per isolate).
+    pub fn to_json(&self) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        let prompts: BTreeMap<&str, &str> = self
+            .agents
+            .iter()
+            .map(|(id, a)| (id.as_str(), a.system_prompt.as_str()))
+            .collect();
+        value["system_prompts"] = serde_json::json!(prompts);
+        value.to_string()
+    }
+
+    /// Reads what [`Config::to_json`] wrote.
+    pub fn from_json(text: &str) -> Result<Config, ConfigError> {
+        let bad = |e: serde_json::Error| err("config.json", "-", e.to_string());
+        let mut value: serde_json::Value = serde_json::from_str(text).map_err(bad)?;
+        let prompts: BTreeMap<String, String> = value
+            .as_object_mut()
+            .and_then(|o| o.remove("system_prompts"))
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(bad)?
+            .unwrap_or_default();
+        let mut config: Config = serde_json::from_value(value).map_err(bad)?;
+        for (id, agent) in &mut config.agents {
+            agent.system_prompt = prompts.get(id).cloned().unwrap_or_default();
+        }
+        Ok(config)
+    }
+
     /// Parses and validates the tree: required files, unknown fields, duplicate ids, references
     /// between files, prompts.
+    #[cfg(feature = "yaml")]
     pub fn load(files: &ConfigFiles) -> Result<Config, ConfigError> {
         let get = |name: &str| {
             files
@@ -340,6 +375,7 @@ impl Config {
     }
 }
 
+#[cfg(feature = "yaml")]
 fn validate_agent(
     path: &str,
     a: &AgentConfig,

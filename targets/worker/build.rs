@@ -1,4 +1,6 @@
-//! Validates the embedded `config/` at build time: a broken config fails the build.
+//! Validates the repository's `config/` at build time (a broken config fails the build) and
+//! writes it as JSON for the Worker to embed: no YAML parser in the wasm, no YAML parsing per
+//! isolate.
 
 fn main() {
     for dir in [
@@ -10,8 +12,16 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed=../../config/{dir}");
     }
-    if let Err(e) = clawless_core::Config::load(&clawless_core::config::embedded()) {
-        println!("cargo:warning=config is invalid: {e}");
+    let config = match clawless_core::Config::load(&clawless_core::config::embedded()) {
+        Ok(config) => config,
+        Err(e) => {
+            println!("cargo:warning=config is invalid: {e}");
+            std::process::exit(1);
+        }
+    };
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
+    if let Err(e) = std::fs::write(out.join("config.json"), config.to_json()) {
+        println!("cargo:warning=cannot write config.json: {e}");
         std::process::exit(1);
     }
 }

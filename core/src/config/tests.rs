@@ -78,3 +78,16 @@ fn errors_name_file_and_field() {
     files.0.remove("main.yaml");
     assert_eq!(Config::load(&files).unwrap_err().file, "main.yaml");
 }
+
+#[test]
+fn json_round_trip_keeps_everything() {
+    let config = Config::load(&embedded()).unwrap();
+    let back = Config::from_json(&config.to_json()).unwrap();
+    assert_eq!(
+        back, config,
+        "the Worker's build-time JSON is the same config"
+    );
+    assert!(!back.agents["assistant"].system_prompt.is_empty());
+    let err = Config::from_json("{\"connectors\": 1}").unwrap_err();
+    assert_eq!(err.file, "config.json");
+}

@@ -14,13 +14,22 @@ pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 /// due within this long, later ones are left to the cron sweep.
 pub const MAX_INLINE_WAIT: Duration = Duration::from_secs(10);
 
+#[event(start)]
+fn start() {
+    crate::log::init();
+}
+
 #[event(fetch)]
 async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
     let path = req.path();
     let method = req.method();
-    #[cfg(feature = "conformance")]
+    #[cfg(feature = "test-routes")]
     if let Some(suite) = path.strip_prefix("/__conformance/") {
         return crate::conformance::run(suite, &req, &env).await;
+    }
+    #[cfg(feature = "test-routes")]
+    if path == "/__bench" {
+        return crate::bench::run().await;
     }
     if method == worker::Method::Get && path == "/healthz" {
         return Response::ok("ok");

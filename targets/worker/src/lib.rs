@@ -7,9 +7,13 @@
 
 pub mod d1;
 pub mod io;
+#[cfg(target_arch = "wasm32")]
+mod log;
 pub mod vectorize;
 
-#[cfg(all(target_arch = "wasm32", feature = "conformance"))]
+#[cfg(all(target_arch = "wasm32", feature = "test-routes"))]
+mod bench;
+#[cfg(all(target_arch = "wasm32", feature = "test-routes"))]
 mod conformance;
 #[cfg(target_arch = "wasm32")]
 mod events;

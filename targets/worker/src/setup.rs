@@ -17,6 +17,9 @@ pub const DB_BINDING: &str = "DB";
 /// The optional Vectorize index binding.
 pub const VECTORIZE_BINDING: &str = "VECTORIZE";
 
+/// `config/`, validated and turned into JSON by build.rs.
+pub(crate) const CONFIG_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/config.json"));
+
 pub struct Shell {
     pub app: Arc<App>,
     pub kv: Arc<D1Kv>,
@@ -68,7 +71,7 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
         text: Arc::new(D1Text(d1)),
         clock: clock.clone(),
     };
-    let config = Config::load(&clawless_core::config::embedded()).map_err(|e| e.to_string())?;
+    let config = Config::from_json(CONFIG_JSON).map_err(|e| e.to_string())?;
     let instance = format!("worker-{}-{}", clock.now_ms(), js_sys::Math::random());
     let app = App::new(platform, config, &env_strings(env), instance).map_err(|e| e.to_string())?;
     for missing in app.missing_settings() {

@@ -5,136 +5,18 @@
 //!
 //! Needs (all set by `.ci/run`): `CLAWLESS_NODE` (Node >= 22), `CLAWLESS_NODE_MODULES` (with
 //! miniflare), `CLAWLESS_WORKER_BUILD` (the release build) and `CLAWLESS_WORKER_TEST_BUILD`
-//! (the build with the `conformance` feature).
+//! (the build with the `test-routes` feature).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::time::Duration;
 
 use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
 use clawless_testkit::servers::{echo_server, fakes, text_update, until};
-use serde_json::{json, Value};
-
-const SECRET: &str = "worker-e2e-secret";
-
-struct Miniflare {
-    child: Child,
-    url: String,
-    control: String,
-    http: reqwest::Client,
-}
-
-fn env_path(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set (see .ci/run)"))
-}
-
-impl Miniflare {
-    /// Starts the build in `build_var` with `vars` as `[vars]`/secrets.
-    fn start(build_var: &str, vars: Value, vectorize: bool) -> Miniflare {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/miniflare.mjs");
-        let options = json!({"vars": vars, "vectorize": vectorize});
-        let mut child = Command::new(env_path("CLAWLESS_NODE"))
-            .arg(script)
-            .arg(options.to_string())
-            .env("CLAWLESS_WORKER_BUILD", env_path(build_var))
-            .env("CLAWLESS_NODE_MODULES", env_path("CLAWLESS_NODE_MODULES"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("node starts");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let ready: Value = loop {
-            let line = lines
-                .next()
-                .expect("miniflare printed its address")
-                .unwrap();
-            if line.starts_with('{') {
-                break serde_json::from_str(&line).unwrap();
-            }
-        };
-        // Keep draining stdout (worker logs) so the pipe never fills.
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                eprintln!("{line}");
-            }
-        });
-        Miniflare {
-            child,
-            url: ready["url"].as_str().unwrap().to_owned(),
-            control: ready["control"].as_str().unwrap().to_owned(),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn get(&self, path: &str) -> (u16, String) {
-        let r = self
-            .http
-            .get(format!("{}{path}", self.url))
-            .timeout(Duration::from_secs(60))
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.text().await.unwrap())
-    }
-
-    async fn post_update(&self, update: &Value, secret: Option<&str>) -> u16 {
-        let mut req = self
-            .http
-            .post(format!("{}/telegram/main", self.url))
-            .header("content-type", "application/json")
-            .body(update.to_string());
-        if let Some(s) = secret {
-            req = req.header("x-telegram-bot-api-secret-token", s);
-        }
-        req.send().await.unwrap().status().as_u16()
-    }
-
-    async fn control(&self, what: &str, body: &str) -> Value {
-        let r = self
-            .http
-            .post(format!("{}/{what}", self.control))
-            .body(body.to_owned())
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            r.status().is_success(),
-            "{what}: {}",
-            r.text().await.unwrap()
-        );
-        serde_json::from_str(&r.text().await.unwrap()).unwrap()
-    }
-}
-
-impl Drop for Miniflare {
-    fn drop(&mut self) {
-        // Closing stdin makes the script dispose workerd and exit.
-        drop(self.child.stdin.take());
-        for _ in 0..100 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn bot_vars(tg: &str, llm: &str) -> Value {
-    json!({
-        "TELEGRAM_BOT_TOKEN": "77:WORKER-E2E",
-        "TELEGRAM_WEBHOOK_SECRET": SECRET,
-        "TELEGRAM_ALLOWED_USERS": OWNER_ID.to_string(),
-        "TELEGRAM_API_BASE": tg,
-        "ANTHROPIC_API_KEY": "sk-worker",
-        "ANTHROPIC_BASE_URL": llm,
-    })
-}
+use common::{bot_vars, Miniflare, SECRET};
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_suites_pass_on_the_worker_bindings() {
@@ -171,6 +53,18 @@ async fn scenarios_in_workerd() {
             .await,
         401
     );
+    // Junk is acknowledged (so Telegram stops re-sending) and the core's warning reaches the
+    // Worker's log.
+    assert_eq!(mf.post_body("not json".into(), Some(SECRET)).await, 200);
+    until("the core's warning in the worker log", || {
+        mf.logs
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("update is not JSON; dropped"))
+    })
+    .await;
+
     // A private reply, after the ack, under ctx.waitUntil.
     assert_eq!(
         mf.post_update(&text_update(2, "hello worker"), Some(SECRET))

@@ -1,0 +1,106 @@
+//! `cargo bench -p cf-worker --features workerd` (after both Worker builds; `.ci/run` shows
+//! how): the figures of the Worker shell.
+//!
+//! - bundle size: the wasm and the JS glue, raw and gzip -9 (what the free plan's limit and
+//!   start-up time depend on);
+//! - core time per update inside workerd on in-memory ports with canned model and Bot API
+//!   answers (the test build's `/__bench`): ack, whole turn, and building the app (the
+//!   per-isolate start-up after wasm instantiation);
+//! - through Miniflare with D1: the first webhook of a fresh isolate (wasm instantiation +
+//!   start-up + schema check + ack) and the wall time of warm acks (an upper bound on their
+//!   CPU: it includes D1's own work and the local HTTP hop).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use clawless_testkit::servers::{fakes, text_update};
+use common::{bot_vars, Miniflare, SECRET};
+use serde_json::{json, Value};
+
+fn gzip_len(path: &Path) -> usize {
+    let out = Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(path)
+        .output()
+        .expect("gzip runs");
+    out.stdout.len()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+fn sorted(values: &Value) -> Vec<f64> {
+    let mut v: Vec<f64> = values
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let build = std::env::var("CLAWLESS_WORKER_BUILD").expect("CLAWLESS_WORKER_BUILD");
+    let build = Path::new(&build);
+    let (wasm, glue) = (build.join("index_bg.wasm"), build.join("index.js"));
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len() as usize;
+    let (wasm_gz, glue_gz) = (gzip_len(&wasm), gzip_len(&glue));
+    println!(
+        "bundle: wasm {} KB ({} KB gzip), glue {} KB ({} KB gzip), total {} KB gzip",
+        size(&wasm) / 1024,
+        wasm_gz / 1024,
+        size(&glue) / 1024,
+        glue_gz / 1024,
+        (wasm_gz + glue_gz) / 1024
+    );
+
+    let mf = Miniflare::start("CLAWLESS_WORKER_TEST_BUILD", json!({}), false);
+    let (status, body) = mf.get("/__bench").await;
+    assert_eq!(status, 200, "{body}");
+    let figures: Value = serde_json::from_str(&body).unwrap();
+    let (ack, turn) = (sorted(&figures["ack_ms"]), sorted(&figures["turn_ms"]));
+    println!(
+        "in workerd, in-memory ports (means of 50-update batches): ack p50 {:.3} ms p99 {:.3} ms; whole turn p50 {:.3} ms p99 {:.3} ms; app start-up {:.3} ms",
+        percentile(&ack, 0.5),
+        percentile(&ack, 0.99),
+        percentile(&turn, 0.5),
+        percentile(&turn, 0.99),
+        figures["startup_ms"].as_f64().unwrap()
+    );
+
+    drop(mf);
+
+    let (_f, tg, llm) = fakes().await;
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", bot_vars(&tg, &llm), false);
+    let t = Instant::now();
+    // A stranger: acknowledged, answered with a notice, never sent to the model.
+    let stranger = |id: i64| {
+        let mut u = text_update(id, "hi");
+        u["message"]["from"]["id"] = json!(42);
+        u["message"]["chat"]["id"] = json!(42);
+        u
+    };
+    assert_eq!(mf.post_update(&stranger(1), Some(SECRET)).await, 200);
+    let first = t.elapsed().as_secs_f64() * 1000.0;
+    let mut warm = Vec::new();
+    for id in 2..302 {
+        let t = Instant::now();
+        assert_eq!(mf.post_update(&stranger(id), Some(SECRET)).await, 200);
+        warm.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    warm.sort_by(f64::total_cmp);
+    println!(
+        "through Miniflare with D1: first webhook of a fresh isolate {first:.1} ms; warm ack wall p50 {:.2} ms p99 {:.2} ms",
+        percentile(&warm, 0.5),
+        percentile(&warm, 0.99)
+    );
+}

@@ -1,0 +1,150 @@
+//! Runs the built Worker under Miniflare (`tests/miniflare.mjs`) for the tests and the bench.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawless_testkit::fixtures::OWNER_ID;
+use serde_json::{json, Value};
+
+pub const SECRET: &str = "worker-e2e-secret";
+
+pub struct Miniflare {
+    child: Child,
+    pub url: String,
+    pub control: String,
+    http: reqwest::Client,
+    /// Every line Node and workerd printed (worker logs included).
+    pub logs: Arc<Mutex<Vec<String>>>,
+}
+
+fn env_path(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set (see .ci/run)"))
+}
+
+impl Miniflare {
+    /// Starts the build in `build_var` with `vars` as `[vars]`/secrets.
+    pub fn start(build_var: &str, vars: Value, vectorize: bool) -> Miniflare {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/miniflare.mjs");
+        let options = json!({"vars": vars, "vectorize": vectorize});
+        let mut child = Command::new(env_path("CLAWLESS_NODE"))
+            .arg(script)
+            .arg(options.to_string())
+            .env("CLAWLESS_WORKER_BUILD", env_path(build_var))
+            .env("CLAWLESS_NODE_MODULES", env_path("CLAWLESS_NODE_MODULES"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("node starts");
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let keep = |logs: &Arc<Mutex<Vec<String>>>, line: String| {
+            eprintln!("{line}");
+            logs.lock().unwrap().push(line);
+        };
+        let stderr = child.stderr.take().unwrap();
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                keep(&sink, line);
+            }
+        });
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let ready: Value = loop {
+            let line = lines
+                .next()
+                .expect("miniflare printed its address")
+                .unwrap();
+            if line.starts_with('{') {
+                break serde_json::from_str(&line).unwrap();
+            }
+        };
+        // Keep draining stdout (worker logs) so the pipe never fills.
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                keep(&sink, line);
+            }
+        });
+        Miniflare {
+            child,
+            url: ready["url"].as_str().unwrap().to_owned(),
+            control: ready["control"].as_str().unwrap().to_owned(),
+            http: reqwest::Client::new(),
+            logs,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    pub async fn post_update(&self, update: &Value, secret: Option<&str>) -> u16 {
+        self.post_body(update.to_string(), secret).await
+    }
+
+    pub async fn post_body(&self, body: String, secret: Option<&str>) -> u16 {
+        let mut req = self
+            .http
+            .post(format!("{}/telegram/main", self.url))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(s) = secret {
+            req = req.header("x-telegram-bot-api-secret-token", s);
+        }
+        req.send().await.unwrap().status().as_u16()
+    }
+
+    pub async fn control(&self, what: &str, body: &str) -> Value {
+        let r = self
+            .http
+            .post(format!("{}/{what}", self.control))
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            r.status().is_success(),
+            "{what}: {}",
+            r.text().await.unwrap()
+        );
+        serde_json::from_str(&r.text().await.unwrap()).unwrap()
+    }
+}
+
+impl Drop for Miniflare {
+    fn drop(&mut self) {
+        // Closing stdin makes the script dispose workerd and exit.
+        drop(self.child.stdin.take());
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn bot_vars(tg: &str, llm: &str) -> Value {
+    json!({
+        "TELEGRAM_BOT_TOKEN": "77:WORKER-E2E",
+        "TELEGRAM_WEBHOOK_SECRET": SECRET,
+        "TELEGRAM_ALLOWED_USERS": OWNER_ID.to_string(),
+        "TELEGRAM_API_BASE": tg,
+        "ANTHROPIC_API_KEY": "sk-worker",
+        "ANTHROPIC_BASE_URL": llm,
+    })
+}
