@@ -229,3 +229,45 @@ pub async fn echo_server() -> String {
         );
     serve(router).await
 }
+
+/// Memory across sessions, the same on every shell: "remember: …" (the model saves it with
+/// `memory_write`), `/new`, then a question in the fresh session whose system prompt must
+/// carry the fact. `post` delivers one update to the shell under test.
+pub async fn recall_after_new<F, Fut>(f: &Fakes, first_id: i64, post: F)
+where
+    F: Fn(Value) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let owner = fixtures::OWNER_ID;
+    let before = f.sent_to(owner).len();
+    post(text_update(
+        first_id,
+        "remember: My sister Ana lives in Lisbon.",
+    ))
+    .await;
+    until("the memory_write answer", || {
+        f.sent_to(owner).len() == before + 1
+    })
+    .await;
+    assert!(
+        f.sent_to(owner)[before].starts_with("Tool said: "),
+        "{:?}",
+        f.sent_to(owner)
+    );
+    post(text_update(first_id + 1, "/new")).await;
+    until("the /new answer", || f.sent_to(owner).len() == before + 2).await;
+    post(text_update(first_id + 2, "where does my sister live?")).await;
+    until("the answer", || f.sent_to(owner).len() == before + 3).await;
+    let reqs = f.llm_requests.lock().unwrap().clone();
+    let last = reqs.last().unwrap();
+    assert_eq!(
+        last["messages"].as_array().unwrap().len(),
+        1,
+        "a new session: no history"
+    );
+    let system = last["system"].as_str().unwrap();
+    assert!(
+        system.contains("Relevant memories") && system.contains("Lisbon"),
+        "{system}"
+    );
+}

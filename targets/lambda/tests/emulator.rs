@@ -12,7 +12,7 @@ mod common;
 use std::time::Duration;
 
 use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
-use clawless_testkit::servers::{fakes, text_update, until};
+use clawless_testkit::servers::{fakes, recall_after_new, text_update, until};
 use common::emulator::{start_emulator, start_function, SECRET};
 use serde_json::Value;
 
@@ -66,6 +66,15 @@ async fn bootstrap_under_the_runtime_emulator() {
     post(fixtures::update("group_mention", 7), Some(SECRET)).await;
     until("the stranger notice and the group answer", || {
         f.sent_to(STRANGER_ID).len() == 1 && f.sent_to(GROUP_ID).len() == 1
+    })
+    .await;
+
+    // Memory: a fact told in one session is recalled after /new.
+    recall_after_new(&f, 20, |u| {
+        let post = &post;
+        async move {
+            post(u, Some(SECRET)).await;
+        }
     })
     .await;
 

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
-use clawless_testkit::servers::{fakes, text_update, until};
+use clawless_testkit::servers::{fakes, recall_after_new, text_update, until};
 use serde_json::Value;
 
 const TOKEN: &str = "42:E2E-TOKEN";
@@ -390,4 +390,21 @@ async fn hand_written_memory_is_recalled() {
         system.contains("Relevant memories") && system.contains("Lisbon"),
         "{system}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fact_told_before_new_is_recalled_after_it() {
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("e2e-recall");
+    let bot = start_bot(&data, &tg, &llm_url).await;
+    recall_after_new(&f, 1, |u| {
+        let bot = &bot;
+        async move {
+            assert_eq!(post_update(bot, &u, Some(SECRET)).await, 200);
+        }
+    })
+    .await;
+    let notes = data.join("files/memory/assistant/main/memory");
+    let written: Vec<_> = std::fs::read_dir(&notes).unwrap().collect();
+    assert_eq!(written.len(), 1, "one daily note under {notes:?}");
 }

@@ -14,7 +14,7 @@ mod common;
 use std::time::Duration;
 
 use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
-use clawless_testkit::servers::{echo_server, fakes, text_update, until};
+use clawless_testkit::servers::{echo_server, fakes, recall_after_new, text_update, until};
 use common::{bot_vars, Miniflare, SECRET};
 use serde_json::json;
 
@@ -103,7 +103,13 @@ async fn scenarios_in_workerd() {
     .await;
 
     // Memory: a fact told in one session is recalled after /new (through the Vectorize mock).
-    recall_after_new(&mf, &f, 10).await;
+    recall_after_new(&f, 10, |u| {
+        let mf = &mf;
+        async move {
+            mf.post_update(&u, Some(SECRET)).await;
+        }
+    })
+    .await;
 
     // The scheduled handler runs (cron trigger).
     let outcome = mf.control("scheduled", "").await;
@@ -136,54 +142,17 @@ async fn scenarios_in_workerd() {
     );
 }
 
-/// "remember: …" → memory_write; `/new`; a question whose system prompt must carry the fact.
-async fn recall_after_new(mf: &Miniflare, f: &clawless_testkit::servers::Fakes, first_id: i64) {
-    let before = f.sent_to(OWNER_ID).len();
-    mf.post_update(
-        &text_update(first_id, "remember: My sister Ana lives in Lisbon."),
-        Some(SECRET),
-    )
-    .await;
-    until("the memory_write answer", || {
-        f.sent_to(OWNER_ID).len() == before + 1
-    })
-    .await;
-    assert!(
-        f.sent_to(OWNER_ID)[before].starts_with("Tool said: "),
-        "{:?}",
-        f.sent_to(OWNER_ID)
-    );
-    mf.post_update(&text_update(first_id + 1, "/new"), Some(SECRET))
-        .await;
-    until("the /new answer", || {
-        f.sent_to(OWNER_ID).len() == before + 2
-    })
-    .await;
-    mf.post_update(
-        &text_update(first_id + 2, "where does my sister live?"),
-        Some(SECRET),
-    )
-    .await;
-    until("the answer", || f.sent_to(OWNER_ID).len() == before + 3).await;
-    let reqs = f.llm_requests.lock().unwrap().clone();
-    let last = reqs.last().unwrap();
-    assert_eq!(
-        last["messages"].as_array().unwrap().len(),
-        1,
-        "a new session: no history"
-    );
-    let system = last["system"].as_str().unwrap();
-    assert!(
-        system.contains("Relevant memories") && system.contains("Lisbon"),
-        "{system}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_recall_on_d1_vectors() {
     let (f, tg, llm) = fakes().await;
     let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", bot_vars(&tg, &llm), false);
-    recall_after_new(&mf, &f, 1).await;
+    recall_after_new(&f, 1, |u| {
+        let mf = &mf;
+        async move {
+            mf.post_update(&u, Some(SECRET)).await;
+        }
+    })
+    .await;
     let files = mf.control("sql", "SELECT path FROM files").await;
     assert!(
         files.to_string().contains("memory/assistant/main/memory/"),
