@@ -17,12 +17,17 @@ use crate::handler::Step;
 use crate::inbox::{Drained, Inbox, Job, Lease};
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ChatMessage, LlmError, ModelChain, Provider};
+use crate::memory::digest;
 use crate::memory::embed::LocalEmbedder;
-use crate::memory::store::{MemoryStore, SearchConfig};
+use crate::memory::store::MemoryStore;
 use crate::secret::Secret;
 use crate::session;
 use crate::telegram::{api, BotApi, BotIdentity, Update, UpdateKind};
+use crate::tools::memory::note_of_day;
 use crate::tools::{ToolContext, ToolDeps, ToolRegistry};
+
+const DAY_MS: u64 = 86_400_000;
+const WEEK: Duration = Duration::from_secs(7 * 86_400);
 
 impl Connector {
     /// The tool context of conversations on this connector: memory scope `<agent>/<connector>`.
@@ -102,7 +107,7 @@ impl App {
             vectors: platform.vectors.clone(),
             text: platform.text.clone(),
             embedder: Arc::new(LocalEmbedder::default()),
-            config: SearchConfig::default(),
+            config: config.memory.clone(),
         });
         let deps = ToolDeps {
             clock: platform.clock.clone(),
@@ -360,7 +365,8 @@ impl App {
     }
 
     /// The scheduled job every shell runs (native timer, Lambda schedule, Worker cron): the
-    /// [`App::sweep`], then memory files edited by hand are re-indexed for every agent's scope.
+    /// [`App::sweep`], then memory files edited by hand are re-indexed for every agent's scope,
+    /// then (once a day) [`App::consolidate`].
     /// Errors are logged, not returned: one failing part does not stop the others.
     pub async fn scheduled(&self) -> Option<u64> {
         let next = match self.sweep().await {
@@ -376,7 +382,140 @@ impl App {
                 tracing::warn!(scope, error = %e, "memory reindex failed");
             }
         }
+        self.consolidate().await;
         next
+    }
+
+    /// A session ended (`/new`, or idle past `idle_minutes`): unless the model saved something
+    /// during it, a short summary goes to today's daily note. Once per session, even when the
+    /// job around it is retried; failures are logged, never in the user's way.
+    pub(crate) async fn end_session(&self, conn: &Connector, key: &str, s: &session::Session) {
+        if s.messages.is_empty() || digest::wrote_memory(&s.messages) {
+            return;
+        }
+        let kv = &*self.platform.kv;
+        let marker = format!("summarized/{key}/{}", s.last_update_id);
+        match kv.put_if_absent(&marker, b"1", Some(WEEK)).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "session summary skipped");
+                return;
+            }
+        }
+        let summary = match digest::ask(
+            &conn.agent.chain,
+            digest::SUMMARY_PROMPT,
+            digest::transcript(&s.messages),
+        )
+        .await
+        {
+            Ok(summary) => summary,
+            Err(e) => {
+                tracing::warn!(error = %e, "session summary by the model failed; writing the topics");
+                digest::fallback_summary(&s.messages)
+            }
+        };
+        let Some(summary) = summary else {
+            return;
+        };
+        let scope = conn.tool_context().scope;
+        let note = note_of_day((self.platform.clock.now_ms() / DAY_MS) as i64);
+        let text = format!("## Session summary\n{summary}");
+        if let Err(e) = self.memory.append(&scope, &note, &text).await {
+            tracing::warn!(scope, error = %e, "could not write the session summary");
+        }
+    }
+
+    /// Once a day per scope: the durable points of the daily notes of the past week that were
+    /// not consolidated yet are appended to `MEMORY.md` (the agent's model picks them). Two
+    /// schedulers never do the same note: each is claimed with a put-if-absent.
+    pub async fn consolidate(&self) {
+        let kv = &*self.platform.kv;
+        let today = (self.platform.clock.now_ms() / DAY_MS) as i64;
+        for conn in self.connectors.values() {
+            if conn.agent.chain.links.is_empty() {
+                continue;
+            }
+            let scope = conn.tool_context().scope;
+            let ran = format!("consolidation/{scope}");
+            if kv.get(&ran).await.ok().flatten().as_deref() == Some(today.to_string().as_bytes()) {
+                continue;
+            }
+            let mut complete = true;
+            for day in (today - 7..today).rev() {
+                match self.consolidate_note(conn, &scope, day).await {
+                    Ok(()) => {}
+                    Err(e) => {
+                        complete = false;
+                        tracing::warn!(scope, day, error = %e, "consolidation failed; retried later");
+                    }
+                }
+            }
+            if complete {
+                if let Err(e) = kv.put(&ran, today.to_string().as_bytes(), Some(WEEK)).await {
+                    tracing::warn!(scope, error = %e, "could not record the consolidation");
+                }
+            }
+        }
+    }
+
+    async fn consolidate_note(
+        &self,
+        conn: &Connector,
+        scope: &str,
+        day: i64,
+    ) -> Result<(), String> {
+        let kv = &*self.platform.kv;
+        let rel = note_of_day(day);
+        let done = format!("consolidated/{scope}/{rel}");
+        if kv.get(&done).await.map_err(|e| e.to_string())?.is_some() {
+            return Ok(());
+        }
+        let Some(note) = self
+            .memory
+            .read(scope, &rel)
+            .await
+            .map_err(|e| e.to_string())?
+        else {
+            return Ok(());
+        };
+        let claim = format!("consolidating/{scope}/{rel}");
+        if !kv
+            .put_if_absent(&claim, b"1", Some(Duration::from_secs(1800)))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            return Ok(());
+        }
+        let current = self
+            .memory
+            .read(scope, "MEMORY.md")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let input = format!(
+            "# MEMORY.md\n{}\n\n# Daily note {rel}\n{}",
+            digest::tail(&current, digest::MAX_INPUT_CHARS / 2),
+            digest::tail(&note, digest::MAX_INPUT_CHARS / 2)
+        );
+        let points = digest::ask(&conn.agent.chain, digest::CONSOLIDATE_PROMPT, input)
+            .await
+            .map_err(|e| e.to_string())?;
+        if let Some(points) = points {
+            let date = rel.trim_start_matches("memory/").trim_end_matches(".md");
+            self.memory
+                .append(
+                    scope,
+                    "MEMORY.md",
+                    &format!("\n## From the notes of {date}\n{points}"),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        kv.put(&done, b"1", Some(2 * WEEK))
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// A terminal conversation with the agent of `connector`, no Telegram involved.

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::memory::store::SearchConfig;
+
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
 /// files embedded at build time.
 #[derive(Debug, Clone, Default)]
@@ -100,6 +102,8 @@ struct MainFile {
     session: SessionConfig,
     #[serde(default)]
     inbox: InboxConfig,
+    #[serde(default)]
+    memory: SearchConfig,
 }
 
 #[cfg(feature = "yaml")]
@@ -182,6 +186,9 @@ pub struct Config {
     pub connectors: BTreeMap<String, ConnectorConfig>,
     pub session: SessionConfig,
     pub inbox: InboxConfig,
+    /// Memory search and chunking.
+    #[serde(default)]
+    pub memory: SearchConfig,
     /// connector id → agent id, every connector present.
     pub routing: BTreeMap<String, String>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -364,10 +371,14 @@ impl Config {
                 "must be at least 24 (Telegram re-sends for a day)",
             ));
         }
+        if let Some((field, why)) = main.memory.invalid() {
+            return Err(err("main.yaml", format!("memory.{field}"), why));
+        }
         Ok(Config {
             connectors,
             session: main.session,
             inbox: main.inbox,
+            memory: main.memory,
             routing: table,
             agents,
             providers,

@@ -134,7 +134,12 @@ impl App {
             }
             Decision::Reply(text) => text,
             Decision::NewSession(text) => {
-                session::clear(&*self.platform.kv, &session::session_key(&conn.id, msg))
+                let key = session::session_key(&conn.id, msg);
+                let old = session::load(&*self.platform.kv, &key)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                self.end_session(conn, &key, &old).await;
+                session::clear(&*self.platform.kv, &key)
                     .await
                     .map_err(|e| e.to_string())?;
                 text
@@ -142,7 +147,7 @@ impl App {
             Decision::Turn(text) => {
                 let key = session::session_key(&conn.id, msg);
                 let s = self
-                    .current_session(&key)
+                    .current_session(&key, Some(conn))
                     .await
                     .map_err(|e| e.to_string())?;
                 let observer = Typing {
@@ -174,14 +179,22 @@ impl App {
         }))
     }
 
-    /// The session, or a fresh one when it has been idle past `idle_minutes`.
-    async fn current_session(&self, key: &str) -> Result<session::Session, PortError> {
+    /// The session, or a fresh one when it has been idle past `idle_minutes`; with `end`, an
+    /// idle one is ended first (see [`App::end_session`]).
+    async fn current_session(
+        &self,
+        key: &str,
+        end: Option<&Connector>,
+    ) -> Result<session::Session, PortError> {
         let s = session::load(&*self.platform.kv, key).await?;
         let idle = self.config.session.idle_minutes * 60_000;
         if idle > 0
             && s.updated_ms > 0
             && self.platform.clock.now_ms().saturating_sub(s.updated_ms) > idle
         {
+            if let Some(conn) = end {
+                self.end_session(conn, key, &s).await;
+            }
             return Ok(session::Session {
                 last_update_id: s.last_update_id,
                 ..Default::default()
@@ -302,7 +315,7 @@ impl App {
             return Ok(());
         };
         let kv = &*self.platform.kv;
-        let mut s = self.current_session(key).await?;
+        let mut s = self.current_session(key, None).await?;
         if s.last_update_id >= update_id {
             return Ok(());
         }

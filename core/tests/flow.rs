@@ -5,7 +5,7 @@
 
 mod support;
 
-use clawless_core::Drained;
+use clawless_core::{Config, Drained};
 use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
 use clawless_testkit::llm::{anthropic_text, anthropic_tool_use, openai_text, openai_tool_call};
 use clawless_testkit::spec::spec;
@@ -102,25 +102,181 @@ fn private_text_is_answered_once_openai_with_history() {
 }
 
 #[test]
-fn start_help_and_new_need_no_model() {
+fn start_and_help_need_no_model_and_new_ends_the_session() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
         h.deliver("private_command_start", 1).await;
         assert!(h.sent_texts()[0].contains("/new"), "help lists commands");
+        assert!(h.llm_requests().is_empty(), "/start needs no model");
         h.script(200, anthropic_text("one"));
         h.deliver("private_text", 2).await;
+        // /new: the session had no memory_write, so the model summarises it for the day's note.
+        h.script(200, anthropic_text("- The user greeted the assistant."));
         h.deliver("private_command_new", 3).await;
         assert!(h.sent_texts()[2].contains("fresh"));
         h.script(200, anthropic_text("two"));
         h.deliver("private_text", 4).await;
         let reqs = h.llm_requests();
-        assert_eq!(reqs.len(), 2, "only the two texts reached the model");
+        assert_eq!(reqs.len(), 3, "two texts and one summary reached the model");
+        assert!(
+            reqs[1]["system"]
+                .as_str()
+                .unwrap()
+                .contains("conversation that just ended"),
+            "the summary request"
+        );
+        assert!(
+            reqs[1]["tools"].as_array().is_none_or(|t| t.is_empty()),
+            "no tools"
+        );
         assert_eq!(
-            reqs[1]["messages"].as_array().unwrap().len(),
+            reqs[2]["messages"].as_array().unwrap().len(),
             1,
             "/new dropped the history"
         );
+        assert_eq!(
+            daily(&h).await,
+            "## Session summary\n- The user greeted the assistant.\n"
+        );
         h.assert_spec_clean();
+    });
+}
+
+async fn daily(h: &Harness) -> String {
+    let bytes = h
+        .platform
+        .files
+        .read("memory/assistant/main/memory/2023-11-14.md")
+        .await
+        .unwrap_or_default();
+    String::from_utf8(bytes).unwrap()
+}
+
+#[test]
+fn session_summary_nothing_fallback_and_once() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        // The model finds nothing worth keeping: nothing is written.
+        h.script(200, anthropic_text("one"));
+        h.deliver("private_text", 1).await;
+        h.script(200, anthropic_text("NOTHING"));
+        h.deliver("private_command_new", 2).await;
+        assert_eq!(daily(&h).await, "");
+        // An empty session needs no summary at all.
+        let before = h.llm_requests().len();
+        h.deliver("private_command_new", 3).await;
+        assert_eq!(
+            h.llm_requests().len(),
+            before,
+            "no model call for an empty session"
+        );
+        // The model fails: the note still says what was talked about.
+        h.script(200, anthropic_text("two"));
+        let mut u = fixtures::update("private_text", 4);
+        u["message"]["text"] = json!("plan a trip to Porto");
+        h.deliver_raw(&u).await;
+        h.script(
+            400,
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}),
+        );
+        h.deliver("private_command_new", 5).await;
+        assert_eq!(
+            daily(&h).await,
+            "## Session summary\n- Talked about: plan a trip to Porto\n"
+        );
+        assert!(
+            h.sent_texts().last().unwrap().contains("fresh"),
+            "/new still answers"
+        );
+    });
+}
+
+#[test]
+fn an_idle_session_is_summarised_when_the_next_message_starts_a_new_one() {
+    block_on(async {
+        let mut config = Config::load(&clawless_core::config::embedded()).unwrap();
+        config.session.idle_minutes = 30;
+        let h = Harness::with_config(Wire::Anthropic, config);
+        h.script(200, anthropic_text("one"));
+        h.deliver("private_text", 1).await;
+        h.clock.advance(std::time::Duration::from_secs(31 * 60));
+        h.script(200, anthropic_text("- Said hello before lunch."));
+        h.script(200, anthropic_text("two"));
+        h.deliver("private_text", 2).await;
+        let reqs = h.llm_requests();
+        assert_eq!(reqs.len(), 3);
+        assert_eq!(
+            reqs[2]["messages"].as_array().unwrap().len(),
+            1,
+            "the idle session was dropped"
+        );
+        assert_eq!(
+            daily(&h).await,
+            "## Session summary\n- Said hello before lunch.\n"
+        );
+        assert_eq!(h.sent_texts().last().unwrap(), "two");
+    });
+}
+
+#[test]
+fn consolidation_promotes_daily_notes_once() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let files = &h.platform.files;
+        files
+            .write(
+                "memory/assistant/main/MEMORY.md",
+                b"- Has a cat called Miso.\n",
+            )
+            .await
+            .unwrap();
+        // Notes from two days back and from today; only past days are consolidated.
+        files
+            .write(
+                "memory/assistant/main/memory/2023-11-12.md",
+                b"- Sister Ana moved to Lisbon.\n- Had pasta.\n",
+            )
+            .await
+            .unwrap();
+        files
+            .write("memory/assistant/main/memory/2023-11-14.md", b"- Today.\n")
+            .await
+            .unwrap();
+        h.script(200, anthropic_text("- Sister Ana lives in Lisbon."));
+        h.app.consolidate().await;
+        let reqs = h.llm_requests();
+        assert_eq!(reqs.len(), 1, "one past note, one model call");
+        let input = reqs[0]["messages"][0]["content"].to_string();
+        assert!(
+            input.contains("Miso") && input.contains("Sister Ana moved"),
+            "{input}"
+        );
+        let memory =
+            String::from_utf8(files.read("memory/assistant/main/MEMORY.md").await.unwrap())
+                .unwrap();
+        assert_eq!(
+            memory,
+            "- Has a cat called Miso.\n\n## From the notes of 2023-11-12\n- Sister Ana lives in Lisbon.\n"
+        );
+        assert!(
+            !h.app
+                .memory
+                .search("assistant/main", "where does Ana live Lisbon")
+                .await
+                .unwrap()
+                .is_empty(),
+            "MEMORY.md is re-indexed"
+        );
+        // Again the same day: nothing to do. The next day: the note is not done twice.
+        h.app.consolidate().await;
+        h.clock.advance(std::time::Duration::from_secs(86_400));
+        h.script(200, anthropic_text("NOTHING"));
+        h.app.consolidate().await;
+        let reqs = h.llm_requests();
+        assert_eq!(reqs.len(), 2, "only yesterday's note (2023-11-14) is new");
+        assert!(reqs[1]["messages"][0]["content"]
+            .to_string()
+            .contains("Today."));
     });
 }
 

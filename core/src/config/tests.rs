@@ -91,3 +91,37 @@ fn json_round_trip_keeps_everything() {
     let err = Config::from_json("{\"connectors\": 1}").unwrap_err();
     assert_eq!(err.file, "config.json");
 }
+
+#[test]
+fn memory_settings_are_read_and_checked() {
+    let cfg = Config::load(&embedded()).unwrap();
+    assert_eq!(cfg.memory, crate::memory::store::SearchConfig::default());
+    let cfg = Config::load(&with(
+        "main.yaml",
+        "memory:\n  max_results: 3\n  min_score: 0.5\n",
+    ))
+    .unwrap();
+    assert_eq!((cfg.memory.max_results, cfg.memory.min_score), (3, 0.5));
+    assert_eq!(
+        cfg.memory.chunk_tokens, 400,
+        "unset fields keep their default"
+    );
+    for (yaml, field) in [
+        ("memory:\n  max_results: 0\n", "memory.max_results"),
+        ("memory:\n  min_score: 1.5\n", "memory.min_score"),
+        ("memory:\n  chunk_overlap: 400\n", "memory.chunk_overlap"),
+        (
+            "memory:\n  vector_weight: 0\n  text_weight: 0\n",
+            "memory.vector_weight",
+        ),
+    ] {
+        let e = Config::load(&with("main.yaml", yaml)).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_str()),
+            ("main.yaml", field),
+            "{yaml}"
+        );
+    }
+    let e = Config::load(&with("main.yaml", "memory:\n  top_k: 3\n")).unwrap_err();
+    assert!(e.message.contains("unknown field"), "{e}");
+}

@@ -2,9 +2,11 @@
 //! tools, recall before replies and consolidation build on [`store`].
 //!
 //! - [`chunk`]: heading-first chunking with windowed overlap.
+//! - [`digest`]: session-end summaries and the daily consolidation into `MEMORY.md`.
 //! - [`embed`]: `EmbeddingProvider`, the OpenAI-compatible adapter and the local embedder.
 //! - [`store`]: `MemoryStore`: incremental indexing and hybrid (vector + BM25) search.
 
 pub mod chunk;
+pub mod digest;
 pub mod embed;
 pub mod store;

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use super::chunk::chunk;
 use super::embed::EmbeddingProvider;
 
-/// Hybrid search settings (the defaults are the design's).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// Hybrid search settings, `memory:` in `main.yaml` (the defaults are the design's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SearchConfig {
     pub max_results: usize,
@@ -28,6 +28,38 @@ pub struct SearchConfig {
     pub text_weight: f32,
     pub chunk_tokens: usize,
     pub chunk_overlap: usize,
+}
+
+impl SearchConfig {
+    /// The first setting out of range, as `(field, why)`.
+    pub fn invalid(&self) -> Option<(&'static str, &'static str)> {
+        let weights_ok = |w: f32| w.is_finite() && w >= 0.0;
+        if self.max_results == 0 {
+            return Some(("max_results", "must be at least 1"));
+        }
+        if !(0.0..=1.0).contains(&self.min_score) {
+            return Some(("min_score", "must be between 0 and 1"));
+        }
+        if self.candidate_multiplier == 0 {
+            return Some(("candidate_multiplier", "must be at least 1"));
+        }
+        if !weights_ok(self.vector_weight) || !weights_ok(self.text_weight) {
+            return Some(("vector_weight", "weights must be 0 or more"));
+        }
+        if self.vector_weight + self.text_weight <= 0.0 {
+            return Some((
+                "vector_weight",
+                "vector_weight + text_weight must be above 0",
+            ));
+        }
+        if self.chunk_tokens < 50 {
+            return Some(("chunk_tokens", "must be at least 50"));
+        }
+        if self.chunk_overlap >= self.chunk_tokens {
+            return Some(("chunk_overlap", "must be less than chunk_tokens"));
+        }
+        None
+    }
 }
 
 impl Default for SearchConfig {
@@ -180,6 +212,25 @@ impl MemoryStore {
 
     /// Re-indexes every changed file of the scope and drops the index of deleted ones.
     /// Returns how many files were (re)indexed.
+    /// Appends `text` (a line break added) to the memory file `rel` of `scope` and indexes it.
+    pub async fn append(&self, scope: &str, rel: &str, text: &str) -> Result<(), MemoryError> {
+        let path = format!("{}/{rel}", root(scope));
+        self.files
+            .append(&path, format!("{}\n", text.trim_end()).as_bytes())
+            .await?;
+        self.index_file(scope, &path).await?;
+        Ok(())
+    }
+
+    /// Reads the memory file `rel` of `scope`; `None` when it does not exist.
+    pub async fn read(&self, scope: &str, rel: &str) -> Result<Option<String>, MemoryError> {
+        match self.files.read(&format!("{}/{rel}", root(scope))).await {
+            Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub async fn reindex(&self, scope: &str) -> Result<usize, MemoryError> {
         let mut changed = 0;
         let files = self.files.list(&root(scope)).await?;

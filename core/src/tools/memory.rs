@@ -138,7 +138,12 @@ pub struct MemoryWrite {
 
 /// Today's daily note, `memory/YYYY-MM-DD.md` (UTC).
 pub fn daily_note(clock: &dyn Clock) -> String {
-    let (y, m, d) = civil_from_days((clock.now_ms() / 86_400_000) as i64);
+    note_of_day((clock.now_ms() / 86_400_000) as i64)
+}
+
+/// The daily note of a day counted from the Unix epoch.
+pub fn note_of_day(day: i64) -> String {
+    let (y, m, d) = civil_from_days(day);
     format!("memory/{y:04}-{m:02}-{d:02}.md")
 }
 
