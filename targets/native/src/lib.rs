@@ -2,7 +2,8 @@
 //! drive the core (long polling, the webhook server, the background drainer).
 //!
 //! # Layout
-//! - [`store`]: libsql on disk: the Kv and Vectors ports.
+//! - [`store`]: libsql on disk: the Kv, Vectors and TextIndex (FTS5) ports.
+//! - [`vecindex`]: the int8 in-memory mirror the Vectors port scans before an exact re-rank.
 //! - [`fs`]: the Files port over a directory.
 //! - Http and Clock come from `clawless_platform::native_io` (shared with the Lambda).
 //! - [`runner`]: drains lanes after the ack, sweeps on a timer, drains in-flight work on stop.
@@ -16,3 +17,4 @@ pub mod runner;
 pub mod server;
 pub mod setup;
 pub mod store;
+pub mod vecindex;

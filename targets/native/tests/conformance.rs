@@ -55,6 +55,56 @@ async fn libsql_vectors_conform() {
 }
 
 #[tokio::test]
+async fn libsql_vectors_are_f32_blobs_and_survive_reopen() {
+    use clawless_platform::{VectorRecord, Vectors};
+    use std::collections::BTreeMap;
+    let dir = common::temp_dir("vec-reopen");
+    let path = dir.join("v.db").to_string_lossy().into_owned();
+    let rec = |id: &str, v: [f32; 3]| VectorRecord {
+        id: id.into(),
+        vector: v.to_vec(),
+        metadata: BTreeMap::from([("scope".to_owned(), "s".to_owned())]),
+    };
+    {
+        let db = Db::open(&path).unwrap();
+        let v = SqlVectors::new(db.clone());
+        v.upsert(vec![rec("a", [1.0, 0.0, 0.0]), rec("b", [0.0, 1.0, 0.0])])
+            .await
+            .unwrap();
+        // libsql reads the stored blobs as its own f32 vectors.
+        let d: f64 = db
+            .call(|c| {
+                futures::executor::block_on(async {
+                    let mut rows = c
+                        .query("SELECT vector_distance_cos(vec, vector32('[1,0,0]')) FROM vectors WHERE id = 'b'", ())
+                        .await
+                        .unwrap();
+                    let row = rows.next().await.unwrap().unwrap();
+                    Ok(row.get::<f64>(0).unwrap())
+                })
+            })
+            .await
+            .unwrap();
+        assert!(
+            (d - 1.0).abs() < 1e-6,
+            "cosine distance of orthogonal vectors, got {d}"
+        );
+    }
+    let v = SqlVectors::new(Db::open(&path).unwrap());
+    let hits = v
+        .query(&[0.1, 1.0, 0.0], 1, &BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(hits[0].id, "b", "the mirror is rebuilt from the table");
+    v.delete(&["b".into()]).await.unwrap();
+    let hits = v
+        .query(&[0.1, 1.0, 0.0], 5, &BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "delete reaches the mirror");
+}
+
+#[tokio::test]
 async fn fs_files_conform_and_refuse_symlink_escape() {
     let dir = common::temp_dir("files");
     let root = dir.join("root");
