@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use clawless_core::memory::embed::LocalEmbedder;
 use clawless_core::memory::store::{MemoryStore, SearchConfig};
-use clawless_platform::{Files, Platform};
+use clawless_platform::Platform;
 use futures::executor::block_on;
 
 const NAMES: [&str; 50] = [
