@@ -18,7 +18,7 @@ use crate::inbox::{Drained, Inbox, Job, Lease};
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ChatMessage, LlmError, ModelChain, Provider};
 use crate::memory::digest;
-use crate::memory::embed::LocalEmbedder;
+use crate::memory::embed::{EmbeddingProvider, LocalEmbedder};
 use crate::memory::store::MemoryStore;
 use crate::secret::Secret;
 use crate::session;
@@ -81,12 +81,31 @@ impl WebhookReply {
 }
 
 impl App {
-    /// Assembles the app. `instance` names this process or invocation in leases.
+    /// Assembles the app with the built-in [`LocalEmbedder`] for memory. `instance` names this
+    /// process or invocation in leases.
     pub fn new(
         platform: Platform,
         config: Config,
         env: &Env,
         instance: impl Into<String>,
+    ) -> Result<App, ConfigError> {
+        Self::with_embedder(
+            platform,
+            config,
+            env,
+            instance,
+            Arc::new(LocalEmbedder::default()),
+        )
+    }
+
+    /// [`App::new`] with the shell's own embedder (the Worker's Workers AI). Memory files
+    /// indexed by another embedder are re-indexed as they are met (their manifests name it).
+    pub fn with_embedder(
+        platform: Platform,
+        config: Config,
+        env: &Env,
+        instance: impl Into<String>,
+        embedder: Arc<dyn EmbeddingProvider>,
     ) -> Result<App, ConfigError> {
         let env_err = |field: &str, message: String| ConfigError {
             file: "environment".into(),
@@ -106,7 +125,7 @@ impl App {
             kv: platform.kv.clone(),
             vectors: platform.vectors.clone(),
             text: platform.text.clone(),
-            embedder: Arc::new(LocalEmbedder::default()),
+            embedder,
             config: config.memory.clone(),
         });
         let deps = ToolDeps {

@@ -8,6 +8,9 @@ use clawless_platform::{Clock, Platform, Vectors};
 use js_sys::{Object, Reflect};
 use wasm_bindgen::JsValue;
 
+use clawless_core::memory::embed::{EmbeddingProvider, LocalEmbedder};
+
+use crate::ai::WorkersAi;
 use crate::d1::{D1Files, D1Kv, D1Text, D1Vectors, D1};
 use crate::io::{FetchHttp, WorkerClock};
 use crate::vectorize::Vectorize;
@@ -16,6 +19,8 @@ use crate::vectorize::Vectorize;
 pub const DB_BINDING: &str = "DB";
 /// The optional Vectorize index binding.
 pub const VECTORIZE_BINDING: &str = "VECTORIZE";
+/// The optional Workers AI binding (memory embeddings).
+pub const AI_BINDING: &str = "AI";
 
 /// `config/`, validated and turned into JSON by build.rs.
 pub(crate) const CONFIG_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/config.json"));
@@ -73,7 +78,15 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
     };
     let config = Config::from_json(CONFIG_JSON).map_err(|e| e.to_string())?;
     let instance = format!("worker-{}-{}", clock.now_ms(), js_sys::Math::random());
-    let app = App::new(platform, config, &env_strings(env), instance).map_err(|e| e.to_string())?;
+    let ai =
+        Reflect::get(env.as_ref(), &JsValue::from_str(AI_BINDING)).unwrap_or(JsValue::UNDEFINED);
+    let embedder: Arc<dyn EmbeddingProvider> = if ai.is_object() {
+        Arc::new(WorkersAi::new(ai))
+    } else {
+        Arc::new(LocalEmbedder::default())
+    };
+    let app = App::with_embedder(platform, config, &env_strings(env), instance, embedder)
+        .map_err(|e| e.to_string())?;
     for missing in app.missing_settings() {
         worker::console_error!(
             "not configured: the bot cannot answer until this is set: {missing}"

@@ -2,7 +2,8 @@
 // Rust tests in this directory. D1 is simulated by Miniflare; Vectorize (which has no local
 // mode) is the in-memory mock below, bound as a wrapped binding.
 //
-// Usage: node miniflare.mjs '<json>' where json = { vars: {NAME: value}, vectorize: bool }.
+// Usage: node miniflare.mjs '<json>' where json = { vars: {NAME: value}, vectorize: bool,
+// ai: bool } (bind the Vectorize and Workers AI mocks).
 // Prints one line `{"url": ..., "control": ...}` when ready. The control server takes
 //   POST /scheduled          → runs the scheduled handler, answers its outcome
 //   POST /sql  (body: SQL)   → runs it on the DB binding, answers the rows
@@ -60,9 +61,35 @@ export default function (env) {
 }
 `;
 
+// Workers AI does not run locally either: a mock of the embedding model's answer shape
+// ({shape, data}), with vectors from hashed words so related texts land near each other.
+const aiMock = `
+export default function () {
+  return {
+    async run(model, input) {
+      if (model !== "@cf/baai/bge-small-en-v1.5") throw new Error("unexpected model " + model);
+      const data = (input.text ?? []).map((t) => {
+        const v = new Array(384).fill(0);
+        for (const w of String(t).toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+          let h = 2166136261;
+          for (const c of w) h = Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0;
+          v[h % 384] += (h & 1) ? 1 : -1;
+        }
+        const n = Math.hypot(...v) || 1;
+        return v.map((x) => (x === 0 && n === 1 ? 1e-3 : x / n));
+      });
+      return { shape: [data.length, 384], data };
+    },
+  };
+}
+`;
+
 const wrappedBindings = {
   VECTORIZE_TEST: { scriptName: "vectorize-mock", bindings: { NAME: "test", DIMS: 3 } },
 };
+if (options.ai) {
+  wrappedBindings.AI = { scriptName: "ai-mock" };
+}
 if (options.vectorize) {
   wrappedBindings.VECTORIZE = { scriptName: "vectorize-mock", bindings: { NAME: "memory", DIMS: 384 } };
 }
@@ -85,6 +112,7 @@ const mf = new Miniflare({
       wrappedBindings,
     },
     { name: "vectorize-mock", modules: true, script: vectorizeMock },
+    { name: "ai-mock", modules: true, script: aiMock },
   ],
 });
 const url = (await mf.ready).toString().replace(/\/$/, "");

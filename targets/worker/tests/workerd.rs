@@ -159,3 +159,31 @@ async fn memory_recall_on_d1_vectors() {
         "the daily note is a file: {files}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_recall_with_workers_ai_embeddings() {
+    let (f, tg, llm) = fakes().await;
+    let mf = Miniflare::start_with(
+        "CLAWLESS_WORKER_BUILD",
+        json!({"vars": bot_vars(&tg, &llm), "vectorize": true, "ai": true}),
+    );
+    recall_after_new(&f, 1, |u| {
+        let mf = &mf;
+        async move {
+            mf.post_update(&u, Some(SECRET)).await;
+        }
+    })
+    .await;
+    let manifests = mf
+        .control(
+            "sql",
+            "SELECT CAST(value AS TEXT) AS m FROM kv WHERE key LIKE 'memidx/%'",
+        )
+        .await;
+    assert!(
+        manifests
+            .to_string()
+            .contains("workers-ai/@cf/baai/bge-small-en-v1.5"),
+        "indexed with Workers AI: {manifests}"
+    );
+}

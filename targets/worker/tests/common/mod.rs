@@ -28,8 +28,12 @@ fn env_path(name: &str) -> String {
 impl Miniflare {
     /// Starts the build in `build_var` with `vars` as `[vars]`/secrets.
     pub fn start(build_var: &str, vars: Value, vectorize: bool) -> Miniflare {
+        Self::start_with(build_var, json!({"vars": vars, "vectorize": vectorize}))
+    }
+
+    /// Starts with the launcher's options as they are (`vars`, `vectorize`, `ai`).
+    pub fn start_with(build_var: &str, options: Value) -> Miniflare {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/miniflare.mjs");
-        let options = json!({"vars": vars, "vectorize": vectorize});
         let mut child = Command::new(env_path("CLAWLESS_NODE"))
             .arg(script)
             .arg(options.to_string())
