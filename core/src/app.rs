@@ -18,7 +18,7 @@ use crate::inbox::{Drained, Inbox, Job, Lease};
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ChatMessage, LlmError, ModelChain, Provider};
 use crate::memory::digest;
-use crate::memory::embed::{EmbeddingProvider, LocalEmbedder};
+use crate::memory::embed::{EmbeddingProvider, LocalEmbedder, OpenAiEmbeddings};
 use crate::memory::store::MemoryStore;
 use crate::secret::Secret;
 use crate::session;
@@ -81,7 +81,7 @@ impl WebhookReply {
 }
 
 impl App {
-    /// Assembles the app with the built-in [`LocalEmbedder`] for memory. `instance` names this
+    /// Assembles the app, memory embedded as `memory.embedder` says. `instance` names this
     /// process or invocation in leases.
     pub fn new(
         platform: Platform,
@@ -89,13 +89,8 @@ impl App {
         env: &Env,
         instance: impl Into<String>,
     ) -> Result<App, ConfigError> {
-        Self::with_embedder(
-            platform,
-            config,
-            env,
-            instance,
-            Arc::new(LocalEmbedder::default()),
-        )
+        let embedder = embedder_from_config(&platform, &config, env)?;
+        Self::with_embedder(platform, config, env, instance, embedder)
     }
 
     /// [`App::new`] with the shell's own embedder (the Worker's Workers AI). Memory files
@@ -615,6 +610,36 @@ impl App {
 
 pub(crate) fn stranger_key(connector: &str, user: i64) -> String {
     format!("stranger/{connector}/{user}")
+}
+
+/// The embedder `memory.embedder` names: the built-in one, or OpenAI-compatible embeddings
+/// (384 dimensions, so indexes stay interchangeable with the local embedder and Vectorize).
+fn embedder_from_config(
+    platform: &Platform,
+    config: &Config,
+    env: &Env,
+) -> Result<Arc<dyn EmbeddingProvider>, ConfigError> {
+    if config.memory.embedder != "openai" {
+        return Ok(Arc::new(LocalEmbedder::default()));
+    }
+    let api_key = env.secret("OPENAI_API_KEY");
+    if api_key.is_empty() {
+        return Err(ConfigError {
+            file: "main.yaml".into(),
+            field: "memory.embedder".into(),
+            message: "openai embeddings need OPENAI_API_KEY".into(),
+        });
+    }
+    Ok(Arc::new(OpenAiEmbeddings {
+        http: platform.http.clone(),
+        base_url: env
+            .get("OPENAI_BASE_URL")
+            .unwrap_or("https://api.openai.com/v1")
+            .to_owned(),
+        api_key,
+        model: config.memory.embedding_model.clone(),
+        dims: 384,
+    }))
 }
 
 /// The chain of an agent: its `provider/model` entries whose provider has a key.

@@ -788,3 +788,70 @@ fn a_fact_told_before_new_is_recalled_after_it() {
             .is_empty());
     });
 }
+
+#[test]
+fn openai_embeddings_when_configured() {
+    block_on(async {
+        let mut config = Config::load(&clawless_core::config::embedded()).unwrap();
+        config.memory.embedder = "openai".into();
+        let h = Harness::with_config(Wire::OpenAi, config.clone());
+        h.http
+            .route(format!("{}/v1/embeddings", support::LLM), |req| {
+                let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
+                assert_eq!(body["model"], "text-embedding-3-small");
+                assert_eq!(body["dimensions"], 384);
+                let data: Vec<_> = body["input"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, _)| {
+                        let mut v = vec![0.01f32; 384];
+                        v[i % 384] = 1.0;
+                        json!({"index": i, "embedding": v})
+                    })
+                    .collect();
+                Ok(clawless_platform::HttpResponse::json(
+                    200,
+                    &json!({"data": data}),
+                ))
+            });
+        h.platform
+            .files
+            .write(
+                "memory/assistant/main/MEMORY.md",
+                b"- Ana lives in Lisbon.\n",
+            )
+            .await
+            .unwrap();
+        assert_eq!(h.app.memory.reindex("assistant/main").await.unwrap(), 1);
+        let hits = h
+            .app
+            .memory
+            .search("assistant/main", "Ana Lisbon")
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        let calls: Vec<_> = h
+            .http
+            .requests()
+            .into_iter()
+            .filter(|r| r.url.ends_with("/v1/embeddings"))
+            .collect();
+        assert!(
+            calls.len() >= 2,
+            "the file and the query were embedded remotely"
+        );
+        assert_eq!(
+            calls[0].header_value("authorization"),
+            Some("Bearer sk-openai-test")
+        );
+
+        // Without a key the app refuses to start, naming the setting.
+        let (platform, _, _) = clawless_platform::Platform::in_memory();
+        let err = clawless_core::App::new(platform, config, &clawless_core::Env::new(), "t")
+            .err()
+            .unwrap();
+        assert_eq!(err.field, "memory.embedder");
+    });
+}

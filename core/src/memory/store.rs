@@ -28,6 +28,11 @@ pub struct SearchConfig {
     pub text_weight: f32,
     pub chunk_tokens: usize,
     pub chunk_overlap: usize,
+    /// `local` (built in, no key) or `openai` (`/v1/embeddings` at `OPENAI_BASE_URL` with
+    /// `OPENAI_API_KEY`). The Worker uses Workers AI instead when an `AI` binding is bound.
+    pub embedder: String,
+    /// The model for `embedder: openai` (asked for 384 dimensions).
+    pub embedding_model: String,
 }
 
 impl SearchConfig {
@@ -58,6 +63,9 @@ impl SearchConfig {
         if self.chunk_overlap >= self.chunk_tokens {
             return Some(("chunk_overlap", "must be less than chunk_tokens"));
         }
+        if !matches!(self.embedder.as_str(), "local" | "openai") {
+            return Some(("embedder", "must be local or openai"));
+        }
         None
     }
 }
@@ -72,6 +80,8 @@ impl Default for SearchConfig {
             text_weight: 0.3,
             chunk_tokens: 400,
             chunk_overlap: 80,
+            embedder: "local".into(),
+            embedding_model: "text-embedding-3-small".into(),
         }
     }
 }

@@ -8,8 +8,6 @@ use clawless_platform::{Clock, Platform, Vectors};
 use js_sys::{Object, Reflect};
 use wasm_bindgen::JsValue;
 
-use clawless_core::memory::embed::{EmbeddingProvider, LocalEmbedder};
-
 use crate::ai::WorkersAi;
 use crate::d1::{D1Files, D1Kv, D1Text, D1Vectors, D1};
 use crate::io::{FetchHttp, WorkerClock};
@@ -80,13 +78,19 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
     let instance = format!("worker-{}-{}", clock.now_ms(), js_sys::Math::random());
     let ai =
         Reflect::get(env.as_ref(), &JsValue::from_str(AI_BINDING)).unwrap_or(JsValue::UNDEFINED);
-    let embedder: Arc<dyn EmbeddingProvider> = if ai.is_object() {
-        Arc::new(WorkersAi::new(ai))
+    let env = env_strings(env);
+    let app = if ai.is_object() {
+        App::with_embedder(
+            platform,
+            config,
+            &env,
+            instance,
+            Arc::new(WorkersAi::new(ai)),
+        )
     } else {
-        Arc::new(LocalEmbedder::default())
-    };
-    let app = App::with_embedder(platform, config, &env_strings(env), instance, embedder)
-        .map_err(|e| e.to_string())?;
+        App::new(platform, config, &env, instance)
+    }
+    .map_err(|e| e.to_string())?;
     for missing in app.missing_settings() {
         worker::console_error!(
             "not configured: the bot cannot answer until this is set: {missing}"
