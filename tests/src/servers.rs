@@ -66,6 +66,31 @@ impl Fakes {
     }
 }
 
+impl Fakes {
+    /// The end state every shell's scenario test checks, after a short settle: `greeting`
+    /// reached the model once (re-deliveries and a 401 with the same text did not add to it),
+    /// the stranger never reached it, the group got one answer, every message fits 4096 UTF-16
+    /// units, and no Bot API call broke the spec.
+    pub async fn assert_scenario_outcome(&self, greeting: &str) {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(self.llm_count(greeting), 1, "{greeting:?} answered once");
+        assert_eq!(
+            self.llm_count("Eve"),
+            0,
+            "the stranger never reached the model"
+        );
+        assert_eq!(self.sent_to(fixtures::GROUP_ID), ["You said: what is 2+2?"]);
+        assert!(self.sent().iter().all(|b| b["text"]
+            .as_str()
+            .unwrap_or("")
+            .encode_utf16()
+            .count()
+            <= 4096));
+        let violations = self.violations.lock().unwrap();
+        assert!(violations.is_empty(), "{violations:?}");
+    }
+}
+
 async fn bot_api(
     State(f): State<Arc<Fakes>>,
     axum::extract::Path(method): axum::extract::Path<String>,

@@ -9,8 +9,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
 use clawless_testkit::servers::{fakes, recall_after_new, text_update, until};
 use common::emulator::{start_emulator, start_function, SECRET};
@@ -82,22 +80,6 @@ async fn bootstrap_under_the_runtime_emulator() {
     let scheduled: Value = serde_json::from_str(common::SCHEDULED).unwrap();
     assert_eq!(emu.invoke(scheduled).await["swept"], true);
 
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(f.llm_count("hello lambda"), 1, "answered once");
+    f.assert_scenario_outcome("hello lambda").await;
     assert_eq!(f.llm_count("hello"), 1, "the 401 never reached the model");
-    assert_eq!(
-        f.llm_count("Eve"),
-        0,
-        "the stranger never reached the model"
-    );
-    assert_eq!(f.sent_to(GROUP_ID), ["You said: what is 2+2?"]);
-    assert!(f
-        .sent()
-        .iter()
-        .all(|b| b["text"].as_str().unwrap().encode_utf16().count() <= 4096));
-    assert!(
-        f.violations.lock().unwrap().is_empty(),
-        "{:?}",
-        f.violations.lock().unwrap()
-    );
 }
