@@ -69,6 +69,20 @@ pub fn query_terms(query: &str) -> Vec<String> {
     q
 }
 
+/// The FTS5 `MATCH` expression for a plain-words query, for adapters over SQLite's FTS5:
+/// each [`query_terms`] term quoted (so no word is syntax), joined by OR; `None` when the query
+/// has no terms.
+pub fn fts5_query(query: &str) -> Option<String> {
+    let terms = query_terms(query);
+    (!terms.is_empty()).then(|| {
+        terms
+            .iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    })
+}
+
 /// BM25 parameters.
 pub const K1: f32 = 1.2;
 pub const B: f32 = 0.75;
@@ -280,6 +294,16 @@ pub mod conformance {
 
 #[cfg(test)]
 mod tests {
+    use super::fts5_query;
+    #[test]
+    fn fts5_queries_quote_every_term() {
+        assert_eq!(
+            fts5_query("cat AND \"dog*\" OR cat").as_deref(),
+            Some("\"and\" OR \"cat\" OR \"dog\" OR \"or\"")
+        );
+        assert_eq!(fts5_query("?! --"), None);
+    }
+
     #[test]
     fn memory_text_conforms() {
         futures::executor::block_on(super::conformance::run(&super::MemoryText::default()));

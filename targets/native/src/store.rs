@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_platform::kv::{expiry, validate_key};
-use clawless_platform::text::rank_text;
+use clawless_platform::text::{fts5_query, rank_text};
 use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
 use clawless_platform::{
     async_trait, Clock, Kv, PortError, TextDoc, TextHit, TextIndex, VectorHit, VectorRecord,
@@ -480,18 +480,6 @@ impl SqlText {
     }
 }
 
-/// The FTS5 query for plain words: each term quoted (so no word is syntax), joined by OR.
-fn fts_query(query: &str) -> Option<String> {
-    let terms = clawless_platform::text::query_terms(query);
-    (!terms.is_empty()).then(|| {
-        terms
-            .iter()
-            .map(|t| format!("\"{t}\""))
-            .collect::<Vec<_>>()
-            .join(" OR ")
-    })
-}
-
 #[async_trait]
 impl TextIndex for SqlText {
     async fn upsert(&self, docs: Vec<TextDoc>) -> Result<(), PortError> {
@@ -523,7 +511,7 @@ impl TextIndex for SqlText {
         top_k: usize,
         filter: &BTreeMap<String, String>,
     ) -> Result<Vec<TextHit>, PortError> {
-        let Some(q) = fts_query(query) else {
+        let Some(q) = fts5_query(query) else {
             return Ok(Vec::new());
         };
         let filter = filter.clone();

@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clawless_platform::files::{normalize, normalize_dir};
 use clawless_platform::kv::validate_key;
-use clawless_platform::text::{query_terms, rank_text};
+use clawless_platform::text::{fts5_query, rank_text};
 use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
 use clawless_platform::{
     Clock, Files, Kv, PortError, Result, TextDoc, TextHit, TextIndex, VectorHit, VectorRecord,
@@ -376,18 +376,6 @@ fn metadata_json(metadata: &BTreeMap<String, String>) -> Result<String> {
 /// TextIndex over D1's FTS5, ranked by its `bm25()`.
 pub struct D1Text(pub D1);
 
-/// Quotes every term so FTS5 syntax in a query is plain text.
-fn fts_query(query: &str) -> Option<String> {
-    let terms = query_terms(query);
-    (!terms.is_empty()).then(|| {
-        terms
-            .iter()
-            .map(|t| format!("\"{t}\""))
-            .collect::<Vec<_>>()
-            .join(" OR ")
-    })
-}
-
 #[async_trait]
 impl TextIndex for D1Text {
     async fn upsert(&self, docs: Vec<TextDoc>) -> Result<()> {
@@ -412,7 +400,7 @@ impl TextIndex for D1Text {
         top_k: usize,
         filter: &BTreeMap<String, String>,
     ) -> Result<Vec<TextHit>> {
-        let Some(q) = fts_query(query) else {
+        let Some(q) = fts5_query(query) else {
             return Ok(Vec::new());
         };
         let rows = self
