@@ -3,7 +3,7 @@
 // mode) is the in-memory mock below, bound as a wrapped binding.
 //
 // Usage: node miniflare.mjs '<json>' where json = { vars: {NAME: value}, vectorize: bool,
-// ai: bool } (bind the Vectorize and Workers AI mocks).
+// ai: bool, persist: dir } (bind the Vectorize and Workers AI mocks; keep D1 in dir).
 // Prints one line `{"url": ..., "control": ...}` when ready. The control server takes
 //   POST /scheduled          → runs the scheduled handler, answers its outcome
 //   POST /sql  (body: SQL)   → runs it on the DB binding, answers the rows
@@ -100,6 +100,8 @@ const mf = new Miniflare({
   log: new Log(LogLevel.INFO),
   // No request for the real `cf` object (no internet here, and tests need none).
   cf: {},
+  // With `persist`, D1 lives in that directory and outlives this process (crash tests).
+  d1Persist: options.persist ?? false,
   workers: [
     {
       name: "main",

@@ -169,3 +169,53 @@ async fn memory_recall_with_workers_ai_embeddings() {
         "indexed with Workers AI: {manifests}"
     );
 }
+
+/// An invocation that dies during the turn loses nothing and answers once: workerd is killed
+/// (SIGKILL) while the model is thinking, a new one starts on the same D1, the dead drain's lease
+/// lapses (its expiry is moved to the past rather than waiting 3 minutes), and the cron
+/// sweep answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_invocation_is_finished_by_the_cron_sweep() {
+    use std::sync::atomic::Ordering;
+    let (f, tg, llm) = fakes().await;
+    let dir = std::env::temp_dir().join(format!("clawless-worker-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = json!({"vars": bot_vars(&tg, &llm), "persist": dir.to_string_lossy()});
+
+    f.llm_hang.store(true, Ordering::SeqCst);
+    let first = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options.clone());
+    assert_eq!(
+        first
+            .post_update(&text_update(1, "hello across a crash"), Some(SECRET))
+            .await,
+        200
+    );
+    until("the model call in flight", || {
+        f.llm_count("hello across a crash") == 1
+    })
+    .await;
+    first.kill();
+    f.llm_hang.store(false, Ordering::SeqCst);
+    assert!(f.sent_to(OWNER_ID).is_empty(), "nothing was answered yet");
+
+    let second = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options);
+    second
+        .control(
+            "sql",
+            "UPDATE kv SET expires_at = 1 WHERE key LIKE 'lease/%'",
+        )
+        .await;
+    let outcome = second.control("scheduled", "").await;
+    assert_eq!(outcome["outcome"], "ok", "{outcome}");
+    until("the answer after the crash", || {
+        f.sent_to(OWNER_ID).len() == 1
+    })
+    .await;
+    assert_eq!(f.sent_to(OWNER_ID), ["You said: hello across a crash"]);
+    // Another sweep has nothing left to do: answered exactly once.
+    second.control("scheduled", "").await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(f.sent_to(OWNER_ID).len(), 1);
+    drop(second);
+    let _ = std::fs::remove_dir_all(&dir);
+}

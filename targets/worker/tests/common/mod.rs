@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,6 +41,8 @@ impl Miniflare {
             .env("CLAWLESS_WORKER_BUILD", env_path(build_var))
             .env("CLAWLESS_NODE_MODULES", env_path("CLAWLESS_NODE_MODULES"))
             .stdin(Stdio::piped())
+            // Its own process group, so node and its workerd can be killed together.
+            .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -127,9 +130,25 @@ impl Miniflare {
     }
 }
 
+impl Miniflare {
+    /// Kills node and workerd at once (SIGKILL to the process group): an invocation dying
+    /// mid-turn, with no chance to finish anything.
+    pub fn kill(mut self) {
+        self.kill_group();
+    }
+
+    fn kill_group(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Miniflare {
     fn drop(&mut self) {
-        // Closing stdin makes the script dispose workerd and exit.
+        // Closing stdin makes the script dispose workerd and exit; if it has not within 5 s,
+        // the whole group is killed so no workerd outlives the test.
         drop(self.child.stdin.take());
         for _ in 0..100 {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -137,8 +156,7 @@ impl Drop for Miniflare {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill_group();
     }
 }
 
