@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// How many approximate candidates an exact re-rank looks at for `top_k` results.
 pub fn candidates(top_k: usize) -> usize {
-    (top_k * 4).max(32)
+    (top_k * 2).max(20)
 }
 
 /// A 64-bit FNV-1a hash of one metadata pair.
@@ -47,14 +47,22 @@ pub fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
     (q, scale)
 }
 
-/// `query` (already widened to i16) · `code`. A plain widening multiply-add, which LLVM turns
-/// into `pmaddwd`-style SIMD at opt-level 3 on the baseline x86-64 and aarch64 targets.
-fn dot_i8(query: &[i16], code: &[i8]) -> i32 {
-    query
+/// `query` (already widened to i16) · `code`, where `code` holds int8 values offset by 128 as
+/// u8 (zero-extending u8 is one SIMD step on baseline x86-64, sign-extending i8 two); the
+/// offset is taken back out with `query_sum`, the sum of the query's values. A plain widening
+/// multiply-add, which LLVM turns into `pmaddwd`-style SIMD at opt-level 3.
+fn dot_i8(query: &[i16], query_sum: i32, code: &[u8]) -> i32 {
+    let raw: i32 = query
         .iter()
         .zip(code)
         .map(|(&x, &y)| i32::from(x) * i32::from(i16::from(y)))
-        .sum()
+        .sum();
+    raw - 128 * query_sum
+}
+
+/// An int8 code stored offset by 128.
+fn offset(code: &[i8]) -> Vec<u8> {
+    code.iter().map(|&x| (i16::from(x) + 128) as u8).collect()
 }
 
 /// The quantized vectors of one store, in insertion order; ids map to slots.
@@ -62,7 +70,8 @@ fn dot_i8(query: &[i16], code: &[i8]) -> i32 {
 pub struct Mirror {
     pub dim: usize,
     ids: Vec<String>,
-    codes: Vec<i8>,
+    /// int8 codes offset by 128 (see [`dot_i8`]), `dim` per slot.
+    codes: Vec<u8>,
     scales: Vec<f32>,
     /// Per slot, a 64-bit Bloom filter of its metadata pairs: the scan's filter test is one
     /// AND on contiguous memory (a false positive only costs a candidate slot; callers check
@@ -86,6 +95,7 @@ impl Mirror {
             self.dim = vector.len();
         }
         let (code, scale) = quantize(vector);
+        let code = offset(&code);
         let pairs = bloom(metadata);
         match self.slot.get(id) {
             Some(&s) => {
@@ -135,6 +145,7 @@ impl Mirror {
             return Vec::new();
         }
         let q: Vec<i16> = quantize(query).0.into_iter().map(i16::from).collect();
+        let q_sum: i32 = q.iter().map(|&x| i32::from(x)).sum();
         let want = bloom(filter);
         let threads = if self.len() >= PARALLEL_FROM {
             std::thread::available_parallelism().map_or(1, |p| p.get().min(8))
@@ -143,14 +154,14 @@ impl Mirror {
         };
         let per = self.len().div_ceil(threads);
         let mut scored: Vec<(f32, usize)> = if threads == 1 {
-            self.best(&q, want, 0..self.len(), n)
+            self.best(&q, q_sum, want, 0..self.len(), n)
         } else {
             std::thread::scope(|s| {
                 let parts: Vec<_> = (0..threads)
                     .map(|t| {
                         let range = t * per..((t + 1) * per).min(self.len());
                         let q = &q;
-                        s.spawn(move || self.best(q, want, range, n))
+                        s.spawn(move || self.best(q, q_sum, want, range, n))
                     })
                     .collect();
                 parts
@@ -170,6 +181,7 @@ impl Mirror {
     fn best(
         &self,
         q: &[i16],
+        q_sum: i32,
         want: u64,
         slots: std::ops::Range<usize>,
         n: usize,
@@ -180,7 +192,7 @@ impl Mirror {
                 continue;
             }
             let code = &self.codes[s * self.dim..(s + 1) * self.dim];
-            scored.push((dot_i8(q, code) as f32 * self.scales[s], s));
+            scored.push((dot_i8(q, q_sum, code) as f32 * self.scales[s], s));
         }
         keep_best(&mut scored, n);
         scored
@@ -208,7 +220,8 @@ mod tests {
         let (qa, sa) = quantize(&a);
         let (qb, sb) = quantize(&b);
         let qa: Vec<i16> = qa.into_iter().map(i16::from).collect();
-        let approx = dot_i8(&qa, &qb) as f32 * sa * sb;
+        let sum = qa.iter().map(|&x| i32::from(x)).sum();
+        let approx = dot_i8(&qa, sum, &offset(&qb)) as f32 * sa * sb;
         let exact = clawless_platform::vectors::cosine(&a, &b);
         assert!((approx - exact).abs() < 0.02, "{approx} vs {exact}");
     }
