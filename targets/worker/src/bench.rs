@@ -11,7 +11,7 @@ use clawless_testkit::fixtures;
 use clawless_testkit::llm::anthropic_text;
 use js_sys::Reflect;
 use serde_json::json;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use worker::{Response, Result};
 
 use crate::setup::CONFIG_JSON;
@@ -30,8 +30,6 @@ fn now_ms() -> f64 {
         .and_then(|v| v.as_f64())
         .unwrap_or(0.0)
 }
-
-use wasm_bindgen::JsCast;
 
 fn build_app() -> std::result::Result<App, String> {
     let (platform, _clock, http) = Platform::in_memory();

@@ -113,14 +113,8 @@ impl D1 {
 
     /// Creates the tables if missing.
     pub async fn ensure_schema(&self) -> Result<()> {
-        let statements = SCHEMA
-            .iter()
-            .map(|s| self.prepare(s, &[]))
-            .collect::<Result<Vec<_>>>()?;
-        SendFuture::new(self.db.batch(statements))
+        self.batch(SCHEMA.iter().map(|s| (*s, Vec::new())).collect())
             .await
-            .map(drop)
-            .map_err(d1_err)
     }
 
     /// Runs a statement; the number of rows it changed.

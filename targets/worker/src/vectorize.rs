@@ -161,11 +161,10 @@ impl Vectorize {
             let meta = get(&m, "metadata");
             if let Some(obj) = meta.dyn_ref::<Object>() {
                 for key in Object::keys(obj).iter() {
-                    if let (Some(k), Some(v)) = (
-                        key.as_string(),
-                        get(&meta, &key.as_string().unwrap_or_default()).as_string(),
-                    ) {
-                        metadata.insert(k, v);
+                    if let Some(k) = key.as_string() {
+                        if let Some(v) = get(&meta, &k).as_string() {
+                            metadata.insert(k, v);
+                        }
                     }
                 }
             }
