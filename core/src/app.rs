@@ -212,9 +212,10 @@ impl App {
         missing
     }
 
-    /// The webhook: secret check in constant time, then [`App::accept_update`].
+    /// The webhook: [`App::authorize_webhook`], the size cap, then [`App::accept_update`].
     ///
-    /// Unknown connector → 404; wrong or missing secret → 401 and nothing else happens; an
+    /// Unknown connector → 404; wrong or missing secret → 401 and nothing else happens; a
+    /// body over [`crate::shell::MAX_UPDATE_BYTES`] → 413; an
     /// update we cannot read or do not handle → 200 (so Telegram stops re-sending) and a log
     /// line; a storage failure → 500 so Telegram re-delivers.
     pub async fn handle_webhook(
@@ -223,12 +224,12 @@ impl App {
         secret: Option<&str>,
         body: &[u8],
     ) -> WebhookReply {
-        let Some(conn) = self.connectors.get(connector) else {
-            return WebhookReply::new(404, "unknown connector");
-        };
-        if !conn.secret.matches(secret.unwrap_or("")) {
-            tracing::debug!(connector, "webhook refused: wrong or missing secret");
-            return WebhookReply::new(401, "unauthorized");
+        if let Err(refused) = self.authorize_webhook(connector, secret) {
+            return refused;
+        }
+        if body.len() > crate::shell::MAX_UPDATE_BYTES {
+            tracing::warn!(connector, bytes = body.len(), "webhook body over the cap; refused");
+            return WebhookReply::new(413, "payload too large");
         }
         match self.accept_update(connector, body).await {
             Ok(lane) => WebhookReply {
@@ -241,6 +242,24 @@ impl App {
                 WebhookReply::new(500, "storage unavailable")
             }
         }
+    }
+
+    /// The check a shell makes before it reads a webhook body: the connector exists and the
+    /// secret matches (constant time). `Err` is the reply to send at once (404 or 401),
+    /// without reading the body.
+    pub fn authorize_webhook(
+        &self,
+        connector: &str,
+        secret: Option<&str>,
+    ) -> Result<(), WebhookReply> {
+        let Some(conn) = self.connectors.get(connector) else {
+            return Err(WebhookReply::new(404, "unknown connector"));
+        };
+        if !conn.secret.matches(secret.unwrap_or("")) {
+            tracing::debug!(connector, "webhook refused: wrong or missing secret");
+            return Err(WebhookReply::new(401, "unauthorized"));
+        }
+        Ok(())
     }
 
     /// Stores an update in the inbox; returns the lane to drain when there is new work.

@@ -13,6 +13,7 @@
 //! - [`tools`]: the tool registry and built-in tools.
 //! - [`memory`]: chunking and embeddings for Markdown memory (search comes next).
 //! - [`session`]: conversation history through Kv.
+//! - [`shell`]: what every shell shares: the secret header, the body cap, routing.
 //! - [`telegram`]: update types, the Bot API client, Markdown → HTML and splitting.
 //! - [`config`]: YAML config into validated types. [`env`]: settings and secrets from the
 //!   target. [`secret`]: `Secret`, never printed.
@@ -27,6 +28,7 @@ pub mod llm;
 pub mod memory;
 pub mod secret;
 pub mod session;
+pub mod shell;
 pub mod telegram;
 pub mod tools;
 

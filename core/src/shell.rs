@@ -1,0 +1,59 @@
+//! What every shell repeats, written once: the secret header Telegram sends, the size a real
+//! update can have, and the check a webhook makes before it reads a body.
+
+/// The header Telegram puts the webhook secret in (`secret_token` of `setWebhook`).
+pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
+
+/// The largest webhook body accepted. A real update is a few KB (a 4096-character message
+/// with its entities and the message it replies to stays far below this); anything larger is
+/// refused with 413 before it is parsed.
+pub const MAX_UPDATE_BYTES: usize = 256 * 1024;
+
+/// Where a request goes, from its method and path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// `POST /telegram/<connector>`.
+    Webhook(&'a str),
+    /// `GET /healthz`.
+    Health,
+    /// A known path with the wrong method.
+    MethodNotAllowed,
+    NotFound,
+}
+
+/// Routes a request by method and path.
+pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
+    if path == "/healthz" {
+        return if method.eq_ignore_ascii_case("GET") {
+            Route::Health
+        } else {
+            Route::MethodNotAllowed
+        };
+    }
+    let Some(connector) = path
+        .strip_prefix("/telegram/")
+        .filter(|c| !c.is_empty() && !c.contains('/'))
+    else {
+        return Route::NotFound;
+    };
+    if method.eq_ignore_ascii_case("POST") {
+        Route::Webhook(connector)
+    } else {
+        Route::MethodNotAllowed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(route("POST", "/telegram/main"), Route::Webhook("main"));
+        assert_eq!(route("GET", "/telegram/main"), Route::MethodNotAllowed);
+        assert_eq!(route("POST", "/telegram/"), Route::NotFound);
+        assert_eq!(route("POST", "/telegram/a/b"), Route::NotFound);
+        assert_eq!(route("GET", "/healthz"), Route::Health);
+        assert_eq!(route("GET", "/"), Route::NotFound);
+    }
+}
