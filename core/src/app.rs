@@ -17,24 +17,34 @@ use crate::handler::Step;
 use crate::inbox::{Drained, Inbox, Job, Lease};
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ChatMessage, LlmError, ModelChain, Provider};
-use crate::memory::digest;
 use crate::memory::embed::{EmbeddingProvider, LocalEmbedder, OpenAiEmbeddings};
-use crate::memory::store::MemoryStore;
+use crate::memory::lifecycle::Lifecycle;
+use crate::memory::scope::{scope as memory_scope, MemoryOwner};
+use crate::memory::store::{MemoryError, MemoryHit, MemoryStore};
 use crate::secret::Secret;
 use crate::session;
-use crate::telegram::{api, BotApi, BotIdentity, Update, UpdateKind};
-use crate::tools::memory::note_of_day;
+use crate::telegram::{api, BotApi, BotIdentity, Message, Update, UpdateKind};
 use crate::tools::{ToolContext, ToolDeps, ToolRegistry};
 
-const DAY_MS: u64 = 86_400_000;
-const WEEK: Duration = Duration::from_secs(7 * 86_400);
-
 impl Connector {
-    /// The tool context of conversations on this connector: memory scope `<agent>/<connector>`.
-    pub fn tool_context(&self) -> ToolContext {
-        ToolContext {
-            scope: format!("{}/{}", self.agent.config.id, self.id),
+    /// The memory scope of `owner` for this connector's agent.
+    pub fn memory_scope(&self, owner: MemoryOwner) -> String {
+        memory_scope(&self.agent.config.id, &self.id, owner)
+    }
+
+    /// The memory scope a message reads and writes: the sender's in a private chat, the
+    /// group's in a group, or the shared one when the connector is set to share.
+    pub fn memory_scope_of(&self, msg: &Message) -> String {
+        self.memory_scope(MemoryOwner::of(msg, self.shared_memory))
+    }
+
+    /// Whose memory the terminal chat, the CLI and the one-time migration use: the shared
+    /// memory when the connector shares, else the owner's (its first allowed user).
+    pub fn default_memory_owner(&self) -> Option<MemoryOwner> {
+        if self.shared_memory {
+            return Some(MemoryOwner::Shared);
         }
+        self.owner.map(MemoryOwner::User)
     }
 }
 
@@ -47,6 +57,10 @@ pub struct Connector {
     pub secret: Secret,
     pub secret_env: String,
     pub allowed: BTreeSet<i64>,
+    /// The first allowed user (config order, then `TELEGRAM_ALLOWED_USERS`).
+    pub owner: Option<i64>,
+    /// One memory for every chat (`shared_memory: true`): for single-user deployments.
+    pub shared_memory: bool,
     pub agent: Arc<Agent>,
     pub(crate) identity: Mutex<Option<BotIdentity>>,
 }
@@ -173,6 +187,8 @@ impl App {
                         .chain(&extra_users)
                         .copied()
                         .collect(),
+                    owner: c.allowed_users.iter().chain(&extra_users).copied().next(),
+                    shared_memory: c.shared_memory,
                     agent,
                     identity: Mutex::new(None),
                 },
@@ -228,7 +244,11 @@ impl App {
             return refused;
         }
         if body.len() > crate::shell::MAX_UPDATE_BYTES {
-            tracing::warn!(connector, bytes = body.len(), "webhook body over the cap; refused");
+            tracing::warn!(
+                connector,
+                bytes = body.len(),
+                "webhook body over the cap; refused"
+            );
             return WebhookReply::new(413, "payload too large");
         }
         match self.accept_update(connector, body).await {
@@ -398,8 +418,9 @@ impl App {
     }
 
     /// The scheduled job every shell runs (native timer, Lambda schedule, Worker cron): the
-    /// [`App::sweep`], then memory files edited by hand are re-indexed for every agent's scope,
-    /// then (once a day) [`App::consolidate`].
+    /// [`App::sweep`], then memory files edited by hand are re-indexed in every scope (after
+    /// the one-time move of memory from before it was per person), then (once a day)
+    /// [`App::consolidate`].
     /// Errors are logged, not returned: one failing part does not stop the others.
     pub async fn scheduled(&self) -> Option<u64> {
         let next = match self.sweep().await {
@@ -410,145 +431,42 @@ impl App {
             }
         };
         for c in self.connectors.values() {
-            let scope = c.tool_context().scope;
-            if let Err(e) = self.memory.reindex(&scope).await {
-                tracing::warn!(scope, error = %e, "memory reindex failed");
+            if let Err(e) = self.reindex_memory(&c.id).await {
+                tracing::warn!(connector = %c.id, error = %e, "memory reindex failed");
             }
         }
         self.consolidate().await;
         next
     }
 
-    /// A session ended (`/new`, or idle past `idle_minutes`): unless the model saved something
-    /// during it, a short summary goes to today's daily note. Once per session, even when the
-    /// job around it is retried; failures are logged, never in the user's way.
-    pub(crate) async fn end_session(&self, conn: &Connector, key: &str, s: &session::Session) {
-        if s.messages.is_empty() || digest::wrote_memory(&s.messages) {
-            return;
-        }
-        let kv = &*self.platform.kv;
-        let marker = format!("summarized/{key}/{}", s.last_update_id);
-        match kv.put_if_absent(&marker, b"1", Some(WEEK)).await {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, "session summary skipped");
-                return;
-            }
-        }
-        let summary = match digest::ask(
-            &conn.agent.chain,
-            digest::SUMMARY_PROMPT,
-            digest::transcript(&s.messages),
-        )
-        .await
-        {
-            Ok(summary) => summary,
-            Err(e) => {
-                tracing::warn!(error = %e, "session summary by the model failed; writing the topics");
-                digest::fallback_summary(&s.messages)
-            }
-        };
-        let Some(summary) = summary else {
-            return;
-        };
-        let scope = conn.tool_context().scope;
-        let note = note_of_day((self.platform.clock.now_ms() / DAY_MS) as i64);
-        let text = format!("## Session summary\n{summary}");
-        if let Err(e) = self.memory.append(&scope, &note, &text).await {
-            tracing::warn!(scope, error = %e, "could not write the session summary");
+    /// Memory's lifecycle over this app's ports.
+    pub(crate) fn lifecycle(&self) -> Lifecycle<'_> {
+        Lifecycle {
+            memory: &self.memory,
+            kv: &*self.platform.kv,
+            clock: &*self.platform.clock,
         }
     }
 
-    /// Once a day per scope: the durable points of the daily notes of the past week that were
-    /// not consolidated yet are appended to `MEMORY.md` (the agent's model picks them). Two
-    /// schedulers never do the same note: each is claimed with a put-if-absent.
+    /// Once a day per memory scope of every connector: past daily notes into `MEMORY.md`
+    /// (see [`Lifecycle::consolidate`]).
     pub async fn consolidate(&self) {
-        let kv = &*self.platform.kv;
-        let today = (self.platform.clock.now_ms() / DAY_MS) as i64;
+        let life = self.lifecycle();
         for conn in self.connectors.values() {
             if conn.agent.chain.links.is_empty() {
                 continue;
             }
-            let scope = conn.tool_context().scope;
-            let ran = format!("consolidation/{scope}");
-            if kv.get(&ran).await.ok().flatten().as_deref() == Some(today.to_string().as_bytes()) {
-                continue;
-            }
-            let mut complete = true;
-            for day in (today - 7..today).rev() {
-                match self.consolidate_note(conn, &scope, day).await {
-                    Ok(()) => {}
-                    Err(e) => {
-                        complete = false;
-                        tracing::warn!(scope, day, error = %e, "consolidation failed; retried later");
-                    }
+            let scopes = match life.scopes(&conn.agent.config.id, &conn.id).await {
+                Ok(scopes) => scopes,
+                Err(e) => {
+                    tracing::warn!(connector = %conn.id, error = %e, "could not list memory scopes");
+                    continue;
                 }
-            }
-            if complete {
-                if let Err(e) = kv.put(&ran, today.to_string().as_bytes(), Some(WEEK)).await {
-                    tracing::warn!(scope, error = %e, "could not record the consolidation");
-                }
+            };
+            for scope in scopes {
+                life.consolidate(&conn.agent.chain, &scope).await;
             }
         }
-    }
-
-    async fn consolidate_note(
-        &self,
-        conn: &Connector,
-        scope: &str,
-        day: i64,
-    ) -> Result<(), String> {
-        let kv = &*self.platform.kv;
-        let rel = note_of_day(day);
-        let done = format!("consolidated/{scope}/{rel}");
-        if kv.get(&done).await.map_err(|e| e.to_string())?.is_some() {
-            return Ok(());
-        }
-        let Some(note) = self
-            .memory
-            .read(scope, &rel)
-            .await
-            .map_err(|e| e.to_string())?
-        else {
-            return Ok(());
-        };
-        let claim = format!("consolidating/{scope}/{rel}");
-        if !kv
-            .put_if_absent(&claim, b"1", Some(Duration::from_secs(1800)))
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            return Ok(());
-        }
-        let current = self
-            .memory
-            .read(scope, "MEMORY.md")
-            .await
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
-        let input = format!(
-            "# MEMORY.md\n{}\n\n# Daily note {rel}\n{}",
-            digest::tail(&current, digest::MAX_INPUT_CHARS / 2),
-            digest::tail(&note, digest::MAX_INPUT_CHARS / 2)
-        );
-        let points = digest::ask(&conn.agent.chain, digest::CONSOLIDATE_PROMPT, input)
-            .await
-            .map_err(|e| e.to_string())?;
-        if let Some(points) = points {
-            let date = rel.trim_start_matches("memory/").trim_end_matches(".md");
-            self.memory
-                .append(
-                    scope,
-                    "MEMORY.md",
-                    &format!("\n## From the notes of {date}\n{points}"),
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-        }
-        kv.put(&done, b"1", Some(2 * WEEK))
-            .await
-            .map_err(|e| e.to_string())
     }
 
     /// A terminal conversation with the agent of `connector`, no Telegram involved.
@@ -566,8 +484,10 @@ impl App {
         let mut s = session::load(kv, session_key)
             .await
             .map_err(LlmError::from)?;
+        // The terminal is the owner's: their memory (or the shared one).
+        let scope = conn.memory_scope(conn.default_memory_owner().unwrap_or(MemoryOwner::Shared));
         let out = self
-            .agent_turn(conn, &s.messages, text, &NoObserver)
+            .agent_turn(conn, &scope, &s.messages, text, &NoObserver)
             .await?;
         s.messages.extend(out.messages);
         session::trim(&mut s.messages, self.config.session.history_window);
@@ -578,17 +498,20 @@ impl App {
         Ok(out.reply)
     }
 
-    /// One agent turn for `conn`: the memories relevant to `text` recalled, then the model ↔
-    /// tools loop with the conversation's tool context.
+    /// One agent turn for `conn` in the memory `scope` of the conversation: the memories
+    /// relevant to `text` recalled, then the model ↔ tools loop.
     pub(crate) async fn agent_turn(
         &self,
         conn: &Connector,
+        scope: &str,
         history: &[ChatMessage],
         text: &str,
         observer: &dyn TurnObserver,
     ) -> Result<TurnOutput, LlmError> {
-        let ctx = conn.tool_context();
-        let recall = self.recall(&ctx.scope, text).await;
+        let recall = self.lifecycle().recall(scope, text).await;
+        let ctx = ToolContext {
+            scope: scope.to_owned(),
+        };
         conn.agent
             .run_turn(
                 history,
@@ -600,30 +523,41 @@ impl App {
             .await
     }
 
-    /// Memories relevant to `text` in `scope`, formatted for the system prompt; empty when
-    /// there are none or memory search failed (logged: a turn never fails for lack of recall).
-    pub async fn recall(&self, scope: &str, text: &str) -> String {
-        match self.memory.search(scope, text).await {
-            Ok(hits) => {
-                let prefix = format!("{}/", crate::memory::store::root(scope));
-                hits.iter()
-                    .map(|h| {
-                        format!(
-                            "[{}:{}-{}] {}",
-                            h.path.trim_start_matches(&prefix),
-                            h.start_line,
-                            h.end_line,
-                            h.text
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            }
-            Err(e) => {
-                tracing::warn!(scope, error = %e, "memory recall failed");
-                String::new()
-            }
+    /// Re-indexes the changed memory files of every scope of `connector`, after moving the
+    /// memory from before it was per person to its owner (once). Returns how many files
+    /// were (re)indexed.
+    pub async fn reindex_memory(&self, connector: &str) -> Result<usize, MemoryError> {
+        let Some(conn) = self.connectors.get(connector) else {
+            return Ok(0);
+        };
+        let life = self.lifecycle();
+        let agent = &conn.agent.config.id;
+        life.migrate_legacy(agent, &conn.id, conn.default_memory_owner())
+            .await?;
+        let mut changed = 0;
+        for scope in life.scopes(agent, &conn.id).await? {
+            changed += self.memory.reindex(&scope).await?;
         }
+        Ok(changed)
+    }
+
+    /// Searches the memory of `owner` (default: the connector's owner, or the shared memory)
+    /// on `connector`, after re-indexing it.
+    pub async fn search_memory(
+        &self,
+        connector: &str,
+        owner: Option<MemoryOwner>,
+        query: &str,
+    ) -> Result<Vec<MemoryHit>, MemoryError> {
+        let Some(conn) = self.connectors.get(connector) else {
+            return Ok(Vec::new());
+        };
+        let Some(owner) = owner.or(conn.default_memory_owner()) else {
+            return Ok(Vec::new());
+        };
+        let scope = conn.memory_scope(owner);
+        self.memory.reindex(&scope).await?;
+        self.memory.search(&scope, query).await
     }
 }
 

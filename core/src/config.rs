@@ -44,6 +44,11 @@ pub struct ConnectorConfig {
     /// Env var holding this connector's webhook secret.
     #[serde(default = "default_secret_env")]
     pub webhook_secret_env: String,
+    /// One memory for every chat of this bot instead of one per person and per group. Only
+    /// for a bot that a single person uses: with it on, whatever one user tells the bot can
+    /// be recalled for every other user and in groups.
+    #[serde(default)]
+    pub shared_memory: bool,
 }
 
 fn default_token_env() -> String {
@@ -307,6 +312,7 @@ impl Config {
                     allowed_users: vec![],
                     token_env: default_token_env(),
                     webhook_secret_env: default_secret_env(),
+                    shared_memory: false,
                 },
             );
         }

@@ -138,7 +138,9 @@ impl App {
                 let old = session::load(&*self.platform.kv, &key)
                     .await
                     .map_err(|e| e.to_string())?;
-                self.end_session(conn, &key, &old).await;
+                self.lifecycle()
+                    .end_session(&conn.agent.chain, &conn.memory_scope_of(msg), &key, &old)
+                    .await;
                 session::clear(&*self.platform.kv, &key)
                     .await
                     .map_err(|e| e.to_string())?;
@@ -146,8 +148,9 @@ impl App {
             }
             Decision::Turn(text) => {
                 let key = session::session_key(&conn.id, msg);
+                let scope = conn.memory_scope_of(msg);
                 let s = self
-                    .current_session(&key, Some(conn))
+                    .current_session(&key, Some((conn, &scope)))
                     .await
                     .map_err(|e| e.to_string())?;
                 let observer = Typing {
@@ -160,7 +163,7 @@ impl App {
                     },
                 };
                 let out = self
-                    .agent_turn(conn, &s.messages, &text, &observer)
+                    .agent_turn(conn, &scope, &s.messages, &text, &observer)
                     .await
                     .map_err(|e| e.to_string())?;
                 return Ok(Some(Checkpoint {
@@ -180,11 +183,12 @@ impl App {
     }
 
     /// The session, or a fresh one when it has been idle past `idle_minutes`; with `end`, an
-    /// idle one is ended first (see [`App::end_session`]).
+    /// idle one is ended first, its summary going to the memory `scope` (see
+    /// [`crate::memory::lifecycle::Lifecycle::end_session`]).
     async fn current_session(
         &self,
         key: &str,
-        end: Option<&Connector>,
+        end: Option<(&Connector, &str)>,
     ) -> Result<session::Session, PortError> {
         let s = session::load(&*self.platform.kv, key).await?;
         let idle = self.config.session.idle_minutes * 60_000;
@@ -192,8 +196,10 @@ impl App {
             && s.updated_ms > 0
             && self.platform.clock.now_ms().saturating_sub(s.updated_ms) > idle
         {
-            if let Some(conn) = end {
-                self.end_session(conn, key, &s).await;
+            if let Some((conn, scope)) = end {
+                self.lifecycle()
+                    .end_session(&conn.agent.chain, scope, key, &s)
+                    .await;
             }
             return Ok(session::Session {
                 last_update_id: s.last_update_id,

@@ -146,7 +146,7 @@ async fn daily(h: &Harness) -> String {
     let bytes = h
         .platform
         .files
-        .read("memory/assistant/main/memory/2023-11-14.md")
+        .read("memory/assistant/main/u111111111/memory/2023-11-14.md")
         .await
         .unwrap_or_default();
     String::from_utf8(bytes).unwrap()
@@ -225,7 +225,7 @@ fn consolidation_promotes_daily_notes_once() {
         let files = &h.platform.files;
         files
             .write(
-                "memory/assistant/main/MEMORY.md",
+                "memory/assistant/main/u111111111/MEMORY.md",
                 b"- Has a cat called Miso.\n",
             )
             .await
@@ -233,13 +233,16 @@ fn consolidation_promotes_daily_notes_once() {
         // Notes from two days back and from today; only past days are consolidated.
         files
             .write(
-                "memory/assistant/main/memory/2023-11-12.md",
+                "memory/assistant/main/u111111111/memory/2023-11-12.md",
                 b"- Sister Ana moved to Lisbon.\n- Had pasta.\n",
             )
             .await
             .unwrap();
         files
-            .write("memory/assistant/main/memory/2023-11-14.md", b"- Today.\n")
+            .write(
+                "memory/assistant/main/u111111111/memory/2023-11-14.md",
+                b"- Today.\n",
+            )
             .await
             .unwrap();
         h.script(200, anthropic_text("- Sister Ana lives in Lisbon."));
@@ -251,9 +254,13 @@ fn consolidation_promotes_daily_notes_once() {
             input.contains("Miso") && input.contains("Sister Ana moved"),
             "{input}"
         );
-        let memory =
-            String::from_utf8(files.read("memory/assistant/main/MEMORY.md").await.unwrap())
-                .unwrap();
+        let memory = String::from_utf8(
+            files
+                .read("memory/assistant/main/u111111111/MEMORY.md")
+                .await
+                .unwrap(),
+        )
+        .unwrap();
         assert_eq!(
             memory,
             "- Has a cat called Miso.\n\n## From the notes of 2023-11-12\n- Sister Ana lives in Lisbon.\n"
@@ -261,7 +268,7 @@ fn consolidation_promotes_daily_notes_once() {
         assert!(
             !h.app
                 .memory
-                .search("assistant/main", "where does Ana live Lisbon")
+                .search("assistant/main/u111111111", "where does Ana live Lisbon")
                 .await
                 .unwrap()
                 .is_empty(),
@@ -744,7 +751,7 @@ fn a_fact_told_before_new_is_recalled_after_it() {
         let saved = h
             .platform
             .files
-            .read("memory/assistant/main/MEMORY.md")
+            .read("memory/assistant/main/u111111111/MEMORY.md")
             .await
             .unwrap();
         assert_eq!(
@@ -782,7 +789,7 @@ fn a_fact_told_before_new_is_recalled_after_it() {
         assert!(h
             .app
             .memory
-            .search("assistant/other", "cat Miso")
+            .search("assistant/other/u111111111", "cat Miso")
             .await
             .unwrap()
             .is_empty());
@@ -819,16 +826,23 @@ fn openai_embeddings_when_configured() {
         h.platform
             .files
             .write(
-                "memory/assistant/main/MEMORY.md",
+                "memory/assistant/main/u111111111/MEMORY.md",
                 b"- Ana lives in Lisbon.\n",
             )
             .await
             .unwrap();
-        assert_eq!(h.app.memory.reindex("assistant/main").await.unwrap(), 1);
+        assert_eq!(
+            h.app
+                .memory
+                .reindex("assistant/main/u111111111")
+                .await
+                .unwrap(),
+            1
+        );
         let hits = h
             .app
             .memory
-            .search("assistant/main", "Ana Lisbon")
+            .search("assistant/main/u111111111", "Ana Lisbon")
             .await
             .unwrap();
         assert_eq!(hits.len(), 1);

@@ -4,9 +4,13 @@
 //! - [`chunk`]: heading-first chunking with windowed overlap.
 //! - [`digest`]: session-end summaries and the daily consolidation into `MEMORY.md`.
 //! - [`embed`]: `EmbeddingProvider`, the OpenAI-compatible adapter and the local embedder.
+//! - [`lifecycle`]: recall, session-end summaries, consolidation, the move to per-person memory.
+//! - [`scope`]: whose memory a conversation uses (per person, per group, or shared).
 //! - [`store`]: `MemoryStore`: incremental indexing and hybrid (vector + BM25) search.
 
 pub mod chunk;
 pub mod digest;
 pub mod embed;
+pub mod lifecycle;
+pub mod scope;
 pub mod store;

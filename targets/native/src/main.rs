@@ -284,36 +284,32 @@ async fn webhook_delete() -> Result<()> {
 
 async fn memory_reindex() -> Result<()> {
     let n = setup::build(&setup::env())?;
-    for c in n.app.connectors.values() {
-        let scope = c.tool_context().scope;
+    for id in n.app.connectors.keys() {
         let changed = n
             .app
-            .memory
-            .reindex(&scope)
+            .reindex_memory(id)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        println!("{scope}: {changed} file(s) re-indexed");
+        println!("{id}: {changed} file(s) re-indexed");
     }
     Ok(())
 }
 
+/// Searches the owner's memory (or the shared one) of every connector.
 async fn memory_search(query: &str) -> Result<()> {
     let n = setup::build(&setup::env())?;
-    for c in n.app.connectors.values() {
-        let scope = c.tool_context().scope;
+    for id in n.app.connectors.keys() {
         n.app
-            .memory
-            .reindex(&scope)
+            .reindex_memory(id)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let hits = n
             .app
-            .memory
-            .search(&scope, query)
+            .search_memory(id, None, query)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         if hits.is_empty() {
-            println!("{scope}: no matching memories");
+            println!("{id}: no matching memories");
         }
         for h in hits {
             println!(

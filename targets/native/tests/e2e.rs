@@ -358,7 +358,7 @@ async fn hand_written_memory_is_recalled() {
         .output()
         .unwrap();
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("assistant/main: 0 file(s) re-indexed"),
+        String::from_utf8_lossy(&out.stdout).contains("main: 0 file(s) re-indexed"),
         "already indexed by the search"
     );
     let bot = start_bot(&data, &tg, &llm_url).await;
@@ -391,7 +391,7 @@ async fn a_fact_told_before_new_is_recalled_after_it() {
         }
     })
     .await;
-    let notes = data.join("files/memory/assistant/main/memory");
+    let notes = data.join("files/memory/assistant/main/u111111111/memory");
     let written: Vec<_> = std::fs::read_dir(&notes).unwrap().collect();
     assert_eq!(written.len(), 1, "one daily note under {notes:?}");
 }

@@ -137,7 +137,9 @@ async fn memory_recall_on_d1_vectors() {
     .await;
     let files = mf.control("sql", "SELECT path FROM files").await;
     assert!(
-        files.to_string().contains("memory/assistant/main/memory/"),
+        files
+            .to_string()
+            .contains("memory/assistant/main/u111111111/memory/"),
         "the daily note is a file: {files}"
     );
 }
