@@ -97,6 +97,26 @@ impl Default for InboxConfig {
     }
 }
 
+/// Bounds on what one message may cost: `limits:` in `main.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// A message text longer than this (characters) is cut, and the model told so. Telegram
+    /// itself sends at most 4096; only a forged update is longer.
+    pub max_input_chars: usize,
+    /// An answer that would take more messages than this arrives as a `.md` document.
+    pub max_reply_parts: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_input_chars: 16_384,
+            max_reply_parts: 6,
+        }
+    }
+}
+
 #[cfg(feature = "yaml")]
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -109,6 +129,8 @@ struct MainFile {
     inbox: InboxConfig,
     #[serde(default)]
     memory: SearchConfig,
+    #[serde(default)]
+    limits: LimitsConfig,
 }
 
 #[cfg(feature = "yaml")]
@@ -194,6 +216,9 @@ pub struct Config {
     /// Memory search and chunking.
     #[serde(default)]
     pub memory: SearchConfig,
+    /// Input and output bounds per message.
+    #[serde(default)]
+    pub limits: LimitsConfig,
     /// connector id → agent id, every connector present.
     pub routing: BTreeMap<String, String>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -380,11 +405,26 @@ impl Config {
         if let Some((field, why)) = main.memory.invalid() {
             return Err(err("main.yaml", format!("memory.{field}"), why));
         }
+        if main.limits.max_input_chars < 100 {
+            return Err(err(
+                "main.yaml",
+                "limits.max_input_chars",
+                "must be at least 100",
+            ));
+        }
+        if !(1..=50).contains(&main.limits.max_reply_parts) {
+            return Err(err(
+                "main.yaml",
+                "limits.max_reply_parts",
+                "must be between 1 and 50",
+            ));
+        }
         Ok(Config {
             connectors,
             session: main.session,
             inbox: main.inbox,
             memory: main.memory,
+            limits: main.limits,
             routing: table,
             agents,
             providers,

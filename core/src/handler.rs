@@ -8,9 +8,10 @@ use clawless_platform::PortError;
 use crate::agent::TurnObserver;
 use crate::app::{stranger_key, App, Connector};
 use crate::inbox::{Checkpoint, Job, Lease};
+use crate::llm::{LlmError, ModelChain};
 use crate::session;
 use crate::telegram::api::Target;
-use crate::telegram::render::{plain_parts, render_parts, Part};
+use crate::telegram::render::{document_part, plain_parts, render_parts, Part};
 use crate::telegram::{BotIdentity, ChatKind, Message, TelegramError, Update};
 
 /// What an update asks of us.
@@ -25,6 +26,41 @@ enum Decision {
     NewSession(String),
     /// A turn for the agent.
     Turn(String),
+}
+
+/// Why a turn failed: a short, human sentence for the user (which service, what kind of
+/// failure; never a raw error body) and the detail for the log.
+struct Failure {
+    user: String,
+    detail: String,
+}
+
+impl Failure {
+    fn storage(e: impl std::fmt::Display) -> Failure {
+        Failure {
+            user: "my storage is not reachable right now. Please try again in a while.".into(),
+            detail: format!("storage: {e}"),
+        }
+    }
+
+    fn telegram(e: TelegramError) -> Failure {
+        Failure {
+            user: "Telegram did not answer me. Please try again in a while.".into(),
+            detail: format!("telegram: {e}"),
+        }
+    }
+
+    fn model(e: &LlmError, chain: &ModelChain) -> Failure {
+        // A chain fails only after its last link failed, so that link names the provider.
+        let provider = chain
+            .links
+            .last()
+            .map(|l| l.label.split('/').next().unwrap_or(&l.label).to_owned());
+        Failure {
+            user: e.for_user(provider.as_deref()),
+            detail: format!("model: {e}"),
+        }
+    }
 }
 
 /// How processing a job ended.
@@ -82,15 +118,14 @@ impl App {
                     self.inbox.finish(key, &job).await?;
                     return Ok(Step::Done);
                 }
-                Err(reason) => {
+                Err(failure) => {
+                    let reason = &failure.detail;
                     if let Some(at) = self.inbox.retry_later(key, &mut job).await? {
                         tracing::warn!(key, attempt = job.attempts, %reason, "turn failed; will retry");
                         return Ok(Step::RetryAt(at));
                     }
                     tracing::error!(key, %reason, "turn failed for the last time; telling the user");
-                    let text = format!(
-                        "Sorry, I could not answer that: {reason}. Please try again in a while."
-                    );
+                    let text = format!("Sorry, I could not answer that: {}", failure.user);
                     job.checkpoint = Some(Checkpoint {
                         parts: plain_parts(&text),
                         sent: 0,
@@ -112,8 +147,8 @@ impl App {
         msg: &Message,
         job: &Job,
         lease: Lease<'_>,
-    ) -> Result<Option<Checkpoint>, String> {
-        let decision = self.decide(conn, msg).await.map_err(|e| e.to_string())?;
+    ) -> Result<Option<Checkpoint>, Failure> {
+        let decision = self.decide(conn, msg).await.map_err(Failure::telegram)?;
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
         let text = match decision {
             Decision::Ignore(why) => {
@@ -126,7 +161,7 @@ impl App {
                     .kv
                     .put_if_absent(&stranger_key(&conn.id, user), b"1", None)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(Failure::storage)?;
                 if !first {
                     return Ok(None);
                 }
@@ -137,13 +172,13 @@ impl App {
                 let key = session::session_key(&conn.id, msg);
                 let old = session::load(&*self.platform.kv, &key)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(Failure::storage)?;
                 self.lifecycle()
                     .end_session(&conn.agent.chain, &conn.memory_scope_of(msg), &key, &old)
                     .await;
                 session::clear(&*self.platform.kv, &key)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(Failure::storage)?;
                 text
             }
             Decision::Turn(text) => {
@@ -152,7 +187,7 @@ impl App {
                 let s = self
                     .current_session(&key, Some((conn, &scope)))
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(Failure::storage)?;
                 let observer = Typing {
                     app: self,
                     lease,
@@ -165,9 +200,13 @@ impl App {
                 let out = self
                     .agent_turn(conn, &scope, &s.messages, &text, &observer)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| Failure::model(&e, &conn.agent.chain))?;
+                let mut parts = render_parts(&out.reply);
+                if parts.len() > self.config.limits.max_reply_parts {
+                    parts = vec![document_part(&out.reply)];
+                }
                 return Ok(Some(Checkpoint {
-                    parts: render_parts(&out.reply),
+                    parts,
                     sent: 0,
                     reply_to,
                     session_turn: Some((key, out.messages)),
@@ -203,6 +242,7 @@ impl App {
             }
             return Ok(session::Session {
                 last_update_id: s.last_update_id,
+                applied: s.applied,
                 ..Default::default()
             });
         }
@@ -222,9 +262,12 @@ impl App {
         match msg.chat.kind {
             ChatKind::Private => {}
             ChatKind::Group | ChatKind::Supergroup => {
+                if msg.is_channel_forward() {
+                    return Ok(Decision::Ignore("a linked channel's post"));
+                }
                 let me = self.identity(conn).await?;
-                let mention = format!("@{}", me.username);
-                let mentioned = contains_ignore_case(text, &mention);
+                let mentions = msg.mentions_of(&me);
+                let mentioned = !mentions.is_empty();
                 let replied = msg
                     .reply_to_message
                     .as_ref()
@@ -243,7 +286,7 @@ impl App {
                 if !(mentioned || replied || commanded) {
                     return Ok(Decision::Ignore("group message not addressed to the bot"));
                 }
-                body = remove_ignore_case(&body, &mention);
+                body = without(text, &mentions);
             }
             ChatKind::Channel | ChatKind::Other => {
                 return Ok(Decision::Ignore("not a private chat or group"))
@@ -273,12 +316,13 @@ impl App {
                 Decision::Reply(NO_CONTENT.into())
             });
         }
+        let body = capped(body, self.config.limits.max_input_chars);
         if msg.photo.is_some() {
             return Ok(Decision::Turn(format!(
                 "[The user attached a photo, which you cannot see.]\n{body}"
             )));
         }
-        Ok(Decision::Turn(body.to_owned()))
+        Ok(Decision::Turn(body))
     }
 
     /// Our own id and username: memory, then Kv, then `getMe`.
@@ -322,12 +366,12 @@ impl App {
         };
         let kv = &*self.platform.kv;
         let mut s = self.current_session(key, None).await?;
-        if s.last_update_id >= update_id {
+        if s.has_applied(update_id) {
             return Ok(());
         }
         s.messages.extend(messages.iter().cloned());
         session::trim(&mut s.messages, self.config.session.history_window);
-        s.last_update_id = update_id;
+        s.mark_applied(update_id);
         s.updated_ms = self.platform.clock.now_ms();
         session::save(kv, key, &s).await
     }
@@ -383,7 +427,15 @@ impl App {
         let mut html = part.html;
         let mut text = part.text.clone();
         for _ in 0..4 {
-            match conn.bot.send_message(target, &text, html, reply_to).await {
+            let sent = match &part.document {
+                Some(doc) => {
+                    conn.bot
+                        .send_document(target, "answer.md", doc.as_bytes(), &text, reply_to)
+                        .await
+                }
+                None => conn.bot.send_message(target, &text, html, reply_to).await,
+            };
+            match sent {
                 Ok(_) => return Ok(()),
                 Err(e) if html && e.is_entity_error() => {
                     tracing::warn!(error = %e, "HTML refused; resending as plain text");
@@ -443,17 +495,28 @@ fn parse_command(text: &str) -> Option<(String, Option<String>)> {
     (!cmd.is_empty()).then(|| (cmd.to_ascii_lowercase(), bot))
 }
 
-fn contains_ignore_case(hay: &str, needle: &str) -> bool {
-    hay.to_lowercase().contains(&needle.to_lowercase())
+/// `text` without the byte `ranges` (sorted, non-overlapping, on char boundaries).
+fn without(text: &str, ranges: &[std::ops::Range<usize>]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in ranges {
+        if r.start >= at {
+            out.push_str(&text[at..r.start]);
+            at = r.end;
+        }
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
-fn remove_ignore_case(hay: &str, needle: &str) -> String {
-    let lower = hay.to_lowercase();
-    match lower.find(&needle.to_lowercase()) {
-        // Lowercasing can change byte lengths; only cut when the positions still line up.
-        Some(at) if lower.len() == hay.len() && hay.is_char_boundary(at + needle.len()) => {
-            format!("{}{}", &hay[..at], &hay[at + needle.len()..])
-        }
-        _ => hay.to_owned(),
+/// `text` cut to `max` characters, with a note for the model when it was cut.
+fn capped(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!(
+            "{}\n[The message was cut here: it had {} characters, more than the {max} accepted.]",
+            &text[..at],
+            text.chars().count()
+        ),
+        None => text.to_owned(),
     }
 }

@@ -12,11 +12,36 @@ use crate::telegram::Message;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     pub messages: Vec<ChatMessage>,
-    /// The last update whose turn was applied: applying a turn again is a no-op.
+    /// The last update whose turn was applied (names the session in summary markers).
     #[serde(default)]
     pub last_update_id: i64,
+    /// The updates whose turns were applied, newest last, at most [`APPLIED_KEPT`]: applying
+    /// a turn again is a no-op. Update ids are not assumed to grow (Telegram starts them again
+    /// at random after a week without updates).
+    #[serde(default)]
+    pub applied: Vec<i64>,
     #[serde(default)]
     pub updated_ms: u64,
+}
+
+/// How many applied update ids a session remembers: more than a lane can have in flight.
+pub const APPLIED_KEPT: usize = 64;
+
+impl Session {
+    /// Whether the turn of `update_id` was already applied.
+    pub fn has_applied(&self, update_id: i64) -> bool {
+        self.applied.contains(&update_id)
+            || (self.applied.is_empty() && self.last_update_id == update_id)
+    }
+
+    /// Records the turn of `update_id` as applied.
+    pub fn mark_applied(&mut self, update_id: i64) {
+        self.applied.push(update_id);
+        if self.applied.len() > APPLIED_KEPT {
+            self.applied.drain(..self.applied.len() - APPLIED_KEPT);
+        }
+        self.last_update_id = update_id;
+    }
 }
 
 /// The session key for a message.
@@ -96,5 +121,26 @@ mod tests {
         trim(&mut m, 4);
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].text(), "d");
+    }
+
+    #[test]
+    fn applied_turns_are_recognised_whatever_the_order_of_ids() {
+        let mut s = Session::default();
+        s.mark_applied(900_000);
+        // Telegram restarted its ids: a lower id is new, not already applied.
+        assert!(!s.has_applied(5));
+        s.mark_applied(5);
+        assert!(s.has_applied(5) && s.has_applied(900_000));
+        for id in 10..(10 + APPLIED_KEPT as i64) {
+            s.mark_applied(id);
+        }
+        assert_eq!(s.applied.len(), APPLIED_KEPT);
+        assert!(!s.has_applied(900_000), "only the newest are kept");
+        // A record from before the list existed still dedupes its last turn.
+        let old = Session {
+            last_update_id: 7,
+            ..Default::default()
+        };
+        assert!(old.has_applied(7) && !old.has_applied(6));
     }
 }

@@ -94,8 +94,11 @@ impl Fakes {
 async fn bot_api(
     State(f): State<Arc<Fakes>>,
     axum::extract::Path(method): axum::extract::Path<String>,
-    Json(body): Json<Value>,
+    headers: axum::http::HeaderMap,
+    raw: axum::body::Bytes,
 ) -> Json<Value> {
+    let content_type = headers.get("content-type").and_then(|v| v.to_str().ok());
+    let body = crate::spec::call_body(content_type, &raw);
     let method = method.rsplit('/').next().unwrap_or("").to_owned();
     if let Err(v) = spec().check_call(&method, &body) {
         f.violations.lock().unwrap().push(v.clone());

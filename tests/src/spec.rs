@@ -129,6 +129,57 @@ impl BotApiSpec {
     }
 }
 
+/// The fields of a Bot API call body as JSON, whether it was sent as JSON or as
+/// `multipart/form-data` (text fields that read as JSON become that value, as Telegram reads
+/// them; a file field becomes the string `attach:<filename>:<size>`). Unreadable → `Null`.
+pub fn call_body(content_type: Option<&str>, body: &[u8]) -> Value {
+    let Some(boundary) = content_type
+        .filter(|c| c.starts_with("multipart/form-data"))
+        .and_then(|c| c.split("boundary=").nth(1))
+    else {
+        return serde_json::from_slice(body).unwrap_or(Value::Null);
+    };
+    let mut out = serde_json::Map::new();
+    let text = String::from_utf8_lossy(body);
+    for part in text.split(&format!("--{boundary}")) {
+        let Some((head, value)) = part.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let value = value.strip_suffix("\r\n").unwrap_or(value);
+        let name = head
+            .split("name=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or("");
+        let file = head
+            .split("filename=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next());
+        let v = match file {
+            Some(f) => Value::String(format!("attach:{f}:{}", value.len())),
+            None => serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into())),
+        };
+        if !name.is_empty() {
+            out.insert(name.to_owned(), v);
+        }
+    }
+    Value::Object(out)
+}
+
+/// The file of a `multipart/form-data` body: `(filename, content)`.
+pub fn multipart_file(content_type: Option<&str>, body: &[u8]) -> Option<(String, String)> {
+    let boundary = content_type?.split("boundary=").nth(1)?;
+    let text = String::from_utf8_lossy(body);
+    text.split(&format!("--{boundary}")).find_map(|part| {
+        let (head, value) = part.split_once("\r\n\r\n")?;
+        let name = head.split("filename=\"").nth(1)?.split('"').next()?;
+        Some((
+            name.to_owned(),
+            value.strip_suffix("\r\n").unwrap_or(value).to_owned(),
+        ))
+    })
+}
+
 /// Splits a Bot API URL `…/bot<token>/<method>` into its method.
 pub fn method_of(url: &str) -> Option<&str> {
     let (_, rest) = url.split_once("/bot")?;

@@ -132,6 +132,42 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// What the user is told when this error ends a turn: which provider and what kind of
+    /// failure, in a sentence, never the provider's raw error body.
+    pub fn for_user(&self, provider: Option<&str>) -> String {
+        let who = match provider {
+            Some(p) => format!("the model provider ({p})"),
+            None => "the model provider".to_owned(),
+        };
+        let status = match self {
+            LlmError::Fatal(m) | LlmError::Transient(m) => http_status(m),
+            _ => None,
+        };
+        match (self, status) {
+            (LlmError::RateLimited { .. }, _) => {
+                format!("{who} is rate limiting me. Please try again in a minute.")
+            }
+            (LlmError::Transient(_), Some(s)) => format!(
+                "{who} is having trouble (HTTP {s}). Please try again in a while."
+            ),
+            (LlmError::Transient(_), None) => format!(
+                "{who} could not be reached or did not answer in time. Please try again in a while."
+            ),
+            (LlmError::Fatal(_), Some(s @ (401 | 403))) => format!(
+                "{who} did not accept my API key (HTTP {s}). The bot's owner needs to check it."
+            ),
+            (LlmError::Fatal(_), Some(s)) => {
+                format!("{who} refused the request (HTTP {s}).")
+            }
+            (LlmError::Fatal(_), None) => {
+                format!("{who} sent an answer I could not read. Please try again in a while.")
+            }
+            (LlmError::NotConfigured(_), _) => {
+                "no language model is configured for me yet. The bot's owner needs to add an API key.".to_owned()
+            }
+        }
+    }
+
     pub fn is_retryable(&self) -> bool {
         matches!(self, LlmError::RateLimited { .. } | LlmError::Transient(_))
     }
@@ -157,6 +193,11 @@ impl From<clawless_platform::PortError> for LlmError {
             LlmError::Fatal(e.to_string())
         }
     }
+}
+
+/// The status of an error made by [`LlmError::from_status`] (`HTTP 401: …`).
+fn http_status(message: &str) -> Option<u16> {
+    message.strip_prefix("HTTP ")?.get(..3)?.parse().ok()
 }
 
 /// `retry-after` in seconds (possibly fractional); HTTP dates are not honoured.

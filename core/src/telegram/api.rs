@@ -89,10 +89,13 @@ impl BotApi {
         timeout: Duration,
     ) -> Result<Value, TelegramError> {
         let url = format!("{}/bot{}/{method}", self.base, self.token.expose());
-        let resp = self
-            .http
-            .send(HttpRequest::post_json(url, &body, timeout))
-            .await?;
+        self.answer(method, HttpRequest::post_json(url, &body, timeout))
+            .await
+    }
+
+    /// Sends a Bot API request and reads its answer: the `result` field, or the error.
+    async fn answer(&self, method: &str, req: HttpRequest) -> Result<Value, TelegramError> {
+        let resp = self.http.send(req).await?;
         let parsed: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
         let description = parsed
             .get("description")
@@ -149,6 +152,38 @@ impl BotApi {
         Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
     }
 
+    /// Sends `content` as a document named `filename`, with a caption (multipart upload).
+    /// Returns the new message id.
+    pub async fn send_document(
+        &self,
+        to: Target,
+        filename: &str,
+        content: &[u8],
+        caption: &str,
+        reply_to: Option<i64>,
+    ) -> Result<i64, TelegramError> {
+        let mut fields = vec![
+            ("chat_id", to.chat_id.to_string()),
+            ("caption", caption.to_owned()),
+        ];
+        if let Some(t) = to.thread_id {
+            fields.push(("message_thread_id", t.to_string()));
+        }
+        if let Some(id) = reply_to {
+            fields.push((
+                "reply_parameters",
+                json!({ "message_id": id, "allow_sending_without_reply": true }).to_string(),
+            ));
+        }
+        let (content_type, body) = multipart(&fields, ("document", filename, content));
+        let url = format!("{}/bot{}/sendDocument", self.base, self.token.expose());
+        let mut req = HttpRequest::post_json(url, &Value::Null, TIMEOUT);
+        req.headers = vec![("content-type".into(), content_type)];
+        req.body = body;
+        let v = self.answer("sendDocument", req).await?;
+        Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
+    }
+
     pub async fn send_typing(&self, to: Target) -> Result<(), TelegramError> {
         let mut body = json!({ "chat_id": to.chat_id, "action": "typing" });
         if let Some(t) = to.thread_id {
@@ -187,4 +222,39 @@ impl BotApi {
     pub async fn get_webhook_info(&self) -> Result<Value, TelegramError> {
         self.call("getWebhookInfo", json!({})).await
     }
+}
+
+/// A `multipart/form-data` body of text `fields` and one file `(field, filename, bytes)`:
+/// the content type (with its boundary) and the body. The boundary is chosen so that it
+/// occurs nowhere in the content.
+pub fn multipart(fields: &[(&str, String)], file: (&str, &str, &[u8])) -> (String, Vec<u8>) {
+    let (file_field, filename, bytes) = file;
+    let mut boundary = String::from("clawless-form-boundary");
+    while contains(bytes, boundary.as_bytes())
+        || fields.iter().any(|(_, v)| v.contains(boundary.as_str()))
+    {
+        boundary.push('x');
+    }
+    let mut body = Vec::with_capacity(bytes.len() + 512);
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                .as_bytes(),
+        );
+    }
+    let safe_name: String = filename
+        .chars()
+        .filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\')
+        .collect();
+    body.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{file_field}\"; filename=\"{safe_name}\"\r\nContent-Type: text/markdown; charset=utf-8\r\n\r\n")
+            .as_bytes(),
+    );
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
 }

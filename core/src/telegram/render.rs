@@ -12,6 +12,21 @@ pub const MAX_MESSAGE_LEN: usize = 4096;
 pub struct Part {
     pub text: String,
     pub html: bool,
+    /// Sent as a `.md` document with `text` as its caption (an answer too long for messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<String>,
+}
+
+/// The caption of an answer sent as a document.
+pub const DOCUMENT_CAPTION: &str = "My answer is long, so here it is as a file.";
+
+/// An answer as one `.md` document instead of many messages.
+pub fn document_part(markdown: &str) -> Part {
+    Part {
+        text: DOCUMENT_CAPTION.into(),
+        html: false,
+        document: Some(markdown.to_owned()),
+    }
 }
 
 pub fn utf16_len(s: &str) -> usize {
@@ -43,6 +58,7 @@ pub fn render_parts(markdown: &str) -> Vec<Part> {
         out.push(Part {
             text: "(empty reply)".into(),
             html: false,
+            document: None,
         });
     }
     out
@@ -55,6 +71,7 @@ fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
         out.push(Part {
             text: html,
             html: true,
+            document: None,
         });
         return;
     }
@@ -67,7 +84,11 @@ fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
 pub fn plain_parts(text: &str) -> Vec<Part> {
     split(text, MAX_MESSAGE_LEN)
         .into_iter()
-        .map(|text| Part { text, html: false })
+        .map(|text| Part {
+            text,
+            html: false,
+            document: None,
+        })
         .collect()
 }
 

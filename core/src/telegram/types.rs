@@ -64,9 +64,15 @@ pub struct Chat {
 pub struct MessageEntity {
     #[serde(rename = "type")]
     pub kind: String,
+    /// In UTF-16 code units, as Telegram counts.
     pub offset: usize,
     pub length: usize,
+    /// The user of a `text_mention`.
+    pub user: Option<User>,
 }
+
+/// Telegram's own account that posts a linked channel's messages into its discussion group.
+pub const SERVICE_USER_ID: i64 = 777_000;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Message {
@@ -77,6 +83,11 @@ pub struct Message {
     pub caption: Option<String>,
     #[serde(default)]
     pub entities: Vec<MessageEntity>,
+    #[serde(default)]
+    pub caption_entities: Vec<MessageEntity>,
+    /// A channel post copied into the channel's discussion group by Telegram.
+    #[serde(default)]
+    pub is_automatic_forward: bool,
     pub message_thread_id: Option<i64>,
     #[serde(default)]
     pub is_topic_message: bool,
@@ -105,6 +116,68 @@ impl Message {
     pub fn is_private(&self) -> bool {
         self.chat.kind == ChatKind::Private
     }
+
+    /// A linked channel's post forwarded into its discussion group by Telegram: not a person
+    /// talking to the bot.
+    pub fn is_channel_forward(&self) -> bool {
+        self.is_automatic_forward
+            || self
+                .from
+                .as_ref()
+                .is_some_and(|u| u.id.0 == SERVICE_USER_ID)
+    }
+
+    /// The byte ranges of [`Message::text`] that mention `me`: `@username` mention entities
+    /// (not a substring: `@username_fake` or `a@username.com` are not mentions of us) and
+    /// `text_mention` entities naming our id.
+    pub fn mentions_of(&self, me: &BotIdentity) -> Vec<std::ops::Range<usize>> {
+        let Some(text) = self.text() else {
+            return Vec::new();
+        };
+        let entities = if self.text.as_deref() == Some(text) {
+            &self.entities
+        } else {
+            &self.caption_entities
+        };
+        let handle = format!("@{}", me.username);
+        entities
+            .iter()
+            .filter_map(|e| {
+                let range = utf16_range(text, e.offset, e.length)?;
+                let ours = match e.kind.as_str() {
+                    "mention" => text[range.clone()].eq_ignore_ascii_case(&handle),
+                    "text_mention" => e.user.as_ref().is_some_and(|u| u.id.0 == me.id),
+                    _ => false,
+                };
+                ours.then_some(range)
+            })
+            .collect()
+    }
+}
+
+/// The byte range of `text` that UTF-16 `offset` and `length` (Telegram's units) cover, or
+/// `None` when they do not fall on characters of `text`.
+pub fn utf16_range(text: &str, offset: usize, length: usize) -> Option<std::ops::Range<usize>> {
+    let end16 = offset.checked_add(length)?;
+    let (mut start, mut end) = (None, None);
+    let mut units = 0usize;
+    for (i, c) in text.char_indices() {
+        if units == offset {
+            start = Some(i);
+        }
+        if units == end16 {
+            end = Some(i);
+            break;
+        }
+        units += c.len_utf16();
+    }
+    if units == end16 && end.is_none() {
+        end = Some(text.len());
+    }
+    if offset == end16 && start.is_none() {
+        start = end;
+    }
+    Some(start?..end?)
 }
 
 /// Why a body could not be read as an update.
@@ -152,4 +225,22 @@ impl Update {
 pub struct BotIdentity {
     pub id: i64,
     pub username: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_ranges_map_to_bytes() {
+        // "é" is one UTF-16 unit and two bytes; "😀" two units and four bytes.
+        let text = "é😀 @bot hi";
+        assert_eq!(utf16_range(text, 4, 4), Some(7..11));
+        assert_eq!(&text[7..11], "@bot");
+        assert_eq!(utf16_range(text, 0, 1), Some(0..2));
+        assert_eq!(utf16_range(text, 2, 1), None, "inside a surrogate pair");
+        assert_eq!(utf16_range(text, 9, 2), Some(12..14), "up to the end");
+        assert_eq!(utf16_range(text, 9, 3), None, "past the end");
+        assert_eq!(utf16_range(text, usize::MAX, 2), None);
+    }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use clawless_core::{App, Config, Drained, Env};
 use clawless_platform::{FakeClock, FakeHttp, HttpResponse, Platform};
 use clawless_testkit::fixtures::{self, BOT_ID, BOT_USERNAME, OWNER_ID};
-use clawless_testkit::spec::{method_of, spec};
+use clawless_testkit::spec::{call_body, method_of, spec};
 use serde_json::{json, Value};
 
 pub const TOKEN: &str = "123456:TEST-TOKEN";
@@ -94,7 +94,7 @@ impl Harness {
         let counter = Arc::new(Mutex::new(1000i64));
         self.http.route(format!("https://api.telegram.org/bot{TOKEN}/"), move |req| {
             let method = method_of(&req.url).unwrap_or("").to_owned();
-            let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            let body = call_body(req.header_value("content-type"), &req.body);
             if let Err(v) = spec().check_call(&method, &body) {
                 violations.lock().unwrap().push(v.clone());
                 return Ok(HttpResponse::json(400, &json!({"ok": false, "error_code": 400, "description": v})));
@@ -103,7 +103,7 @@ impl Harness {
                 "getMe" => Ok(HttpResponse::json(200, &json!({"ok": true, "result": {
                     "id": BOT_ID, "is_bot": true, "first_name": "Clawless", "username": BOT_USERNAME}}))),
                 "sendChatAction" => Ok(HttpResponse::json(200, &json!({"ok": true, "result": true}))),
-                "sendMessage" => {
+                "sendMessage" | "sendDocument" => {
                     if let Some(Some((status, body))) = script.lock().unwrap().pop_front() {
                         return Ok(HttpResponse::json(status, &body));
                     }
@@ -172,7 +172,19 @@ impl Harness {
             .filter(|r| {
                 r.url.starts_with("https://api.telegram.org/") && method_of(&r.url) == Some(method)
             })
-            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .map(|r| call_body(r.header_value("content-type"), &r.body))
+            .collect()
+    }
+
+    /// The files uploaded with `sendDocument`: `(filename, content)`.
+    pub fn documents(&self) -> Vec<(String, String)> {
+        self.http
+            .requests()
+            .iter()
+            .filter(|r| method_of(&r.url) == Some("sendDocument"))
+            .filter_map(|r| {
+                clawless_testkit::spec::multipart_file(r.header_value("content-type"), &r.body)
+            })
             .collect()
     }
 

@@ -1,0 +1,189 @@
+//! What an attacker or a heavy user found (issue 9), each as a whole-flow test: history kept
+//! across a restart of Telegram's update ids, mentions read from entities, linked-channel
+//! forwards ignored, human error messages, input and output bounds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use clawless_testkit::fixtures::{self, OWNER_ID};
+use clawless_testkit::llm::anthropic_text;
+use futures::executor::block_on;
+use serde_json::{json, Value};
+use support::{Harness, Wire};
+
+fn private(update_id: i64, text: &str) -> Value {
+    let mut u = fixtures::update("private_text", update_id);
+    u["message"]["text"] = json!(text);
+    u
+}
+
+/// A group message with the given text and entities.
+fn group(update_id: i64, text: &str, entities: Value) -> Value {
+    let mut u = fixtures::update("group_mention", update_id);
+    u["message"]["text"] = json!(text);
+    u["message"]["entities"] = entities;
+    u
+}
+
+#[test]
+fn history_is_kept_after_telegram_restarts_update_ids() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        h.script(200, anthropic_text("one"));
+        h.deliver_raw(&private(900_000, "first")).await;
+        // A week without updates: Telegram starts again from a random, lower id.
+        h.script(200, anthropic_text("two"));
+        h.deliver_raw(&private(12, "second")).await;
+        h.script(200, anthropic_text("three"));
+        h.deliver_raw(&private(13, "third")).await;
+        let last = h.llm_requests().pop().unwrap();
+        let texts: Vec<String> = last["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_owned())
+            .collect();
+        assert_eq!(texts, ["first", "one", "second", "two", "third"]);
+        // The same update re-applied (a retried job) is still appended once.
+        assert_eq!(h.sent_texts(), ["one", "two", "three"]);
+    });
+}
+
+#[test]
+fn only_mention_entities_of_the_bot_count_as_mentions() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        // Another account whose name starts like ours, and an e-mail address: not for us.
+        h.deliver_raw(&group(
+            1,
+            "@clawless_test_bot_fake hi",
+            json!([{"type": "mention", "offset": 0, "length": 23}]),
+        ))
+        .await;
+        h.deliver_raw(&group(
+            2,
+            "mail x@clawless_test_bot.com please",
+            json!([{"type": "email", "offset": 5, "length": 23}]),
+        ))
+        .await;
+        // Our name typed without Telegram making it a mention entity (e.g. inside code).
+        h.deliver_raw(&group(
+            3,
+            "see `@clawless_test_bot` here",
+            json!([{"type": "code", "offset": 4, "length": 20}]),
+        ))
+        .await;
+        assert!(h.llm_requests().is_empty() && h.sent_texts().is_empty());
+        // A real mention after characters of two UTF-16 units, removed from what the model reads.
+        h.script(200, anthropic_text("hi"));
+        h.deliver_raw(&group(
+            4,
+            "😀 hey @Clawless_Test_Bot what's up",
+            json!([{"type": "mention", "offset": 7, "length": 18}]),
+        ))
+        .await;
+        let req = h.llm_requests().pop().unwrap();
+        assert_eq!(
+            req["messages"][0]["content"][0]["text"],
+            "😀 hey  what's up"
+        );
+        // A text_mention of our id (a bot without a username shown) counts too.
+        h.script(200, anthropic_text("yes"));
+        h.deliver_raw(&group(
+            5,
+            "Clawless, you there?",
+            json!([{"type": "text_mention", "offset": 0, "length": 8,
+                    "user": {"id": fixtures::BOT_ID, "is_bot": true, "first_name": "Clawless"}}]),
+        ))
+        .await;
+        assert_eq!(h.sent_texts(), ["hi", "yes"]);
+        h.assert_spec_clean();
+    });
+}
+
+#[test]
+fn a_linked_channel_forward_is_not_a_stranger_and_gets_no_answer() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let mut u = group(
+            1,
+            "New post @clawless_test_bot",
+            json!([{"type": "mention", "offset": 9, "length": 18}]),
+        );
+        u["message"]["from"] = json!({"id": 777000, "is_bot": false, "first_name": "Telegram"});
+        u["message"]["is_automatic_forward"] = json!(true);
+        u["message"]["sender_chat"] = json!({"id": -100777, "type": "channel", "title": "News"});
+        h.deliver_raw(&u).await;
+        assert!(h.sent_texts().is_empty(), "{:?}", h.sent_texts());
+        assert!(h.llm_requests().is_empty());
+    });
+}
+
+#[test]
+fn a_provider_error_reaches_the_user_as_a_sentence_not_a_body() {
+    block_on(async {
+        let mut config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
+        config.inbox.max_attempts = 1;
+        let h = Harness::with_config(Wire::Anthropic, config);
+        h.script(
+            401,
+            json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key sk-ant-...abc"}}),
+        );
+        h.deliver_raw(&private(1, "hi")).await;
+        let sent = h.sent_texts();
+        assert_eq!(sent.len(), 1);
+        assert!(
+            sent[0].contains("anthropic") && sent[0].contains("did not accept my API key"),
+            "{}",
+            sent[0]
+        );
+        assert!(
+            !sent[0].contains("authentication_error") && !sent[0].contains("x-api-key"),
+            "{}",
+            sent[0]
+        );
+    });
+}
+
+#[test]
+fn a_forged_huge_text_is_cut_before_the_model() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        // Over the webhook's body cap: refused before it is parsed.
+        let huge = "a".repeat(1_900_000);
+        assert_eq!(h.deliver_raw(&private(1, &huge)).await, 413);
+        assert!(h.llm_requests().is_empty() && h.sent_texts().is_empty());
+        // Under the body cap, but far over what Telegram sends: cut, and the model told.
+        h.script(200, anthropic_text("ok"));
+        h.deliver_raw(&private(2, &"a".repeat(200_000))).await;
+        let req = h.llm_requests().pop().unwrap();
+        let text = req["messages"][0]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.len() < 17_000,
+            "{} bytes reached the model",
+            text.len()
+        );
+        assert!(text.contains("The message was cut here"));
+    });
+}
+
+#[test]
+fn a_very_long_answer_arrives_as_one_document() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let answer: String = (0..400)
+            .map(|i| format!("Paragraph {i}: {}\n\n", "words ".repeat(20)))
+            .collect();
+        h.script(200, anthropic_text(&answer));
+        h.deliver_raw(&private(1, "write a lot")).await;
+        assert!(h.sent_texts().is_empty(), "no flood of messages");
+        let docs = h.documents();
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].0, "answer.md");
+        assert_eq!(docs[0].1, answer);
+        let call = &h.calls("sendDocument")[0];
+        assert_eq!(call["chat_id"], OWNER_ID);
+        h.assert_spec_clean();
+    });
+}
