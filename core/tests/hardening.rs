@@ -2,7 +2,7 @@
 //! across a restart of Telegram's update ids, mentions read from entities, linked-channel
 //! forwards ignored, human error messages, input and output bounds.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 

@@ -2,7 +2,7 @@
 //! and write only the memory of the conversation they run in (the person in a private chat,
 //! the group in a group), unless the connector is set to share one memory.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 
