@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use clawless_platform::Clock;
 use futures::future::{select, Either};
 use serde_json::Value;
@@ -26,19 +25,6 @@ pub struct Agent {
     pub clock: Arc<dyn Clock>,
 }
 
-/// Told about progress, e.g. to show "typing…".
-#[async_trait]
-pub trait TurnObserver: Send + Sync {
-    async fn before_model_call(&self);
-}
-
-pub struct NoObserver;
-
-#[async_trait]
-impl TurnObserver for NoObserver {
-    async fn before_model_call(&self) {}
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutput {
     /// The text to send to the user.
@@ -48,7 +34,6 @@ pub struct TurnOutput {
 }
 
 impl Agent {
-    /// Runs one user turn to a final answer.
     /// Runs one user turn to a final answer. `recall` (memories found for this turn) is
     /// appended to the system prompt when not empty.
     pub async fn run_turn(
@@ -57,7 +42,6 @@ impl Agent {
         user: ChatMessage,
         ctx: &ToolContext,
         recall: &str,
-        observer: &dyn TurnObserver,
     ) -> Result<TurnOutput, LlmError> {
         let mut messages: Vec<ChatMessage> = history.to_vec();
         let start = messages.len();
@@ -73,7 +57,6 @@ impl Agent {
             )
         };
         for _round in 0..self.config.max_rounds {
-            observer.before_model_call().await;
             let request = ChatRequest {
                 model: String::new(),
                 system: system.clone(),
@@ -152,7 +135,10 @@ impl Agent {
             Either::Left((Ok(out), _)) => (truncate(out), false),
             Either::Left((Err(e), _)) => (truncate(e.0), true),
             Either::Right(_) => (
-                format!("Tool {name} timed out after {}s.", timeout.as_secs()),
+                format!(
+                    "Tool {name} did not finish within {}s; what it did before that may have taken effect.",
+                    timeout.as_secs()
+                ),
                 true,
             ),
         }

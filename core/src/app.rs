@@ -7,10 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::pin::pin;
+
 use clawless_platform::{Platform, PortError};
+use futures::future::{select, Either};
+use futures::StreamExt;
 use serde_json::Value;
 
-use crate::agent::{Agent, NoObserver, TurnObserver, TurnOutput};
+use crate::agent::{Agent, TurnOutput};
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::env::{parse_user_list, Env};
 use crate::handler::Step;
@@ -73,6 +77,28 @@ pub struct App {
     pub inbox: Inbox,
     instance: String,
     counter: AtomicU64,
+}
+
+/// How often a drainer renews its lease while it works (a third of the lease's life).
+pub const LEASE_RENEW_EVERY: Duration = Duration::from_secs(6);
+
+/// Lanes a sweep drains at once.
+pub const SWEEP_PARALLEL: usize = 8;
+
+/// A future that is pending once, after asking to be polled again: lets other futures of the
+/// same task run, on any executor.
+pub(crate) async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }
 
 /// What the webhook answers Telegram, and which lane now has work (the target schedules
@@ -393,7 +419,16 @@ impl App {
                 return Ok(Drained::RetryAt(job.not_before_ms));
             }
             let lease = Lease { lane, owner };
-            match self.process(&key, job, lease).await? {
+            let step = match select(
+                pin!(self.process(&key, job, lease)),
+                pin!(self.keep_lease(lease)),
+            )
+            .await
+            {
+                Either::Left((step, _)) => step,
+                Either::Right((never, _)) => match never {},
+            };
+            match step? {
                 Step::Done => {}
                 Step::RetryAt(at) => return Ok(Drained::RetryAt(at)),
                 Step::LostLease => return Ok(Drained::Busy),
@@ -405,12 +440,37 @@ impl App {
         Ok(Drained::Idle)
     }
 
-    /// Drains every lane with pending work (at start-up, and on a timer or cron). Returns
-    /// the earliest instant a waiting job should be tried again.
+    /// Renews `lease` every [`LEASE_RENEW_EVERY`] for as long as it is polled, beside the
+    /// work it covers, so a live drainer keeps its lane through a slow model call and a dead
+    /// one's lease lapses within [`crate::inbox::LEASE_TTL`]. It never ends: a lost lease is
+    /// only logged here; the fencing checks before each write act on it.
+    async fn keep_lease(&self, lease: Lease<'_>) -> std::convert::Infallible {
+        loop {
+            // Give the work its turn first: with a clock whose sleeps end at once (tests),
+            // this loop must still wait for the work between renewals.
+            yield_now().await;
+            self.platform.clock.sleep(LEASE_RENEW_EVERY).await;
+            match self.inbox.hold(lease).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(lane = lease.lane, "lease lost to another drainer"),
+                Err(e) => tracing::warn!(lane = lease.lane, error = %e, "lease renewal failed"),
+            }
+        }
+    }
+
+    /// Drains every lane with pending work (at start-up, and on a timer or cron), up to
+    /// [`SWEEP_PARALLEL`] lanes at once, so one chat's slow backlog does not hold up the
+    /// others. Returns the earliest instant a waiting job should be tried again.
     pub async fn sweep(&self) -> Result<Option<u64>, PortError> {
+        let lanes = self.inbox.lanes(1000).await?;
+        let results: Vec<Result<Drained, PortError>> = futures::stream::iter(&lanes)
+            .map(|lane| self.drain(lane))
+            .buffer_unordered(SWEEP_PARALLEL)
+            .collect()
+            .await;
         let mut next: Option<u64> = None;
-        for lane in self.inbox.lanes(1000).await? {
-            if let Drained::RetryAt(at) = self.drain(&lane).await? {
+        for r in results {
+            if let Drained::RetryAt(at) = r? {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
         }
@@ -486,9 +546,7 @@ impl App {
             .map_err(LlmError::from)?;
         // The terminal is the owner's: their memory (or the shared one).
         let scope = conn.memory_scope(conn.default_memory_owner().unwrap_or(MemoryOwner::Shared));
-        let out = self
-            .agent_turn(conn, &scope, &s.messages, text, &NoObserver)
-            .await?;
+        let out = self.agent_turn(conn, &scope, &s.messages, text).await?;
         s.messages.extend(out.messages);
         session::trim(&mut s.messages, self.config.session.history_window);
         s.updated_ms = self.platform.clock.now_ms();
@@ -506,20 +564,13 @@ impl App {
         scope: &str,
         history: &[ChatMessage],
         text: &str,
-        observer: &dyn TurnObserver,
     ) -> Result<TurnOutput, LlmError> {
         let recall = self.lifecycle().recall(scope, text).await;
         let ctx = ToolContext {
             scope: scope.to_owned(),
         };
         conn.agent
-            .run_turn(
-                history,
-                ChatMessage::user_text(text),
-                &ctx,
-                &recall,
-                observer,
-            )
+            .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)
             .await
     }
 

@@ -91,7 +91,7 @@ impl Default for InboxConfig {
     fn default() -> Self {
         Self {
             max_attempts: 4,
-            backoff_secs: 5,
+            backoff_secs: 3,
             dedupe_hours: 48,
         }
     }

@@ -2,10 +2,12 @@
 //! commands), run the agent turn, checkpoint the answer, apply the session turn once, send the
 //! parts once each.
 
-use async_trait::async_trait;
-use clawless_platform::PortError;
+use std::pin::pin;
+use std::time::Duration;
 
-use crate::agent::TurnObserver;
+use clawless_platform::PortError;
+use futures::future::{select, Either};
+
 use crate::app::{stranger_key, App, Connector};
 use crate::inbox::{Checkpoint, Job, Lease};
 use crate::llm::{LlmError, ModelChain};
@@ -74,6 +76,9 @@ pub(crate) enum Step {
     LostLease,
 }
 
+/// How often "typing…" is sent again while the agent works.
+const TYPING_EVERY: Duration = Duration::from_millis(4500);
+
 const NO_CONTENT: &str =
     "I can only read text for now: send me a message, or a caption with your photo or file.";
 
@@ -104,7 +109,7 @@ impl App {
             thread_id: msg.topic(),
         };
         if job.checkpoint.is_none() {
-            let answer = self.answer(conn, msg, &job, lease).await;
+            let answer = self.answer(conn, msg, &job).await;
             if !self.inbox.hold(lease).await? {
                 tracing::warn!(key, "lane taken by another drainer; answer discarded");
                 return Ok(Step::LostLease);
@@ -146,7 +151,6 @@ impl App {
         conn: &Connector,
         msg: &Message,
         job: &Job,
-        lease: Lease<'_>,
     ) -> Result<Option<Checkpoint>, Failure> {
         let decision = self.decide(conn, msg).await.map_err(Failure::telegram)?;
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
@@ -188,19 +192,22 @@ impl App {
                     .current_session(&key, Some((conn, &scope)))
                     .await
                     .map_err(Failure::storage)?;
-                let observer = Typing {
-                    app: self,
-                    lease,
-                    conn,
-                    target: Target {
-                        chat_id: msg.chat.id.0,
-                        thread_id: msg.topic(),
-                    },
+                let target = Target {
+                    chat_id: msg.chat.id.0,
+                    thread_id: msg.topic(),
                 };
-                let out = self
-                    .agent_turn(conn, &scope, &s.messages, &text, &observer)
-                    .await
-                    .map_err(|e| Failure::model(&e, &conn.agent.chain))?;
+                // "typing…" is shown beside the turn, never awaited before it.
+                // Polled first, so its request is under way before the turn's first await.
+                let out = match select(
+                    pin!(self.keep_typing(conn, target)),
+                    pin!(self.agent_turn(conn, &scope, &s.messages, &text)),
+                )
+                .await
+                {
+                    Either::Left((never, _)) => match never {},
+                    Either::Right((out, _)) => out,
+                }
+                .map_err(|e| Failure::model(&e, &conn.agent.chain))?;
                 let mut parts = render_parts(&out.reply);
                 if parts.len() > self.config.limits.max_reply_parts {
                     parts = vec![document_part(&out.reply)];
@@ -219,6 +226,18 @@ impl App {
             reply_to,
             session_turn: None,
         }))
+    }
+
+    /// Shows "typing…" in the chat until dropped: at once, then every [`TYPING_EVERY`]
+    /// (Telegram shows it for about 5 s). Failures are only logged.
+    async fn keep_typing(&self, conn: &Connector, target: Target) -> std::convert::Infallible {
+        loop {
+            if let Err(e) = conn.bot.send_typing(target).await {
+                tracing::debug!(error = %e, "sendChatAction failed");
+            }
+            crate::app::yield_now().await;
+            self.platform.clock.sleep(TYPING_EVERY).await;
+        }
     }
 
     /// The session, or a fresh one when it has been idle past `idle_minutes`; with `end`, an
@@ -443,10 +462,7 @@ impl App {
                     text = crate::telegram::render::strip_html(&text);
                 }
                 Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
-                    self.platform
-                        .clock
-                        .sleep(std::time::Duration::from_secs(secs))
-                        .await;
+                    self.platform.clock.sleep(Duration::from_secs(secs)).await;
                 }
                 Err(e) => return Err(e),
             }
@@ -454,27 +470,6 @@ impl App {
         Err(TelegramError::Unavailable(
             "gave up sending after repeated refusals".into(),
         ))
-    }
-}
-
-/// Before each model call: keeps the lease and shows "typing…".
-struct Typing<'a> {
-    app: &'a App,
-    lease: Lease<'a>,
-    conn: &'a Connector,
-    target: Target,
-}
-
-#[async_trait]
-impl TurnObserver for Typing<'_> {
-    async fn before_model_call(&self) {
-        // A lost lease is acted on before the answer is saved; here it is only kept fresh.
-        if let Err(e) = self.app.inbox.hold(self.lease).await {
-            tracing::warn!(error = %e, "lease renewal failed");
-        }
-        if let Err(e) = self.conn.bot.send_typing(self.target).await {
-            tracing::debug!(error = %e, "sendChatAction failed");
-        }
     }
 }
 

@@ -23,10 +23,11 @@ use crate::config::InboxConfig;
 use crate::llm::ChatMessage;
 use crate::telegram::render::Part;
 
-/// How long a drainer holds a lane without renewing it. Drainers renew before every model
-/// call and every send, and check they still hold the lane before every write that matters
+/// How long a drainer holds a lane without renewing it. A live drainer renews every few
+/// seconds beside its work (`App::keep_lease`), so a crashed one's lane is free again within
+/// this long. Drainers check they still hold the lane before every write that matters
 /// (fencing), so a lapsed lease can cost a repeated model call but never a second answer.
-pub const LEASE_TTL: Duration = Duration::from_secs(180);
+pub const LEASE_TTL: Duration = Duration::from_secs(20);
 
 /// A drainer's hold on a lane.
 #[derive(Debug, Clone, Copy)]

@@ -44,7 +44,17 @@ impl Harness {
     }
 
     pub fn with_config(wire: Wire, config: Config) -> Harness {
-        let (platform, clock, http) = Platform::in_memory();
+        Self::with_http(wire, config, |fake, _| fake)
+    }
+
+    /// A harness whose app reaches HTTP through `wrap(fake, clock)` (the fake still answers).
+    pub fn with_http(
+        wire: Wire,
+        config: Config,
+        wrap: impl FnOnce(Arc<FakeHttp>, Arc<FakeClock>) -> Arc<dyn clawless_platform::Http>,
+    ) -> Harness {
+        let (mut platform, clock, http) = Platform::in_memory();
+        platform.http = wrap(http.clone(), clock.clone());
         let mut env = Env::from_pairs([
             ("TELEGRAM_BOT_TOKEN", TOKEN.to_string()),
             ("TELEGRAM_WEBHOOK_SECRET", SECRET.to_string()),
