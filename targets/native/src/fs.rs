@@ -34,6 +34,32 @@ impl FsFiles {
     }
 }
 
+/// A new file next to `path` for an atomic replace: `.<name>.<pid>-<n>.clawless-tmp`,
+/// created exclusively. A name already taken (by a leftover, a planted file or a symlink) is
+/// skipped, never opened.
+fn temp_beside(path: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut last = None;
+    for _ in 0..16 {
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_file_name(format!(".{name}.{}-{n}.clawless-tmp", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
+}
+
 fn io_err(path: &str, e: std::io::Error) -> PortError {
     match e.kind() {
         std::io::ErrorKind::NotFound => PortError::not_found(path.to_owned()),
@@ -73,11 +99,17 @@ impl Files for FsFiles {
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_err(&rel, e))?;
         }
-        // Write then rename, so a crash never leaves half a file.
-        let tmp = full.with_extension("clawless-tmp");
-        std::fs::write(&tmp, data)
-            .and_then(|_| std::fs::rename(&tmp, &full))
-            .map_err(|e| io_err(&rel, e))
+        // Write then rename, so a crash never leaves half a file. The temporary file is
+        // created exclusively (`create_new`: never through a link or over a file planted at
+        // its name) under a name of this process's own.
+        let (tmp, mut file) = temp_beside(&full).map_err(|e| io_err(&rel, e))?;
+        let written = std::io::Write::write_all(&mut file, data)
+            .and_then(|_| file.sync_data())
+            .and_then(|_| std::fs::rename(&tmp, &full));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written.map_err(|e| io_err(&rel, e))
     }
 
     async fn append(&self, path: &str, data: &[u8]) -> Result<(), PortError> {

@@ -124,6 +124,25 @@ async fn fs_files_conform_and_refuse_symlink_escape() {
 }
 
 #[tokio::test]
+async fn fs_files_never_write_through_a_planted_temporary_link() {
+    let dir = common::temp_dir("files-tmp");
+    let root = dir.join("root");
+    let fs = FsFiles::new(&root).unwrap();
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "untouched").unwrap();
+    std::fs::create_dir_all(root.join("memory")).unwrap();
+    // Links at every temporary name an old or a new build would use for MEMORY.md.
+    std::os::unix::fs::symlink(&victim, root.join("memory/MEMORY.clawless-tmp")).unwrap();
+    for n in 0..4 {
+        let name = format!(".MEMORY.md.{}-{n}.clawless-tmp", std::process::id());
+        std::os::unix::fs::symlink(&victim, root.join("memory").join(name)).unwrap();
+    }
+    fs.write("memory/MEMORY.md", b"new").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    assert_eq!(fs.read("memory/MEMORY.md").await.unwrap(), b"new");
+}
+
+#[tokio::test]
 async fn reqwest_http_conforms() {
     let base = clawless_testkit::servers::echo_server().await;
     http::conformance::run(&ReqwestHttp::new().unwrap(), &base).await;
