@@ -17,7 +17,6 @@ use serde_json::Value;
 use crate::agent::{Agent, TurnOutput};
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::env::{parse_user_list, Env};
-use crate::handler::Step;
 use crate::inbox::{Drained, Inbox, Job, Lease};
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ChatMessage, LlmError, ModelChain, Provider};
@@ -29,6 +28,7 @@ use crate::secret::Secret;
 use crate::session;
 use crate::telegram::{api, BotApi, BotIdentity, Message, Update, UpdateKind};
 use crate::tools::{ToolContext, ToolDeps, ToolRegistry};
+use crate::turn::Step;
 
 impl Connector {
     /// The memory scope of `owner` for this connector's agent.

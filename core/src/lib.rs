@@ -5,13 +5,14 @@
 //! # Layout
 //! - [`app`]: `App`, assembled from config + env + ports; the entry points every target calls
 //!   (`handle_webhook`, `accept_update`, `drain`, `sweep`, `chat_local`).
-//! - [`handler`]: processing one inbox job: access, group gating, commands, the agent turn,
-//!   checkpointed delivery.
+//! - [`turn`]: processing one inbox job: decide (access, group gating, commands), the agent
+//!   turn, the checkpoint, delivery.
 //! - [`inbox`]: the durable inbox: exactly-once, in-order per chat, leases, retries.
 //! - [`agent`]: the model ↔ tools loop.
 //! - [`llm`]: message model, Anthropic and OpenAI adapters, the retrying fallback chain.
 //! - [`tools`]: the tool registry and built-in tools.
-//! - [`memory`]: chunking and embeddings for Markdown memory (search comes next).
+//! - [`memory`]: Markdown memory per person and per group: chunking, embeddings, hybrid
+//!   search, recall, summaries and consolidation.
 //! - [`session`]: conversation history through Kv.
 //! - [`shell`]: what every shell shares: the secret header, the body cap, routing.
 //! - [`telegram`]: update types, the Bot API client, Markdown → HTML and splitting.
@@ -22,7 +23,6 @@ pub mod agent;
 pub mod app;
 pub mod config;
 pub mod env;
-pub(crate) mod handler;
 pub mod inbox;
 pub mod llm;
 pub mod memory;
@@ -31,6 +31,7 @@ pub mod session;
 pub mod shell;
 pub mod telegram;
 pub mod tools;
+pub mod turn;
 
 pub use app::{App, WebhookReply};
 pub use config::{Config, ConfigError, ConfigFiles};

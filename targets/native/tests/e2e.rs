@@ -160,11 +160,17 @@ async fn kill_and_restart_loses_nothing_and_repeats_nothing() {
     bot.child.wait().unwrap();
     f.llm_hang.store(false, Ordering::SeqCst);
     drop(bot);
+    let restarted = std::time::Instant::now();
     let bot = start_bot(&data, &tg, &llm_url).await;
     until("the answer after restart", || {
         f.sent_to(OWNER_ID).len() == 1
     })
     .await;
+    println!(
+        "native crash recovery: answered {:.2} s after the restart",
+        restarted.elapsed().as_secs_f64()
+    );
+    assert!(restarted.elapsed() < Duration::from_secs(60));
     assert_eq!(f.sent_to(OWNER_ID), ["You said: first question"]);
     drop(bot);
 

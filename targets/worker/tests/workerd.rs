@@ -173,9 +173,10 @@ async fn memory_recall_with_workers_ai_embeddings() {
 }
 
 /// An invocation that dies during the turn loses nothing and answers once: workerd is killed
-/// (SIGKILL) while the model is thinking, a new one starts on the same D1, the dead drain's lease
-/// lapses (its expiry is moved to the past rather than waiting 3 minutes), and the cron
-/// sweep answers.
+/// (SIGKILL) while the model is thinking, a new one starts on the same D1, the dead drain's
+/// lease lapses (20 s, really waited for), and the cron sweep answers. Cron runs every minute
+/// on Cloudflare; here the scheduled handler is fired every 5 s, so what is measured is the
+/// lapse; the minute's granularity adds at most 60 s on top.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_invocation_is_finished_by_the_cron_sweep() {
     use std::sync::atomic::Ordering;
@@ -197,22 +198,26 @@ async fn a_killed_invocation_is_finished_by_the_cron_sweep() {
     })
     .await;
     first.kill();
+    let killed = std::time::Instant::now();
     f.llm_hang.store(false, Ordering::SeqCst);
     assert!(f.sent_to(OWNER_ID).is_empty(), "nothing was answered yet");
 
     let second = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options);
-    second
-        .control(
-            "sql",
-            "UPDATE kv SET expires_at = 1 WHERE key LIKE 'lease/%'",
-        )
-        .await;
-    let outcome = second.control("scheduled", "").await;
-    assert_eq!(outcome["outcome"], "ok", "{outcome}");
-    until("the answer after the crash", || {
-        f.sent_to(OWNER_ID).len() == 1
-    })
-    .await;
+    while f.sent_to(OWNER_ID).is_empty() {
+        assert!(
+            killed.elapsed() < std::time::Duration::from_secs(60),
+            "no answer within a minute of the crash"
+        );
+        let outcome = second.control("scheduled", "").await;
+        assert_eq!(outcome["outcome"], "ok", "{outcome}");
+        if f.sent_to(OWNER_ID).is_empty() {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        }
+    }
+    println!(
+        "worker crash recovery: answered {:.1} s after the kill (cron fired every 5 s)",
+        killed.elapsed().as_secs_f64()
+    );
     assert_eq!(f.sent_to(OWNER_ID), ["You said: hello across a crash"]);
     // Another sweep has nothing left to do: answered exactly once.
     second.control("scheduled", "").await;

@@ -1,6 +1,11 @@
-//! Processing one inbox job: decide what the update asks for (access, group gating,
-//! commands), run the agent turn, checkpoint the answer, apply the session turn once, send the
-//! parts once each.
+//! The turn stage: one inbox job from decision to delivery. [`decide`] reads the update
+//! (access, group gating, commands from [`commands`]) without I/O; a turn runs the agent with
+//! "typing…" beside it; the answer is checkpointed in the job before anything is sent; then
+//! [`deliver`] applies the session turn once and sends each part once.
+
+pub mod commands;
+pub mod decide;
+mod deliver;
 
 use std::pin::pin;
 use std::time::Duration;
@@ -13,22 +18,12 @@ use crate::inbox::{Checkpoint, Job, Lease};
 use crate::llm::{LlmError, ModelChain};
 use crate::session;
 use crate::telegram::api::Target;
-use crate::telegram::render::{document_part, plain_parts, render_parts, Part};
-use crate::telegram::{BotIdentity, ChatKind, Message, TelegramError, Update};
+use crate::telegram::render::{document_part, plain_parts, render_parts};
+use crate::telegram::{BotIdentity, Message, TelegramError, Update};
+use decide::{Decision, Gate};
 
-/// What an update asks of us.
-enum Decision {
-    /// Not for us (group chatter, another bot's command, channel posts).
-    Ignore(&'static str),
-    /// A stranger addressed us.
-    Stranger(i64),
-    /// A fixed reply, no model call.
-    Reply(String),
-    /// Start a fresh session, then reply.
-    NewSession(String),
-    /// A turn for the agent.
-    Turn(String),
-}
+/// How often "typing…" is sent again while the agent works.
+const TYPING_EVERY: Duration = Duration::from_millis(4500);
 
 /// Why a turn failed: a short, human sentence for the user (which service, what kind of
 /// failure; never a raw error body) and the detail for the log.
@@ -75,12 +70,6 @@ pub(crate) enum Step {
     /// Another drainer took the lane; nothing more was written or sent.
     LostLease,
 }
-
-/// How often "typing…" is sent again while the agent works.
-const TYPING_EVERY: Duration = Duration::from_millis(4500);
-
-const NO_CONTENT: &str =
-    "I can only read text for now: send me a message, or a caption with your photo or file.";
 
 impl App {
     /// Processes a job while holding `lease`, checking the lease before every write that
@@ -152,7 +141,22 @@ impl App {
         msg: &Message,
         job: &Job,
     ) -> Result<Option<Checkpoint>, Failure> {
-        let decision = self.decide(conn, msg).await.map_err(Failure::telegram)?;
+        let me = match decide::needs_identity(msg) {
+            true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
+            false => None,
+        };
+        let name = conn
+            .agent
+            .config
+            .name
+            .as_deref()
+            .unwrap_or(&conn.agent.config.id);
+        let gate = Gate {
+            allowed: &conn.allowed,
+            name,
+            max_input_chars: self.config.limits.max_input_chars,
+        };
+        let decision = decide::decide(msg, me.as_ref(), &gate);
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
         let text = match decision {
             Decision::Ignore(why) => {
@@ -268,82 +272,6 @@ impl App {
         Ok(s)
     }
 
-    async fn decide(&self, conn: &Connector, msg: &Message) -> Result<Decision, TelegramError> {
-        let Some(from) = &msg.from else {
-            return Ok(Decision::Ignore("no sender"));
-        };
-        if from.is_bot {
-            return Ok(Decision::Ignore("from a bot"));
-        }
-        let text = msg.text().unwrap_or("");
-        let command = parse_command(text);
-        let mut body = text.to_owned();
-        match msg.chat.kind {
-            ChatKind::Private => {}
-            ChatKind::Group | ChatKind::Supergroup => {
-                if msg.is_channel_forward() {
-                    return Ok(Decision::Ignore("a linked channel's post"));
-                }
-                let me = self.identity(conn).await?;
-                let mentions = msg.mentions_of(&me);
-                let mentioned = !mentions.is_empty();
-                let replied = msg
-                    .reply_to_message
-                    .as_ref()
-                    .and_then(|r| r.from.as_ref())
-                    .is_some_and(|u| u.id.0 == me.id);
-                let commanded = match &command {
-                    Some((_, Some(bot))) => bot.eq_ignore_ascii_case(&me.username),
-                    Some((_, None)) => true,
-                    None => false,
-                };
-                if let Some((_, Some(_))) = &command {
-                    if !commanded {
-                        return Ok(Decision::Ignore("command for another bot"));
-                    }
-                }
-                if !(mentioned || replied || commanded) {
-                    return Ok(Decision::Ignore("group message not addressed to the bot"));
-                }
-                body = without(text, &mentions);
-            }
-            ChatKind::Channel | ChatKind::Other => {
-                return Ok(Decision::Ignore("not a private chat or group"))
-            }
-        }
-        if !conn.allowed.contains(&from.id.0) {
-            return Ok(Decision::Stranger(from.id.0));
-        }
-        let name = conn
-            .agent
-            .config
-            .name
-            .clone()
-            .unwrap_or_else(|| conn.agent.config.id.clone());
-        match command.as_ref().map(|(c, _)| c.as_str()) {
-            Some("start") | Some("help") => return Ok(Decision::Reply(format!(
-                "Hi, I'm {name}, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/help: this message"
-            ))),
-            Some("new") => return Ok(Decision::NewSession("Started a fresh conversation.".into())),
-            _ => {}
-        }
-        let body = body.trim();
-        if body.is_empty() {
-            return Ok(if msg.text().is_some() {
-                Decision::Reply("Yes? Write your question after the mention.".into())
-            } else {
-                Decision::Reply(NO_CONTENT.into())
-            });
-        }
-        let body = capped(body, self.config.limits.max_input_chars);
-        if msg.photo.is_some() {
-            return Ok(Decision::Turn(format!(
-                "[The user attached a photo, which you cannot see.]\n{body}"
-            )));
-        }
-        Ok(Decision::Turn(body))
-    }
-
     /// Our own id and username: memory, then Kv, then `getMe`.
     async fn identity(&self, conn: &Connector) -> Result<BotIdentity, TelegramError> {
         if let Some(me) = conn
@@ -372,146 +300,5 @@ impl App {
         };
         *conn.identity.lock().unwrap_or_else(|e| e.into_inner()) = Some(me.clone());
         Ok(me)
-    }
-
-    /// Appends the checkpointed turn to its session, unless a previous try already did.
-    async fn apply_session_turn(&self, job: &Job, update_id: i64) -> Result<(), PortError> {
-        let Some((key, messages)) = job
-            .checkpoint
-            .as_ref()
-            .and_then(|c| c.session_turn.as_ref())
-        else {
-            return Ok(());
-        };
-        let kv = &*self.platform.kv;
-        let mut s = self.current_session(key, None).await?;
-        if s.has_applied(update_id) {
-            return Ok(());
-        }
-        s.messages.extend(messages.iter().cloned());
-        session::trim(&mut s.messages, self.config.session.history_window);
-        s.mark_applied(update_id);
-        s.updated_ms = self.platform.clock.now_ms();
-        session::save(kv, key, &s).await
-    }
-
-    /// Sends the parts not sent yet, checkpointing each.
-    async fn deliver(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Connector,
-        target: Target,
-        lease: Lease<'_>,
-    ) -> Result<Step, PortError> {
-        while let Some((part, reply_to)) = next_part(job) {
-            if !self.inbox.hold(lease).await? {
-                tracing::warn!(key, "lane taken by another drainer; stopped before sending");
-                return Ok(Step::LostLease);
-            }
-            match self.send_part(conn, target, &part, reply_to).await {
-                Ok(()) => {
-                    if let Some(cp) = job.checkpoint.as_mut() {
-                        cp.sent += 1;
-                    }
-                    self.inbox.save(key, job).await?;
-                }
-                Err(e) if e.is_transient() => {
-                    if let Some(at) = self.inbox.retry_later(key, job).await? {
-                        tracing::warn!(key, error = %e, "send failed; will retry");
-                        return Ok(Step::RetryAt(at));
-                    }
-                    tracing::error!(key, error = %e, "send failed for the last time; reply dropped");
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!(key, error = %e, "Telegram refused the reply; dropped");
-                    break;
-                }
-            }
-        }
-        self.inbox.finish(key, job).await?;
-        Ok(Step::Done)
-    }
-
-    /// Sends one part: HTML first and, if Telegram refuses its entities, the same as plain text.
-    /// A short `retry_after` is waited out here.
-    async fn send_part(
-        &self,
-        conn: &Connector,
-        target: Target,
-        part: &Part,
-        reply_to: Option<i64>,
-    ) -> Result<(), TelegramError> {
-        let mut html = part.html;
-        let mut text = part.text.clone();
-        for _ in 0..4 {
-            let sent = match &part.document {
-                Some(doc) => {
-                    conn.bot
-                        .send_document(target, "answer.md", doc.as_bytes(), &text, reply_to)
-                        .await
-                }
-                None => conn.bot.send_message(target, &text, html, reply_to).await,
-            };
-            match sent {
-                Ok(_) => return Ok(()),
-                Err(e) if html && e.is_entity_error() => {
-                    tracing::warn!(error = %e, "HTML refused; resending as plain text");
-                    html = false;
-                    text = crate::telegram::render::strip_html(&text);
-                }
-                Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
-                    self.platform.clock.sleep(Duration::from_secs(secs)).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(TelegramError::Unavailable(
-            "gave up sending after repeated refusals".into(),
-        ))
-    }
-}
-
-/// The next part to send and, for the first, the message it replies to.
-fn next_part(job: &Job) -> Option<(Part, Option<i64>)> {
-    let cp = job.checkpoint.as_ref()?;
-    let part = cp.parts.get(cp.sent)?.clone();
-    Some((part, if cp.sent == 0 { cp.reply_to } else { None }))
-}
-
-/// `/cmd@bot args` → `("cmd", Some("bot"))`.
-fn parse_command(text: &str) -> Option<(String, Option<String>)> {
-    let first = text.split_whitespace().next()?.strip_prefix('/')?;
-    let (cmd, bot) = match first.split_once('@') {
-        Some((c, b)) => (c, Some(b.to_owned())),
-        None => (first, None),
-    };
-    (!cmd.is_empty()).then(|| (cmd.to_ascii_lowercase(), bot))
-}
-
-/// `text` without the byte `ranges` (sorted, non-overlapping, on char boundaries).
-fn without(text: &str, ranges: &[std::ops::Range<usize>]) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for r in ranges {
-        if r.start >= at {
-            out.push_str(&text[at..r.start]);
-            at = r.end;
-        }
-    }
-    out.push_str(&text[at..]);
-    out
-}
-
-/// `text` cut to `max` characters, with a note for the model when it was cut.
-fn capped(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!(
-            "{}\n[The message was cut here: it had {} characters, more than the {max} accepted.]",
-            &text[..at],
-            text.chars().count()
-        ),
-        None => text.to_owned(),
     }
 }

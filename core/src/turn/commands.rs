@@ -1,0 +1,91 @@
+//! The commands the bot answers without the model: one table, so a new command is one entry
+//! (and `/help` lists it).
+
+/// What a command does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Greets and lists the commands.
+    Help,
+    /// Ends the session (its summary goes to memory) and starts a fresh one.
+    NewSession,
+}
+
+/// One command: its name (without the slash), what `/help` says of it, what it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Command {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub action: Action,
+}
+
+/// Every command, in the order `/help` lists them. `/start` is what Telegram sends first.
+pub const COMMANDS: &[Command] = &[
+    Command {
+        name: "new",
+        help: "start a fresh conversation",
+        action: Action::NewSession,
+    },
+    Command {
+        name: "help",
+        help: "this message",
+        action: Action::Help,
+    },
+    Command {
+        name: "start",
+        help: "",
+        action: Action::Help,
+    },
+];
+
+/// The command called `name` (lower case, no slash).
+pub fn find(name: &str) -> Option<&'static Command> {
+    COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// `/cmd@bot args` → `("cmd", Some("bot"))`, the command lower-cased.
+pub fn parse(text: &str) -> Option<(String, Option<String>)> {
+    let first = text.split_whitespace().next()?.strip_prefix('/')?;
+    let (cmd, bot) = match first.split_once('@') {
+        Some((c, b)) => (c, Some(b.to_owned())),
+        None => (first, None),
+    };
+    (!cmd.is_empty()).then(|| (cmd.to_ascii_lowercase(), bot))
+}
+
+/// The greeting `/start` and `/help` answer with, listing the commands.
+pub fn help_text(assistant: &str) -> String {
+    let lines: Vec<String> = COMMANDS
+        .iter()
+        .filter(|c| !c.help.is_empty())
+        .map(|c| format!("/{}: {}", c.name, c.help))
+        .collect();
+    format!(
+        "Hi, I'm {assistant}, your assistant. Just write to me.\n\nCommands:\n{}",
+        lines.join("\n")
+    )
+}
+
+/// What `/new` answers.
+pub const NEW_SESSION_REPLY: &str = "Started a fresh conversation.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_and_help_lists_them() {
+        assert_eq!(
+            parse("/New@Bot x"),
+            Some(("new".into(), Some("Bot".into())))
+        );
+        assert_eq!(parse("/help"), Some(("help".into(), None)));
+        assert_eq!(parse("/ x"), None);
+        assert_eq!(parse("hi /new"), None);
+        assert_eq!(find("new").map(|c| c.action), Some(Action::NewSession));
+        assert!(find("nope").is_none());
+        assert_eq!(
+            help_text("Claw"),
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/help: this message"
+        );
+    }
+}

@@ -1,0 +1,126 @@
+//! Delivery: the checkpointed session turn applied once, then each part sent once (HTML
+//! first, plain text when Telegram refuses the entities, short 429s waited out), each send
+//! counted in the job so a retry sends only what is missing.
+
+use std::time::Duration;
+
+use clawless_platform::PortError;
+
+use super::Step;
+use crate::app::{App, Connector};
+use crate::inbox::{Job, Lease};
+use crate::session;
+use crate::telegram::api::Target;
+use crate::telegram::render::Part;
+use crate::telegram::TelegramError;
+
+impl App {
+    /// Appends the checkpointed turn to its session, unless a previous try already did.
+    pub(super) async fn apply_session_turn(
+        &self,
+        job: &Job,
+        update_id: i64,
+    ) -> Result<(), PortError> {
+        let Some((key, messages)) = job
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c.session_turn.as_ref())
+        else {
+            return Ok(());
+        };
+        let kv = &*self.platform.kv;
+        let mut s = self.current_session(key, None).await?;
+        if s.has_applied(update_id) {
+            return Ok(());
+        }
+        s.messages.extend(messages.iter().cloned());
+        session::trim(&mut s.messages, self.config.session.history_window);
+        s.mark_applied(update_id);
+        s.updated_ms = self.platform.clock.now_ms();
+        session::save(kv, key, &s).await
+    }
+
+    /// Sends the parts not sent yet, checkpointing each.
+    pub(super) async fn deliver(
+        &self,
+        key: &str,
+        job: &mut Job,
+        conn: &Connector,
+        target: Target,
+        lease: Lease<'_>,
+    ) -> Result<Step, PortError> {
+        while let Some((part, reply_to)) = next_part(job) {
+            if !self.inbox.hold(lease).await? {
+                tracing::warn!(key, "lane taken by another drainer; stopped before sending");
+                return Ok(Step::LostLease);
+            }
+            match self.send_part(conn, target, &part, reply_to).await {
+                Ok(()) => {
+                    if let Some(cp) = job.checkpoint.as_mut() {
+                        cp.sent += 1;
+                    }
+                    self.inbox.save(key, job).await?;
+                }
+                Err(e) if e.is_transient() => {
+                    if let Some(at) = self.inbox.retry_later(key, job).await? {
+                        tracing::warn!(key, error = %e, "send failed; will retry");
+                        return Ok(Step::RetryAt(at));
+                    }
+                    tracing::error!(key, error = %e, "send failed for the last time; reply dropped");
+                    break;
+                }
+                Err(e) => {
+                    tracing::error!(key, error = %e, "Telegram refused the reply; dropped");
+                    break;
+                }
+            }
+        }
+        self.inbox.finish(key, job).await?;
+        Ok(Step::Done)
+    }
+
+    /// Sends one part: HTML first and, if Telegram refuses its entities, the same as plain text.
+    /// A short `retry_after` is waited out here.
+    async fn send_part(
+        &self,
+        conn: &Connector,
+        target: Target,
+        part: &Part,
+        reply_to: Option<i64>,
+    ) -> Result<(), TelegramError> {
+        let mut html = part.html;
+        let mut text = part.text.clone();
+        for _ in 0..4 {
+            let sent = match &part.document {
+                Some(doc) => {
+                    conn.bot
+                        .send_document(target, "answer.md", doc.as_bytes(), &text, reply_to)
+                        .await
+                }
+                None => conn.bot.send_message(target, &text, html, reply_to).await,
+            };
+            match sent {
+                Ok(_) => return Ok(()),
+                Err(e) if html && e.is_entity_error() => {
+                    tracing::warn!(error = %e, "HTML refused; resending as plain text");
+                    html = false;
+                    text = crate::telegram::render::strip_html(&text);
+                }
+                Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
+                    self.platform.clock.sleep(Duration::from_secs(secs)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(TelegramError::Unavailable(
+            "gave up sending after repeated refusals".into(),
+        ))
+    }
+}
+
+/// The next part to send and, for the first, the message it replies to.
+fn next_part(job: &Job) -> Option<(Part, Option<i64>)> {
+    let cp = job.checkpoint.as_ref()?;
+    let part = cp.parts.get(cp.sent)?.clone();
+    Some((part, if cp.sent == 0 { cp.reply_to } else { None }))
+}
