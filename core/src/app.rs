@@ -463,8 +463,12 @@ impl App {
     /// others. Returns the earliest instant a waiting job should be tried again.
     pub async fn sweep(&self) -> Result<Option<u64>, PortError> {
         let lanes = self.inbox.lanes(1000).await?;
-        let results: Vec<Result<Drained, PortError>> = futures::stream::iter(&lanes)
-            .map(|lane| self.drain(lane))
+        // Each future owns its lane (a closure over borrowed lanes would not be `Send` for
+        // every lifetime, which spawning shells need).
+        let drains = lanes
+            .into_iter()
+            .map(|lane| async move { self.drain(&lane).await });
+        let results: Vec<Result<Drained, PortError>> = futures::stream::iter(drains)
             .buffer_unordered(SWEEP_PARALLEL)
             .collect()
             .await;
