@@ -73,3 +73,27 @@ fn core_depends_on_no_runtime_crate() {
         );
     }
 }
+
+#[test]
+fn core_never_reads_env_or_the_clock_sleeps_or_spawns() {
+    let mut files = Vec::new();
+    rust_files(&root().join("core/src"), &mut files);
+    assert!(files.len() > 10, "found only {} files", files.len());
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for banned in [
+            "std::env",
+            "env::var",
+            "SystemTime",
+            "Instant::now",
+            "thread::",
+            "tokio",
+        ] {
+            assert!(
+                !text.contains(banned),
+                "{} uses {banned}: core reaches env, time and tasks only through Env and the ports",
+                f.display()
+            );
+        }
+    }
+}

@@ -130,10 +130,16 @@ fn unknown_tool_is_an_error_result() {
 
 #[test]
 fn long_results_are_truncated_at_a_char_boundary() {
-    let s = "é".repeat(MAX_TOOL_RESULT);
+    // One ASCII byte first: every "é" then starts at an odd offset, so the limit (even)
+    // falls inside a character and the cut must walk back one byte.
+    let s = format!("a{}", "é".repeat(MAX_TOOL_RESULT));
     let t = truncate(s);
     assert!(t.len() < MAX_TOOL_RESULT + 100);
-    assert!(t.ends_with("shown]"));
+    assert!(
+        t.ends_with(&format!("first {} shown]", MAX_TOOL_RESULT - 1)),
+        "{}",
+        &t[t.len() - 60..]
+    );
 }
 
 /// A tool that never finishes.
