@@ -28,6 +28,7 @@ use crate::secret::Secret;
 use crate::session;
 use crate::telegram::{api, BotApi, BotIdentity, Message, Update, UpdateKind};
 use crate::tools::{ToolContext, ToolDeps, ToolRegistry};
+use crate::turn::decide::{self, Decision, Gate};
 use crate::turn::Step;
 
 impl Connector {
@@ -40,6 +41,28 @@ impl Connector {
     /// group's in a group, or the shared one when the connector is set to share.
     pub fn memory_scope_of(&self, msg: &Message) -> String {
         self.memory_scope(MemoryOwner::of(msg, self.shared_memory))
+    }
+
+    /// What a decision on this connector's messages depends on.
+    pub(crate) fn gate(&self, max_input_chars: usize) -> Gate<'_> {
+        Gate {
+            allowed: &self.allowed,
+            name: self
+                .agent
+                .config
+                .name
+                .as_deref()
+                .unwrap_or(&self.agent.config.id),
+            max_input_chars,
+        }
+    }
+
+    /// The bot's identity if this process already knows it (no I/O).
+    pub(crate) fn cached_identity(&self) -> Option<BotIdentity> {
+        self.identity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Whose memory the terminal chat, the CLI and the one-time migration use: the shared
@@ -358,6 +381,16 @@ impl App {
             );
             return Ok(None);
         };
+        // What the turn would ignore (group chatter, bots, channels) costs no job when it can
+        // be told here: always in private chats, in groups once the bot knows who it is.
+        let me = conn.cached_identity();
+        if !decide::needs_identity(msg) || me.is_some() {
+            let gate = conn.gate(self.config.limits.max_input_chars);
+            if let Decision::Ignore(why) = decide::decide(msg, me.as_ref(), &gate) {
+                tracing::debug!(connector, update_id = update.id, why, "dropped at the ack");
+                return Ok(None);
+            }
+        }
         if !conn.allowed.contains(&from.id.0)
             && self
                 .platform

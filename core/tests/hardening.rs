@@ -187,3 +187,19 @@ fn a_very_long_answer_arrives_as_one_document() {
         h.assert_spec_clean();
     });
 }
+
+#[test]
+fn group_chatter_costs_no_job_once_the_bot_knows_who_it_is() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        // The first group message needs getMe; it is decided in the turn.
+        h.script(200, anthropic_text("4"));
+        h.deliver("group_mention", 1).await;
+        assert_eq!(h.calls("getMe").len(), 1);
+        // Now chatter nobody addressed to the bot is dropped at the ack: no job, no lane.
+        assert_eq!(h.accept_only("group_no_mention", 2).await, None);
+        assert!(h.platform.kv.list("inbox/", 10).await.unwrap().is_empty());
+        // Addressed messages still become jobs.
+        assert!(h.accept_only("group_mention", 3).await.is_some());
+    });
+}

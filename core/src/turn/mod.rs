@@ -20,7 +20,7 @@ use crate::session;
 use crate::telegram::api::Target;
 use crate::telegram::render::{document_part, plain_parts, render_parts};
 use crate::telegram::{BotIdentity, Message, TelegramError, Update};
-use decide::{Decision, Gate};
+use decide::Decision;
 
 /// How often "typing…" is sent again while the agent works.
 const TYPING_EVERY: Duration = Duration::from_millis(4500);
@@ -145,17 +145,7 @@ impl App {
             true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
             false => None,
         };
-        let name = conn
-            .agent
-            .config
-            .name
-            .as_deref()
-            .unwrap_or(&conn.agent.config.id);
-        let gate = Gate {
-            allowed: &conn.allowed,
-            name,
-            max_input_chars: self.config.limits.max_input_chars,
-        };
+        let gate = conn.gate(self.config.limits.max_input_chars);
         let decision = decide::decide(msg, me.as_ref(), &gate);
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
         let text = match decision {
@@ -274,12 +264,7 @@ impl App {
 
     /// Our own id and username: memory, then Kv, then `getMe`.
     async fn identity(&self, conn: &Connector) -> Result<BotIdentity, TelegramError> {
-        if let Some(me) = conn
-            .identity
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
+        if let Some(me) = conn.cached_identity() {
             return Ok(me);
         }
         let key = format!("botinfo/{}", conn.id);
