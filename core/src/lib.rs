@@ -5,6 +5,7 @@
 //! # Layout
 //! - [`app`]: `App`, assembled from config + env + ports; the entry points every target calls
 //!   (`handle_webhook`, `accept_update`, `drain`, `sweep`, `chat_local`).
+//! - [`admin`]: what a shell's command line and set-up ask (webhooks, sessions, polling).
 //! - [`turn`]: processing one inbox job: decide (access, group gating, commands), the agent
 //!   turn, the checkpoint, delivery.
 //! - [`inbox`]: the durable inbox: exactly-once, in-order per chat, leases, retries.
@@ -19,6 +20,7 @@
 //! - [`config`]: YAML config into validated types. [`env`]: settings and secrets from the
 //!   target. [`secret`]: `Secret`, never printed.
 
+pub mod admin;
 pub mod agent;
 pub mod app;
 pub mod config;

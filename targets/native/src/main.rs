@@ -1,58 +1,163 @@
-//! `clawless`: the native assistant.
+//! `clawless`: the native assistant. `clawless --help` lists the commands; each has its own
+//! `--help`.
 //!
-//! - `clawless` (no arguments): the bot with long polling; no public URL needed.
-//! - `clawless serve [--listen ADDR]`: the webhook server.
-//! - `clawless chat`: a terminal conversation with the same agent.
-//! - `clawless config check`: validate the config and say what is missing.
-//! - `clawless webhook set <url> | info | delete`.
-//! - `clawless memory search "<query>"`, `clawless memory reindex`: the memory of each bot.
+//! Exit codes: 0 done; 1 it failed (Telegram, storage, I/O); 2 the command line was wrong
+//! (including an unknown `--connector`); 3 the configuration is invalid or a setting is
+//! missing.
 
 use std::io::{BufRead, Write};
+use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use clawless_core::admin::AdminError;
+use clawless_core::memory::scope::MemoryOwner;
 use clawless_native::{poll, runner, server, setup};
-
-const USAGE: &str = "usage: clawless [serve [--listen ADDR] | chat | config check | webhook set <url> | webhook info | webhook delete
-                | memory search \"<query>\" | memory reindex]
-
-Environment: TELEGRAM_BOT_TOKEN, ANTHROPIC_API_KEY or OPENAI_API_KEY (and *_BASE_URL),
-TELEGRAM_ALLOWED_USERS, TELEGRAM_WEBHOOK_SECRET (serve), CLAWLESS_CONFIG, CLAWLESS_DATA.";
 
 const GRACE: Duration = Duration::from_secs(20);
 
-fn main() -> Result<()> {
+/// Exit code for a wrong command line (clap uses it too), e.g. an unknown `--connector`.
+const EXIT_USAGE: u8 = 2;
+/// Exit code for an invalid configuration or a missing setting.
+const EXIT_CONFIG: u8 = 3;
+
+/// A failure that is the configuration's or the environment's, not the world's.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct ConfigProblem(String);
+
+/// The clawless assistant: a Telegram bot with memory and tools, on this machine.
+///
+/// Environment: TELEGRAM_BOT_TOKEN, ANTHROPIC_API_KEY or OPENAI_API_KEY (and *_BASE_URL),
+/// TELEGRAM_ALLOWED_USERS, TELEGRAM_WEBHOOK_SECRET (serve), CLAWLESS_CONFIG, CLAWLESS_DATA.
+#[derive(Debug, Parser)]
+#[command(name = "clawless", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the bot with long polling (the default): no public URL needed.
+    Run,
+    /// Serve webhooks at POST /telegram/<connector>.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+    },
+    /// A conversation with the agent in this terminal (/new starts over, Ctrl-D quits).
+    Chat {
+        /// The bot whose agent to talk to (default: the only one).
+        #[arg(long)]
+        connector: Option<String>,
+    },
+    /// Check the configuration and say which settings are still missing.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Telegram's webhook for one bot.
+    Webhook {
+        #[command(subcommand)]
+        action: WebhookAction,
+        /// The bot (default: the only one).
+        #[arg(long, global = true)]
+        connector: Option<String>,
+    },
+    /// The assistant's memory.
+    Memory {
+        #[command(subcommand)]
+        action: MemoryAction,
+        /// The bot (default: every bot).
+        #[arg(long, global = true)]
+        connector: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Validate the config and the environment.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
+enum WebhookAction {
+    /// Point Telegram at URL (/telegram/<connector> is appended unless present).
+    Set { url: String },
+    /// What Telegram knows of the webhook.
+    Info,
+    /// Remove the webhook (long polling can then run).
+    Delete,
+}
+
+#[derive(Debug, Subcommand)]
+enum MemoryAction {
+    /// Search a memory (default: the owner's, the first allowed user's).
+    Search {
+        query: String,
+        /// Search this user's memory instead.
+        #[arg(long, conflicts_with = "group")]
+        user: Option<i64>,
+        /// Search this group's memory instead.
+        #[arg(long)]
+        group: Option<i64>,
+    },
+    /// Re-index every memory file that changed.
+    Reindex,
+}
+
+fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let cli = Cli::parse(); // exits with 2 on a wrong command line
+    let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
-    let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    rt.block_on(async {
-        match words.as_slice() {
-            [] => run_polling().await,
-            ["serve"] => serve("127.0.0.1:8080").await,
-            ["serve", "--listen", addr] => serve(addr).await,
-            ["chat"] => chat().await,
-            ["config", "check"] => config_check(),
-            ["webhook", "set", url] => webhook_set(url).await,
-            ["webhook", "info"] => webhook_info().await,
-            ["webhook", "delete"] => webhook_delete().await,
-            ["memory", "search", query] => memory_search(query).await,
-            ["memory", "reindex"] => memory_reindex().await,
-            ["help"] | ["--help"] | ["-h"] => {
-                println!("{USAGE}");
-                Ok(())
-            }
-            _ => bail!("{USAGE}"),
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::FAILURE;
         }
-    })
+    };
+    match rt.block_on(dispatch(cli.command.unwrap_or(Command::Run))) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            match e.downcast_ref::<AdminError>() {
+                Some(AdminError::UnknownConnector(..)) => ExitCode::from(EXIT_USAGE),
+                Some(AdminError::NotSet(_)) => ExitCode::from(EXIT_CONFIG),
+                _ if e.downcast_ref::<ConfigProblem>().is_some() => ExitCode::from(EXIT_CONFIG),
+                _ => ExitCode::FAILURE,
+            }
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> Result<()> {
+    match command {
+        Command::Run => run_polling().await,
+        Command::Serve { listen } => serve(&listen).await,
+        Command::Chat { connector } => chat(connector.as_deref()).await,
+        Command::Config {
+            action: ConfigAction::Check,
+        } => config_check(),
+        Command::Webhook { action, connector } => webhook(action, connector.as_deref()).await,
+        Command::Memory { action, connector } => memory(action, connector.as_deref()).await,
+    }
+}
+
+/// Builds the app, a failure being the configuration's.
+fn build() -> Result<setup::Native> {
+    setup::build(&setup::env()).map_err(|e| ConfigProblem(format!("{e:#}")).into())
 }
 
 /// Resolves on SIGTERM or Ctrl-C.
@@ -78,14 +183,15 @@ async fn shutdown_signal() {
 fn require_ready(n: &setup::Native) -> Result<()> {
     let missing = n.app.missing_settings();
     if !missing.is_empty() {
-        bail!(
+        return Err(ConfigProblem(format!(
             "cannot start, set these first:\n  - {}\nSee README.md.",
             missing.join("\n  - ")
-        );
+        ))
+        .into());
     }
-    for c in n.app.connectors.values().filter(|c| c.allowed.is_empty()) {
+    for id in n.app.connectors_without_users() {
         tracing::warn!(
-            connector = %c.id,
+            connector = %id,
             "no allowed users: everyone gets only their id back; set TELEGRAM_ALLOWED_USERS or allowed_users in main.yaml"
         );
     }
@@ -93,17 +199,17 @@ fn require_ready(n: &setup::Native) -> Result<()> {
 }
 
 async fn run_polling() -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = build()?;
     require_ready(&n)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (kicker, runner) = runner::new(n.app.clone(), Some(n.kv.clone()));
     let mut pollers = Vec::new();
-    for id in n.app.connectors.keys() {
-        poll::check_no_webhook(&n.app, id).await?;
+    for id in n.app.connector_ids() {
+        poll::check_no_webhook(&n.app, &id).await?;
         let mut rx = stop_rx.clone();
         pollers.push(tokio::spawn(poll::run(
             n.app.clone(),
-            id.clone(),
+            id,
             kicker.clone(),
             async move {
                 let _ = rx.changed().await;
@@ -128,12 +234,10 @@ async fn run_polling() -> Result<()> {
 }
 
 async fn serve(addr: &str) -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = build()?;
     require_ready(&n)?;
-    for c in n.app.connectors.values() {
-        if c.secret.is_empty() {
-            bail!("set {} (any random string) before serving webhooks; `clawless webhook set` sends it to Telegram", c.secret_env);
-        }
+    if let Some(env) = n.app.missing_webhook_secrets().first() {
+        return Err(ConfigProblem(format!("set {env} (any random string) before serving webhooks; `clawless webhook set` sends it to Telegram")).into());
     }
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -162,22 +266,12 @@ async fn serve(addr: &str) -> Result<()> {
     Ok(())
 }
 
-async fn chat() -> Result<()> {
-    let n = setup::build(&setup::env())?;
-    if n.app
-        .connectors
-        .values()
-        .all(|c| c.agent.chain.links.is_empty())
-    {
-        bail!("set ANTHROPIC_API_KEY or OPENAI_API_KEY first");
+async fn chat(connector: Option<&str>) -> Result<()> {
+    let n = build()?;
+    if !n.app.has_model() {
+        return Err(ConfigProblem("set ANTHROPIC_API_KEY or OPENAI_API_KEY first".into()).into());
     }
-    let connector = n
-        .app
-        .connectors
-        .keys()
-        .next()
-        .cloned()
-        .unwrap_or_else(|| "main".into());
+    let connector = n.app.connector_id(connector)?;
     let session = "local:terminal";
     println!("clawless chat — /new starts over, Ctrl-D quits");
     let stdin = std::io::stdin();
@@ -193,9 +287,7 @@ async fn chat() -> Result<()> {
             continue;
         }
         if line == "/new" {
-            clawless_core::session::clear(&*n.app.platform.kv, session)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            n.app.reset_session(session).await?;
             println!("(fresh conversation)");
             continue;
         }
@@ -208,106 +300,70 @@ async fn chat() -> Result<()> {
 
 fn config_check() -> Result<()> {
     let env = setup::env();
-    let (config, source) = setup::load_config(&env)?;
+    let (config, source) = setup::load_config(&env).map_err(|e| ConfigProblem(format!("{e:#}")))?;
     println!(
         "config OK ({source}): {} connector(s), {} agent(s), {} provider(s)",
         config.connectors.len(),
         config.agents.len(),
         config.providers.len()
     );
-    let n = setup::build(&env)?;
+    let n = build()?;
     let missing = n.app.missing_settings();
     if missing.is_empty() {
         println!("environment OK");
+        Ok(())
     } else {
         println!("still to set:\n  - {}", missing.join("\n  - "));
+        Err(ConfigProblem(format!("{} setting(s) missing", missing.len())).into())
+    }
+}
+
+async fn webhook(action: WebhookAction, connector: Option<&str>) -> Result<()> {
+    let n = build()?;
+    let id = n.app.connector_id(connector)?;
+    match action {
+        WebhookAction::Set { url } => {
+            let full = n.app.set_webhook(&id, &url).await?;
+            println!("webhook set to {full}");
+        }
+        WebhookAction::Info => {
+            let info = n.app.webhook_info(&id).await?;
+            println!("{}", serde_json::to_string_pretty(&info)?);
+        }
+        WebhookAction::Delete => {
+            n.app.delete_webhook(&id).await?;
+            println!("webhook deleted; `clawless` can now use long polling");
+        }
     }
     Ok(())
 }
 
-fn first_connector(n: &setup::Native) -> Result<&clawless_core::app::Connector> {
-    let c = n
-        .app
-        .connectors
-        .values()
-        .next()
-        .context("no connector configured")?;
-    if !c.token_set {
-        bail!("set {} first", c.token_env);
-    }
-    Ok(c)
-}
-
-async fn webhook_set(url: &str) -> Result<()> {
-    let n = setup::build(&setup::env())?;
-    let c = first_connector(&n)?;
-    if c.secret.is_empty() {
-        bail!(
-            "set {} first: Telegram will send it with every update",
-            c.secret_env
-        );
-    }
-    let full = if url.contains("/telegram/") {
-        url.to_owned()
-    } else {
-        format!("{}/telegram/{}", url.trim_end_matches('/'), c.id)
+async fn memory(action: MemoryAction, connector: Option<&str>) -> Result<()> {
+    let n = build()?;
+    let ids = match connector {
+        Some(c) => vec![n.app.connector_id(Some(c))?],
+        None => n.app.connector_ids(),
     };
-    c.bot
-        .set_webhook(&full, &c.secret)
-        .await
-        .map_err(|e| anyhow::anyhow!("setWebhook: {e}"))?;
-    println!("webhook set to {full}");
-    Ok(())
-}
-
-async fn webhook_info() -> Result<()> {
-    let n = setup::build(&setup::env())?;
-    let info = first_connector(&n)?
-        .bot
-        .get_webhook_info()
-        .await
-        .map_err(|e| anyhow::anyhow!("getWebhookInfo: {e}"))?;
-    println!("{}", serde_json::to_string_pretty(&info)?);
-    Ok(())
-}
-
-async fn webhook_delete() -> Result<()> {
-    let n = setup::build(&setup::env())?;
-    first_connector(&n)?
-        .bot
-        .delete_webhook()
-        .await
-        .map_err(|e| anyhow::anyhow!("deleteWebhook: {e}"))?;
-    println!("webhook deleted; `clawless` can now use long polling");
-    Ok(())
-}
-
-async fn memory_reindex() -> Result<()> {
-    let n = setup::build(&setup::env())?;
-    for id in n.app.connectors.keys() {
+    for id in ids {
         let changed = n
             .app
-            .reindex_memory(id)
+            .reindex_memory(&id)
             .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        println!("{id}: {changed} file(s) re-indexed");
-    }
-    Ok(())
-}
-
-/// Searches the owner's memory (or the shared one) of every connector.
-async fn memory_search(query: &str) -> Result<()> {
-    let n = setup::build(&setup::env())?;
-    for id in n.app.connectors.keys() {
-        n.app
-            .reindex_memory(id)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .with_context(|| format!("re-indexing the memory of {id}"))?;
+        let MemoryAction::Search { query, user, group } = &action else {
+            println!("{id}: {changed} file(s) re-indexed");
+            continue;
+        };
+        let owner = match (user, group) {
+            (Some(u), _) => Some(MemoryOwner::User(*u)),
+            (_, Some(g)) => Some(MemoryOwner::Group(*g)),
+            _ => None,
+        };
         let hits = n
             .app
-            .search_memory(id, None, query)
+            .search_memory(&id, owner, query)
             .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .with_context(|| format!("searching the memory of {id}"))?;
         if hits.is_empty() {
             println!("{id}: no matching memories");
         }

@@ -6,27 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use clawless_core::admin::AdminError;
 use clawless_core::telegram::TelegramError;
 use clawless_core::App;
-use clawless_platform::KvExt;
 
 use crate::runner::Kicker;
 
 /// Refuses to poll while a webhook is set (Telegram would answer 409 forever).
 pub async fn check_no_webhook(app: &App, connector: &str) -> Result<()> {
-    let Some(conn) = app.connectors.get(connector) else {
-        bail!("no connector {connector}")
-    };
-    let info = conn
-        .bot
-        .get_webhook_info()
-        .await
-        .map_err(|e| anyhow::anyhow!("getWebhookInfo: {e}"))?;
-    if let Some(url) = info
-        .get("url")
-        .and_then(|u| u.as_str())
-        .filter(|u| !u.is_empty())
-    {
+    if let Some(url) = app.webhook_url(connector).await? {
         bail!("a webhook is set for this bot ({url}); run `clawless webhook delete` to use long polling, or `clawless serve`");
     }
     Ok(())
@@ -38,27 +26,15 @@ pub async fn run(
     kicker: Kicker,
     stop: impl std::future::Future<Output = ()>,
 ) {
-    let Some(conn) = app.connectors.get(&connector) else {
-        return;
-    };
-    let offset_key = format!("poll/{connector}/offset");
-    let mut offset: i64 = app
-        .platform
-        .kv
-        .get_json(&offset_key)
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or(0);
     tokio::pin!(stop);
     loop {
         let batch = tokio::select! {
             _ = &mut stop => return,
-            r = conn.bot.get_updates(offset, 25) => r,
+            r = app.poll_updates(&connector, 25) => r,
         };
         let updates = match batch {
             Ok(u) => u,
-            Err(TelegramError::RetryAfter(s)) => {
+            Err(AdminError::Telegram(TelegramError::RetryAfter(s))) => {
                 tokio::time::sleep(Duration::from_secs(s)).await;
                 continue;
             }
@@ -68,13 +44,9 @@ pub async fn run(
                 continue;
             }
         };
-        for u in updates {
-            let id = u
-                .get("update_id")
-                .and_then(|v| v.as_i64())
-                .unwrap_or(offset);
+        for (update, next) in updates {
             match app
-                .accept_update(&connector, u.to_string().as_bytes())
+                .accept_update(&connector, update.to_string().as_bytes())
                 .await
             {
                 Ok(Some(lane)) => kicker.kick(lane),
@@ -86,8 +58,7 @@ pub async fn run(
                     break;
                 }
             }
-            offset = offset.max(id + 1);
-            if let Err(e) = app.platform.kv.put_json(&offset_key, &offset, None).await {
+            if let Err(e) = app.save_poll_offset(&connector, next).await {
                 tracing::warn!(error = %e, "could not save poll offset");
             }
         }

@@ -287,12 +287,62 @@ async fn missing_token_and_key_are_named() {
         )
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(3), "a missing setting exits with 3");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("TELEGRAM_BOT_TOKEN") && err.contains("ANTHROPIC_API_KEY or OPENAI_API_KEY"),
         "{err}"
     );
+}
+
+#[test]
+fn every_command_has_help_and_usage_errors_exit_with_2() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_clawless"))
+            .env_clear()
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["serve", "--help"],
+        &["chat", "--help"],
+        &["config", "check", "--help"],
+        &["webhook", "set", "--help"],
+        &["webhook", "info", "--help"],
+        &["webhook", "delete", "--help"],
+        &["memory", "search", "--help"],
+        &["memory", "reindex", "--help"],
+    ] {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage:"),
+            "{args:?}"
+        );
+    }
+    assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["webhook", "set"]).status.code(),
+        Some(2),
+        "URL missing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_connector_is_a_usage_error_naming_the_choices() {
+    let (_f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("e2e-connector");
+    let out = clawless(&data, &tg, &llm_url)
+        .args(["webhook", "info", "--connector", "nope"])
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"nope\"") && err.contains("main"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,200 @@
+//! What a shell's command line and set-up ask of the app, as methods, so no shell reaches into
+//! `App` or `Connector` fields: which bots there are and what they still lack, their webhooks,
+//! sessions, long polling and housekeeping.
+
+use std::time::Duration;
+
+use clawless_platform::{KvExt, PortError};
+use serde_json::Value;
+
+use crate::app::App;
+use crate::inbox::Drained;
+use crate::session;
+use crate::telegram::TelegramError;
+
+/// Why an admin call could not be done: a message for the person at the command line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AdminError {
+    /// No connector of that name.
+    #[error("no connector {0:?} (configured: {1})")]
+    UnknownConnector(String, String),
+    /// A setting is missing; the message names the environment variable.
+    #[error("{0}")]
+    NotSet(String),
+    #[error("Telegram: {0}")]
+    Telegram(#[from] TelegramError),
+    #[error("storage: {0}")]
+    Storage(#[from] PortError),
+}
+
+impl App {
+    /// The connectors' ids, in order.
+    pub fn connector_ids(&self) -> Vec<String> {
+        self.connectors.keys().cloned().collect()
+    }
+
+    /// `name`, or the only connector when `name` is `None`; an error names the choices.
+    pub fn connector_id(&self, name: Option<&str>) -> Result<String, AdminError> {
+        let ids = self.connector_ids();
+        match name {
+            Some(n) if self.connectors.contains_key(n) => Ok(n.to_owned()),
+            None if ids.len() == 1 => Ok(ids[0].clone()),
+            other => Err(AdminError::UnknownConnector(
+                other.unwrap_or("(none given)").to_owned(),
+                ids.join(", "),
+            )),
+        }
+    }
+
+    /// Connectors nobody is allowed to talk to (everyone gets only their id back).
+    pub fn connectors_without_users(&self) -> Vec<String> {
+        self.connectors
+            .values()
+            .filter(|c| c.allowed.is_empty())
+            .map(|c| c.id.clone())
+            .collect()
+    }
+
+    /// Whether some agent has a model it can call.
+    pub fn has_model(&self) -> bool {
+        self.connectors
+            .values()
+            .any(|c| !c.agent.chain.links.is_empty())
+    }
+
+    /// The webhook secrets still to set, as environment variable names.
+    pub fn missing_webhook_secrets(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .connectors
+            .values()
+            .filter(|c| c.secret.is_empty())
+            .map(|c| c.secret_env.clone())
+            .collect();
+        out.dedup();
+        out
+    }
+
+    fn bot_of(&self, connector: &str) -> Result<&crate::app::Connector, AdminError> {
+        let id = self.connector_id(Some(connector))?;
+        let c = self
+            .connectors
+            .get(&id)
+            .ok_or_else(|| AdminError::UnknownConnector(id.clone(), String::new()))?;
+        if !c.token_set {
+            return Err(AdminError::NotSet(format!("set {} first", c.token_env)));
+        }
+        Ok(c)
+    }
+
+    /// Points Telegram at `url` for `connector` (`/telegram/<connector>` appended unless the
+    /// URL has a `/telegram/` path), with the connector's secret. Returns the full URL.
+    pub async fn set_webhook(&self, connector: &str, url: &str) -> Result<String, AdminError> {
+        let c = self.bot_of(connector)?;
+        if c.secret.is_empty() {
+            return Err(AdminError::NotSet(format!(
+                "set {} first: Telegram will send it with every update",
+                c.secret_env
+            )));
+        }
+        let full = if url.contains("/telegram/") {
+            url.to_owned()
+        } else {
+            format!("{}/telegram/{}", url.trim_end_matches('/'), c.id)
+        };
+        c.bot.set_webhook(&full, &c.secret).await?;
+        Ok(full)
+    }
+
+    /// What Telegram says of `connector`'s webhook (`getWebhookInfo`).
+    pub async fn webhook_info(&self, connector: &str) -> Result<Value, AdminError> {
+        Ok(self.bot_of(connector)?.bot.get_webhook_info().await?)
+    }
+
+    /// Removes `connector`'s webhook, so long polling can run.
+    pub async fn delete_webhook(&self, connector: &str) -> Result<(), AdminError> {
+        Ok(self.bot_of(connector)?.bot.delete_webhook().await?)
+    }
+
+    /// The webhook URL Telegram has for `connector`, if one is set.
+    pub async fn webhook_url(&self, connector: &str) -> Result<Option<String>, AdminError> {
+        let info = self.webhook_info(connector).await?;
+        Ok(info
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned))
+    }
+
+    /// Forgets the conversation history of a session key (the terminal chat's `/new`).
+    pub async fn reset_session(&self, session_key: &str) -> Result<(), AdminError> {
+        Ok(session::clear(&*self.platform.kv, session_key).await?)
+    }
+
+    /// Long polling: the updates after `connector`'s saved offset (waiting up to
+    /// `timeout_secs`), each with the offset to save once it is accepted.
+    pub async fn poll_updates(
+        &self,
+        connector: &str,
+        timeout_secs: u64,
+    ) -> Result<Vec<(Value, i64)>, AdminError> {
+        let c = self.bot_of(connector)?;
+        let offset: i64 = self
+            .platform
+            .kv
+            .get_json(&poll_offset_key(connector))
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        let updates = c.bot.get_updates(offset, timeout_secs).await?;
+        Ok(updates
+            .into_iter()
+            .map(|u| {
+                let next = u
+                    .get("update_id")
+                    .and_then(Value::as_i64)
+                    .map_or(offset, |id| offset.max(id + 1));
+                (u, next)
+            })
+            .collect())
+    }
+
+    /// Saves the long-polling offset of `connector`.
+    pub async fn save_poll_offset(&self, connector: &str, offset: i64) -> Result<(), AdminError> {
+        Ok(self
+            .platform
+            .kv
+            .put_json(&poll_offset_key(connector), &offset, None)
+            .await?)
+    }
+
+    /// Drops every lease: only for a process that knows no other drainer is alive, such as
+    /// the native binary at start-up (one process per data directory).
+    pub async fn clear_leases(&self) -> Result<usize, PortError> {
+        self.inbox.clear_leases().await
+    }
+
+    /// [`App::drain`], then, while the lane's head waits for a retry due within `max_wait`,
+    /// waits for it here and drains again (at most 8 times). What the serverless shells run
+    /// after the ack; a retry due later is left to the scheduled sweep.
+    pub async fn drain_within(&self, lane: &str, max_wait: Duration) -> Result<Drained, PortError> {
+        let mut last = Drained::Idle;
+        for _ in 0..8 {
+            last = self.drain(lane).await?;
+            let Drained::RetryAt(at) = last else {
+                return Ok(last);
+            };
+            let wait = Duration::from_millis(at.saturating_sub(self.platform.clock.now_ms()));
+            if wait > max_wait {
+                tracing::info!(lane, retry_at = at, "left for the scheduled sweep");
+                return Ok(last);
+            }
+            self.platform.clock.sleep(wait).await;
+        }
+        Ok(last)
+    }
+}
+
+fn poll_offset_key(connector: &str) -> String {
+    format!("poll/{connector}/offset")
+}
