@@ -141,7 +141,7 @@ impl App {
         let offset: i64 = self
             .platform
             .kv
-            .get_json(&poll_offset_key(connector))
+            .get_json(&crate::keys::poll_offset(connector))
             .await
             .ok()
             .flatten()
@@ -164,7 +164,7 @@ impl App {
         Ok(self
             .platform
             .kv
-            .put_json(&poll_offset_key(connector), &offset, None)
+            .put_json(&crate::keys::poll_offset(connector), &offset, None)
             .await?)
     }
 
@@ -193,8 +193,4 @@ impl App {
         }
         Ok(last)
     }
-}
-
-fn poll_offset_key(connector: &str) -> String {
-    format!("poll/{connector}/offset")
 }

@@ -18,6 +18,7 @@ use crate::agent::{Agent, TurnOutput};
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::env::{parse_user_list, Env};
 use crate::inbox::{Drained, Inbox, Job, Lease};
+use crate::keys;
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ChatMessage, LlmError, ModelChain, Provider};
 use crate::memory::embed::{EmbeddingProvider, LocalEmbedder, OpenAiEmbeddings};
@@ -395,7 +396,7 @@ impl App {
             && self
                 .platform
                 .kv
-                .get(&stranger_key(connector, from.id.0))
+                .get(&keys::stranger(connector, from.id.0))
                 .await?
                 .is_some()
         {
@@ -647,10 +648,6 @@ impl App {
         self.memory.reindex(&scope).await?;
         self.memory.search(&scope, query).await
     }
-}
-
-pub(crate) fn stranger_key(connector: &str, user: i64) -> String {
-    format!("stranger/{connector}/{user}")
 }
 
 /// The embedder `memory.embedder` names: the built-in one, or OpenAI-compatible embeddings

@@ -1,7 +1,7 @@
 //! The durable inbox: updates are stored on acknowledgement and processed after it, exactly
 //! once, in order per lane (one lane per chat), surviving crashes.
 //!
-//! Keys (all through the Kv port):
+//! Keys (all through the Kv port, built in [`crate::keys`]):
 //! - `inbox/<lane>/<update_id:020>`: a pending [`Job`], written with put-if-absent on accept;
 //!   lexical order is update order.
 //! - `seen/<connector>/<update_id>`: written when a job finishes, kept `dedupe_hours`; a
@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::InboxConfig;
+use crate::keys;
 use crate::llm::ChatMessage;
 use crate::telegram::render::Part;
 
@@ -81,20 +82,12 @@ pub struct Inbox {
     pub config: InboxConfig,
 }
 
-pub fn job_key(lane: &str, update_id: i64) -> String {
-    format!("inbox/{lane}/{update_id:020}")
-}
-
-fn seen_key(connector: &str, update_id: i64) -> String {
-    format!("seen/{connector}/{update_id}")
-}
-
 impl Inbox {
     /// Stores a new job. `Ok(false)`: this update was already accepted (pending or done).
     pub async fn accept(&self, lane: &str, job: &Job) -> Result<bool, PortError> {
         if self
             .kv
-            .get(&seen_key(&job.connector, job.update_id))
+            .get(&keys::seen(&job.connector, job.update_id))
             .await?
             .is_some()
         {
@@ -102,7 +95,7 @@ impl Inbox {
         }
         let bytes = serde_json::to_vec(job).map_err(|e| PortError::invalid(e.to_string()))?;
         self.kv
-            .put_if_absent(&job_key(lane, job.update_id), &bytes, None)
+            .put_if_absent(&keys::job(lane, job.update_id), &bytes, None)
             .await
     }
 
@@ -111,7 +104,7 @@ impl Inbox {
         loop {
             let Some(key) = self
                 .kv
-                .list(&format!("inbox/{lane}/"), 1)
+                .list(&keys::lane_jobs(lane), 1)
                 .await?
                 .into_iter()
                 .next()
@@ -138,7 +131,7 @@ impl Inbox {
     pub async fn finish(&self, key: &str, job: &Job) -> Result<(), PortError> {
         let ttl = Duration::from_secs(self.config.dedupe_hours * 3600);
         self.kv
-            .put(&seen_key(&job.connector, job.update_id), b"1", Some(ttl))
+            .put(&keys::seen(&job.connector, job.update_id), b"1", Some(ttl))
             .await?;
         self.kv.delete(key).await
     }
@@ -158,14 +151,14 @@ impl Inbox {
 
     pub async fn try_lease(&self, lane: &str, owner: &str) -> Result<bool, PortError> {
         self.kv
-            .put_if_absent(&format!("lease/{lane}"), owner.as_bytes(), Some(LEASE_TTL))
+            .put_if_absent(&keys::lease(lane), owner.as_bytes(), Some(LEASE_TTL))
             .await
     }
 
     /// Extends our lease, or takes the lane again if it lapsed and nobody else took it.
     /// `false`: another drainer holds the lane; stop without writing.
     pub async fn hold(&self, lease: Lease<'_>) -> Result<bool, PortError> {
-        let key = format!("lease/{}", lease.lane);
+        let key = keys::lease(lease.lane);
         let b = lease.owner.as_bytes();
         Ok(self
             .kv
@@ -176,7 +169,7 @@ impl Inbox {
 
     pub async fn release(&self, lane: &str, owner: &str) -> Result<(), PortError> {
         self.kv
-            .compare_and_swap(&format!("lease/{lane}"), Some(owner.as_bytes()), None, None)
+            .compare_and_swap(&keys::lease(lane), Some(owner.as_bytes()), None, None)
             .await
             .map(drop)
     }
@@ -185,22 +178,22 @@ impl Inbox {
     /// as the native binary at start-up (one process per data directory): a crashed run's
     /// leases would otherwise hold its lanes until they lapse.
     pub async fn clear_leases(&self) -> Result<usize, PortError> {
-        let keys = self.kv.list("lease/", 10_000).await?;
-        for k in &keys {
+        let leases = self.kv.list(keys::LEASES, 10_000).await?;
+        for k in &leases {
             self.kv.delete(k).await?;
         }
-        Ok(keys.len())
+        Ok(leases.len())
     }
 
     /// Lanes with pending jobs (at most `limit` jobs looked at).
     pub async fn lanes(&self, limit: usize) -> Result<Vec<String>, PortError> {
         let mut lanes: Vec<String> = self
             .kv
-            .list("inbox/", limit)
+            .list(keys::INBOX, limit)
             .await?
             .iter()
             .filter_map(|k| {
-                k.strip_prefix("inbox/")?
+                k.strip_prefix(keys::INBOX)?
                     .rsplit_once('/')
                     .map(|(lane, _)| lane.to_owned())
             })

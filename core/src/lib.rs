@@ -8,6 +8,7 @@
 //! - [`admin`]: what a shell's command line and set-up ask (webhooks, sessions, polling).
 //! - [`turn`]: processing one inbox job: decide (access, group gating, commands), the agent
 //!   turn, the checkpoint, delivery.
+//! - [`keys`]: every Kv key, built in one place.
 //! - [`inbox`]: the durable inbox: exactly-once, in-order per chat, leases, retries.
 //! - [`agent`]: the model ↔ tools loop.
 //! - [`llm`]: message model, Anthropic and OpenAI adapters, the retrying fallback chain.
@@ -26,6 +27,7 @@ pub mod app;
 pub mod config;
 pub mod env;
 pub mod inbox;
+pub mod keys;
 pub mod llm;
 pub mod memory;
 pub mod secret;

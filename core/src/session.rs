@@ -58,12 +58,8 @@ pub fn session_key(connector: &str, msg: &Message) -> String {
     key
 }
 
-fn kv_key(session: &str) -> String {
-    format!("session/{session}")
-}
-
 pub async fn load(kv: &dyn Kv, session: &str) -> Result<Session, PortError> {
-    match kv.get_json::<Session>(&kv_key(session)).await {
+    match kv.get_json::<Session>(&crate::keys::session(session)).await {
         Ok(s) => Ok(s.unwrap_or_default()),
         Err(e) if e.kind == clawless_platform::ErrorKind::Invalid => {
             // A corrupt record must not wedge the chat: start over, and say so in the log.
@@ -75,11 +71,11 @@ pub async fn load(kv: &dyn Kv, session: &str) -> Result<Session, PortError> {
 }
 
 pub async fn save(kv: &dyn Kv, session: &str, s: &Session) -> Result<(), PortError> {
-    kv.put_json(&kv_key(session), s, None).await
+    kv.put_json(&crate::keys::session(session), s, None).await
 }
 
 pub async fn clear(kv: &dyn Kv, session: &str) -> Result<(), PortError> {
-    kv.delete(&kv_key(session)).await
+    kv.delete(&crate::keys::session(session)).await
 }
 
 /// Keeps at most `window` messages, dropping from the front until the history starts with a

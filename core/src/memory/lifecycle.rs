@@ -11,6 +11,7 @@ use clawless_platform::{Clock, Kv};
 use super::digest;
 use super::scope::{is_legacy_file, legacy_scope, scope, MemoryOwner};
 use super::store::{root, MemoryError, MemoryStore};
+use crate::keys;
 use crate::llm::ModelChain;
 use crate::session::Session;
 use crate::tools::memory::note_of_day;
@@ -60,7 +61,7 @@ impl Lifecycle<'_> {
         if s.messages.is_empty() || digest::wrote_memory(&s.messages) {
             return;
         }
-        let marker = format!("summarized/{key}/{}", s.last_update_id);
+        let marker = keys::summarized(key, s.last_update_id);
         match self.kv.put_if_absent(&marker, b"1", Some(WEEK)).await {
             Ok(true) => {}
             Ok(false) => return,
@@ -100,7 +101,7 @@ impl Lifecycle<'_> {
         for path in self.memory.files.list(&root(&base)).await? {
             owners.extend(first_segment(&path, &files_root));
         }
-        let index_root = format!("memidx/{base}/");
+        let index_root = keys::memory_manifests(&base);
         for key in self.kv.list(&index_root, 100_000).await? {
             owners.extend(first_segment(&key, &index_root));
         }
@@ -116,7 +117,7 @@ impl Lifecycle<'_> {
     /// schedulers never do the same note: each is claimed with a put-if-absent.
     pub async fn consolidate(&self, chain: &ModelChain, scope: &str) {
         let today = (self.clock.now_ms() / DAY_MS) as i64;
-        let ran = format!("consolidation/{scope}");
+        let ran = keys::consolidation_ran(scope);
         if self.kv.get(&ran).await.ok().flatten().as_deref() == Some(today.to_string().as_bytes()) {
             return;
         }
@@ -145,7 +146,7 @@ impl Lifecycle<'_> {
         day: i64,
     ) -> Result<(), String> {
         let rel = note_of_day(day);
-        let done = format!("consolidated/{scope}/{rel}");
+        let done = keys::consolidation_done(scope, &rel);
         if self
             .kv
             .get(&done)
@@ -163,7 +164,7 @@ impl Lifecycle<'_> {
         else {
             return Ok(());
         };
-        let claim = format!("consolidating/{scope}/{rel}");
+        let claim = keys::consolidation_claim(scope, &rel);
         if !self
             .kv
             .put_if_absent(&claim, b"1", Some(Duration::from_secs(1800)))
@@ -215,7 +216,7 @@ impl Lifecycle<'_> {
         owner: Option<MemoryOwner>,
     ) -> Result<usize, MemoryError> {
         let base = legacy_scope(agent, connector);
-        let marker = format!("memscope/{base}");
+        let marker = keys::memory_scopes_moved(&base);
         if self.kv.get(&marker).await?.is_some() {
             return Ok(0);
         }

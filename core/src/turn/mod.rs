@@ -13,8 +13,9 @@ use std::time::Duration;
 use clawless_platform::PortError;
 use futures::future::{select, Either};
 
-use crate::app::{stranger_key, App, Connector};
+use crate::app::{App, Connector};
 use crate::inbox::{Checkpoint, Job, Lease};
+use crate::keys;
 use crate::llm::{LlmError, ModelChain};
 use crate::session;
 use crate::telegram::api::Target;
@@ -157,7 +158,7 @@ impl App {
                 let first = self
                     .platform
                     .kv
-                    .put_if_absent(&stranger_key(&conn.id, user), b"1", None)
+                    .put_if_absent(&keys::stranger(&conn.id, user), b"1", None)
                     .await
                     .map_err(Failure::storage)?;
                 if !first {
@@ -267,7 +268,7 @@ impl App {
         if let Some(me) = conn.cached_identity() {
             return Ok(me);
         }
-        let key = format!("botinfo/{}", conn.id);
+        let key = keys::bot_identity(&conn.id);
         let me = match clawless_platform::KvExt::get_json::<BotIdentity>(&*self.platform.kv, &key)
             .await
         {

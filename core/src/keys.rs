@@ -1,0 +1,84 @@
+//! Every Kv key the core writes, built in one place: what each prefix holds and who owns it.
+//! A key never appears as a string literal elsewhere (a tidy test checks this).
+//!
+//! | prefix | value | written by |
+//! |---|---|---|
+//! | `inbox/<lane>/<update_id:020>` | a pending job (JSON); lexical order is update order | ingress, turn |
+//! | `seen/<connector>/<update_id>` | a finished update, kept `dedupe_hours` | inbox |
+//! | `lease/<lane>` | the drainer holding the lane, with a TTL | inbox |
+//! | `stranger/<connector>/<user>` | a stranger was told their id once | turn |
+//! | `botinfo/<connector>` | the bot's `getMe` identity, a day | turn |
+//! | `session/<session key>` | a conversation's history | session |
+//! | `summarized/<session key>/<update>` | a session's summary was written | memory lifecycle |
+//! | `consolidation/<scope>` | the day a scope was last consolidated | memory lifecycle |
+//! | `consolidating/<scope>/<note>`, `consolidated/<scope>/<note>` | a daily note's claim and its done mark | memory lifecycle |
+//! | `memscope/<agent>/<connector>` | the connector's memory moved to per-person scopes | memory lifecycle |
+//! | `memidx/<scope>/<path>` | a memory file's index manifest | memory store |
+//! | `poll/<connector>/offset` | the long-polling offset | admin |
+
+/// Prefix of every pending job.
+pub const INBOX: &str = "inbox/";
+/// Prefix of every lease.
+pub const LEASES: &str = "lease/";
+
+pub fn job(lane: &str, update_id: i64) -> String {
+    format!("{INBOX}{lane}/{update_id:020}")
+}
+
+/// The prefix of a lane's jobs.
+pub fn lane_jobs(lane: &str) -> String {
+    format!("{INBOX}{lane}/")
+}
+
+pub fn seen(connector: &str, update_id: i64) -> String {
+    format!("seen/{connector}/{update_id}")
+}
+
+pub fn lease(lane: &str) -> String {
+    format!("{LEASES}{lane}")
+}
+
+pub fn stranger(connector: &str, user: i64) -> String {
+    format!("stranger/{connector}/{user}")
+}
+
+pub fn bot_identity(connector: &str) -> String {
+    format!("botinfo/{connector}")
+}
+
+pub fn session(session_key: &str) -> String {
+    format!("session/{session_key}")
+}
+
+pub fn summarized(session_key: &str, last_update_id: i64) -> String {
+    format!("summarized/{session_key}/{last_update_id}")
+}
+
+pub fn consolidation_ran(scope: &str) -> String {
+    format!("consolidation/{scope}")
+}
+
+pub fn consolidation_claim(scope: &str, note: &str) -> String {
+    format!("consolidating/{scope}/{note}")
+}
+
+pub fn consolidation_done(scope: &str, note: &str) -> String {
+    format!("consolidated/{scope}/{note}")
+}
+
+pub fn memory_scopes_moved(legacy_scope: &str) -> String {
+    format!("memscope/{legacy_scope}")
+}
+
+/// The prefix of the index manifests under `scope` (every deeper scope included).
+pub fn memory_manifests(scope: &str) -> String {
+    format!("memidx/{scope}/")
+}
+
+pub fn memory_manifest(scope: &str, path: &str) -> String {
+    format!("memidx/{scope}/{path}")
+}
+
+pub fn poll_offset(connector: &str) -> String {
+    format!("poll/{connector}/offset")
+}
