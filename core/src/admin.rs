@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::inbox::Drained;
+use crate::memory::scope::MemoryOwner;
+use crate::memory::store::{MemoryError, MemoryHit};
 use crate::session;
 use crate::telegram::TelegramError;
 
@@ -166,6 +168,43 @@ impl App {
             .kv
             .put_json(&crate::keys::poll_offset(connector), &offset, None)
             .await?)
+    }
+
+    /// Re-indexes the changed memory files of every scope of `connector`, after moving the
+    /// memory from before it was per person to its owner (once). Returns how many files
+    /// were (re)indexed.
+    pub async fn reindex_memory(&self, connector: &str) -> Result<usize, MemoryError> {
+        let Some(conn) = self.connectors.get(connector) else {
+            return Ok(0);
+        };
+        let life = self.lifecycle();
+        let agent = &conn.agent.config.id;
+        life.migrate_legacy(agent, &conn.id, conn.default_memory_owner())
+            .await?;
+        let mut changed = 0;
+        for scope in life.scopes(agent, &conn.id).await? {
+            changed += self.memory.reindex(&scope).await?;
+        }
+        Ok(changed)
+    }
+
+    /// Searches the memory of `owner` (default: the connector's owner, or the shared memory)
+    /// on `connector`, after re-indexing it.
+    pub async fn search_memory(
+        &self,
+        connector: &str,
+        owner: Option<MemoryOwner>,
+        query: &str,
+    ) -> Result<Vec<MemoryHit>, MemoryError> {
+        let Some(conn) = self.connectors.get(connector) else {
+            return Ok(Vec::new());
+        };
+        let Some(owner) = owner.or(conn.default_memory_owner()) else {
+            return Ok(Vec::new());
+        };
+        let scope = conn.memory_scope(owner);
+        self.memory.reindex(&scope).await?;
+        self.memory.search(&scope, query).await
     }
 
     /// Drops every lease: only for a process that knows no other drainer is alive, such as

@@ -3,8 +3,10 @@
 //! native binary, the Cloudflare Worker and the Lambda run this same code.
 //!
 //! # Layout
-//! - [`app`]: `App`, assembled from config + env + ports; the entry points every target calls
-//!   (`handle_webhook`, `accept_update`, `drain`, `sweep`, `chat_local`).
+//! - [`app`]: `App`, the façade every shell calls; [`assemble`] builds it from config + env +
+//!   ports.
+//! - [`ingress`]: the ack path: check, parse once, classify, store in the inbox.
+//! - [`drain`]: the work after the ack: a lane's jobs in order under its lease; the sweep.
 //! - [`admin`]: what a shell's command line and set-up ask (webhooks, sessions, polling).
 //! - [`turn`]: processing one inbox job: decide (access, group gating, commands), the agent
 //!   turn, the checkpoint, delivery.
@@ -24,9 +26,13 @@
 pub mod admin;
 pub mod agent;
 pub mod app;
+pub mod assemble;
 pub mod config;
+pub mod connector;
+pub mod drain;
 pub mod env;
 pub mod inbox;
+pub mod ingress;
 pub mod keys;
 pub mod llm;
 pub mod memory;
@@ -37,8 +43,9 @@ pub mod telegram;
 pub mod tools;
 pub mod turn;
 
-pub use app::{App, WebhookReply};
+pub use app::App;
 pub use config::{Config, ConfigError, ConfigFiles};
 pub use env::Env;
 pub use inbox::Drained;
+pub use ingress::WebhookReply;
 pub use secret::Secret;

@@ -1,0 +1,218 @@
+//! Assembly: config + env + ports → [`App`]. Providers and model chains, embedders, the tools
+//! of each agent, the connectors and their bots.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawless_platform::Platform;
+
+use crate::agent::Agent;
+use crate::app::{App, Connector};
+use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
+use crate::env::{parse_user_list, Env};
+use crate::inbox::Inbox;
+use crate::llm::chain::Link;
+use crate::llm::{anthropic, openai, ModelChain, Provider};
+use crate::memory::embed::{EmbeddingProvider, LocalEmbedder, OpenAiEmbeddings};
+use crate::memory::store::MemoryStore;
+use crate::secret::Secret;
+use crate::telegram::{api, BotApi};
+use crate::tools::{ToolDeps, ToolRegistry};
+
+impl App {
+    /// Assembles the app, memory embedded as `memory.embedder` says. `instance` names this
+    /// process or invocation in leases.
+    pub fn new(
+        platform: Platform,
+        config: Config,
+        env: &Env,
+        instance: impl Into<String>,
+    ) -> Result<App, ConfigError> {
+        let embedder = embedder_from_config(&platform, &config, env)?;
+        Self::with_embedder(platform, config, env, instance, embedder)
+    }
+
+    /// [`App::new`] with the shell's own embedder (the Worker's Workers AI). Memory files
+    /// indexed by another embedder are re-indexed as they are met (their manifests name it).
+    pub fn with_embedder(
+        platform: Platform,
+        config: Config,
+        env: &Env,
+        instance: impl Into<String>,
+        embedder: Arc<dyn EmbeddingProvider>,
+    ) -> Result<App, ConfigError> {
+        let env_err = |field: &str, message: String| ConfigError {
+            file: "environment".into(),
+            field: field.into(),
+            message,
+        };
+        let mut extra_users = Vec::new();
+        if let Some(v) = env.get("TELEGRAM_ALLOWED_USERS") {
+            extra_users = parse_user_list(v).map_err(|m| env_err("TELEGRAM_ALLOWED_USERS", m))?;
+        }
+        let api_base = env
+            .get("TELEGRAM_API_BASE")
+            .unwrap_or(api::DEFAULT_API_BASE)
+            .to_owned();
+        let memory = Arc::new(MemoryStore {
+            files: platform.files.clone(),
+            kv: platform.kv.clone(),
+            vectors: platform.vectors.clone(),
+            text: platform.text.clone(),
+            embedder,
+            config: config.memory.clone(),
+        });
+        let deps = ToolDeps {
+            clock: platform.clock.clone(),
+            memory: memory.clone(),
+        };
+        let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
+        for (id, agent) in &config.agents {
+            let tools = ToolRegistry::builtins(&agent.tools, &deps).map_err(|m| ConfigError {
+                file: format!("agents.d/{id}.yaml"),
+                field: "tools".into(),
+                message: m,
+            })?;
+            let chain = ModelChain {
+                links: links(&platform, &config, &agent.models, env),
+                clock: platform.clock.clone(),
+                base_backoff: Duration::from_secs(1),
+                max_wait: Duration::from_secs(30),
+            };
+            agents.insert(
+                id.clone(),
+                Arc::new(Agent {
+                    config: agent.clone(),
+                    chain,
+                    tools,
+                    clock: platform.clock.clone(),
+                }),
+            );
+        }
+        let mut connectors = BTreeMap::new();
+        for (id, c) in &config.connectors {
+            let agent_id = config.routing.get(id).cloned().unwrap_or_default();
+            let agent = agents
+                .get(&agent_id)
+                .cloned()
+                .ok_or_else(|| env_err("routing", format!("no agent for connector {id}")))?;
+            let token = env.secret(&c.token_env);
+            connectors.insert(
+                id.clone(),
+                Connector {
+                    id: id.clone(),
+                    token_set: !token.is_empty(),
+                    bot: BotApi::new(platform.http.clone(), &api_base, token),
+                    token_env: c.token_env.clone(),
+                    secret: env.secret(&c.webhook_secret_env),
+                    secret_env: c.webhook_secret_env.clone(),
+                    allowed: c
+                        .allowed_users
+                        .iter()
+                        .chain(&extra_users)
+                        .copied()
+                        .collect(),
+                    owner: c.allowed_users.iter().chain(&extra_users).copied().next(),
+                    shared_memory: c.shared_memory,
+                    agent,
+                    identity: Mutex::new(None),
+                },
+            );
+        }
+        let inbox = Inbox {
+            kv: platform.kv.clone(),
+            clock: platform.clock.clone(),
+            config: config.inbox.clone(),
+        };
+        Ok(App {
+            platform,
+            memory,
+            config: Arc::new(config),
+            connectors,
+            inbox,
+            instance: instance.into(),
+            counter: AtomicU64::new(0),
+        })
+    }
+}
+
+/// The embedder `memory.embedder` names: the built-in one, or OpenAI-compatible embeddings
+/// (384 dimensions, so indexes stay interchangeable with the local embedder and Vectorize).
+fn embedder_from_config(
+    platform: &Platform,
+    config: &Config,
+    env: &Env,
+) -> Result<Arc<dyn EmbeddingProvider>, ConfigError> {
+    if config.memory.embedder != "openai" {
+        return Ok(Arc::new(LocalEmbedder::default()));
+    }
+    let api_key = env.secret("OPENAI_API_KEY");
+    if api_key.is_empty() {
+        return Err(ConfigError {
+            file: "main.yaml".into(),
+            field: "memory.embedder".into(),
+            message: "openai embeddings need OPENAI_API_KEY".into(),
+        });
+    }
+    Ok(Arc::new(OpenAiEmbeddings {
+        http: platform.http.clone(),
+        base_url: env
+            .get("OPENAI_BASE_URL")
+            .unwrap_or("https://api.openai.com/v1")
+            .to_owned(),
+        api_key,
+        model: config.memory.embedding_model.clone(),
+        dims: 384,
+    }))
+}
+
+/// The chain of an agent: its `provider/model` entries whose provider has a key.
+fn links(platform: &Platform, config: &Config, models: &[String], env: &Env) -> Vec<Link> {
+    let mut out = Vec::new();
+    for m in models {
+        let Some((pid, model)) = m.split_once('/') else {
+            continue;
+        };
+        let Some(p) = config.providers.get(pid) else {
+            continue;
+        };
+        let key = p.api_key_env.as_deref().map(|k| env.secret(k));
+        if matches!(&key, Some(k) if k.is_empty()) {
+            continue; // no key: skip this provider
+        }
+        out.push(Link {
+            label: m.clone(),
+            provider: provider(platform, p, key.unwrap_or_default(), env),
+            model: model.to_owned(),
+            attempts: p.attempts,
+        });
+    }
+    out
+}
+
+fn provider(platform: &Platform, p: &ProviderConfig, key: Secret, env: &Env) -> Arc<dyn Provider> {
+    let timeout = Duration::from_secs(p.timeout_secs);
+    let http = platform.http.clone();
+    let base = p
+        .base_url_env
+        .as_deref()
+        .and_then(|e| env.get(e))
+        .map(str::to_owned)
+        .or_else(|| p.base_url.clone());
+    match p.kind {
+        ProviderKind::Anthropic => Arc::new(anthropic::Anthropic {
+            http,
+            base_url: base.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into()),
+            api_key: key,
+            timeout,
+        }),
+        ProviderKind::Openai => Arc::new(openai::OpenAi {
+            http,
+            base_url: base.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()),
+            api_key: key,
+            timeout,
+        }),
+    }
+}

@@ -1,0 +1,72 @@
+//! `Connector`: one Telegram bot and the agent behind it, with what a conversation on it
+//! depends on: who may talk to it, whose memory a message uses, the bot's identity.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use crate::agent::Agent;
+use crate::memory::scope::{scope as memory_scope, MemoryOwner};
+use crate::secret::Secret;
+use crate::telegram::{BotApi, BotIdentity, Message};
+use crate::turn::decide::Gate;
+
+/// One Telegram bot and the agent behind it.
+pub struct Connector {
+    pub id: String,
+    pub bot: BotApi,
+    pub token_set: bool,
+    pub token_env: String,
+    pub secret: Secret,
+    pub secret_env: String,
+    pub allowed: BTreeSet<i64>,
+    /// The first allowed user (config order, then `TELEGRAM_ALLOWED_USERS`).
+    pub owner: Option<i64>,
+    /// One memory for every chat (`shared_memory: true`): for single-user deployments.
+    pub shared_memory: bool,
+    pub agent: Arc<Agent>,
+    pub(crate) identity: Mutex<Option<BotIdentity>>,
+}
+
+impl Connector {
+    /// The memory scope of `owner` for this connector's agent.
+    pub fn memory_scope(&self, owner: MemoryOwner) -> String {
+        memory_scope(&self.agent.config.id, &self.id, owner)
+    }
+
+    /// The memory scope a message reads and writes: the sender's in a private chat, the
+    /// group's in a group, or the shared one when the connector is set to share.
+    pub fn memory_scope_of(&self, msg: &Message) -> String {
+        self.memory_scope(MemoryOwner::of(msg, self.shared_memory))
+    }
+
+    /// What a decision on this connector's messages depends on.
+    pub(crate) fn gate(&self, max_input_chars: usize) -> Gate<'_> {
+        Gate {
+            allowed: &self.allowed,
+            name: self
+                .agent
+                .config
+                .name
+                .as_deref()
+                .unwrap_or(&self.agent.config.id),
+            max_input_chars,
+        }
+    }
+
+    /// The bot's identity if this process already knows it (no I/O).
+    pub(crate) fn cached_identity(&self) -> Option<BotIdentity> {
+        self.identity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whose memory the terminal chat, the CLI and the one-time migration use: the shared
+    /// memory when the connector shares, else the owner's (its first allowed user).
+    pub fn default_memory_owner(&self) -> Option<MemoryOwner> {
+        if self.shared_memory {
+            return Some(MemoryOwner::Shared);
+        }
+        self.owner.map(MemoryOwner::User)
+    }
+}

@@ -1,0 +1,131 @@
+//! The drain stage: a lane's jobs taken in order under its lease, each handed to the turn
+//! stage, the lease renewed beside the work; the sweep drains every lane with pending work.
+
+use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use clawless_platform::PortError;
+use futures::future::{select, Either};
+use futures::StreamExt;
+
+use crate::app::App;
+use crate::inbox::{Drained, Lease};
+use crate::turn::Step;
+
+/// How often a drainer renews its lease while it works (a third of the lease's life).
+pub const LEASE_RENEW_EVERY: Duration = Duration::from_secs(6);
+
+/// Lanes a sweep drains at once.
+pub const SWEEP_PARALLEL: usize = 8;
+
+/// A future that is pending once, after asking to be polled again: lets other futures of the
+/// same task run, on any executor.
+pub(crate) async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}
+
+impl App {
+    fn owner(&self) -> String {
+        format!(
+            "{}-{}",
+            self.instance,
+            self.counter.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// Processes a lane's jobs in order until it is empty or its head must wait.
+    pub async fn drain(&self, lane: &str) -> Result<Drained, PortError> {
+        let owner = self.owner();
+        loop {
+            if !self.inbox.try_lease(lane, &owner).await? {
+                return Ok(Drained::Busy);
+            }
+            let outcome = self.drain_leased(lane, &owner).await;
+            self.inbox.release(lane, &owner).await?;
+            match outcome? {
+                // A job accepted while we released would find the lease still held: look again.
+                Drained::Idle if self.inbox.head(lane).await?.is_some() => continue,
+                other => return Ok(other),
+            }
+        }
+    }
+
+    async fn drain_leased(&self, lane: &str, owner: &str) -> Result<Drained, PortError> {
+        while let Some((key, job)) = self.inbox.head(lane).await? {
+            if job.not_before_ms > self.platform.clock.now_ms() {
+                return Ok(Drained::RetryAt(job.not_before_ms));
+            }
+            let lease = Lease { lane, owner };
+            let step = match select(
+                pin!(self.process(&key, job, lease)),
+                pin!(self.keep_lease(lease)),
+            )
+            .await
+            {
+                Either::Left((step, _)) => step,
+                Either::Right((never, _)) => match never {},
+            };
+            match step? {
+                Step::Done => {}
+                Step::RetryAt(at) => return Ok(Drained::RetryAt(at)),
+                Step::LostLease => return Ok(Drained::Busy),
+            }
+            if !self.inbox.hold(lease).await? {
+                return Ok(Drained::Busy);
+            }
+        }
+        Ok(Drained::Idle)
+    }
+
+    /// Renews `lease` every [`LEASE_RENEW_EVERY`] for as long as it is polled, beside the
+    /// work it covers, so a live drainer keeps its lane through a slow model call and a dead
+    /// one's lease lapses within [`crate::inbox::LEASE_TTL`]. It never ends: a lost lease is
+    /// only logged here; the fencing checks before each write act on it.
+    async fn keep_lease(&self, lease: Lease<'_>) -> std::convert::Infallible {
+        loop {
+            // Give the work its turn first: with a clock whose sleeps end at once (tests),
+            // this loop must still wait for the work between renewals.
+            yield_now().await;
+            self.platform.clock.sleep(LEASE_RENEW_EVERY).await;
+            match self.inbox.hold(lease).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(lane = lease.lane, "lease lost to another drainer"),
+                Err(e) => tracing::warn!(lane = lease.lane, error = %e, "lease renewal failed"),
+            }
+        }
+    }
+
+    /// Drains every lane with pending work (at start-up, and on a timer or cron), up to
+    /// [`SWEEP_PARALLEL`] lanes at once, so one chat's slow backlog does not hold up the
+    /// others. Returns the earliest instant a waiting job should be tried again.
+    pub async fn sweep(&self) -> Result<Option<u64>, PortError> {
+        let lanes = self.inbox.lanes(1000).await?;
+        // Each future owns its lane (a closure over borrowed lanes would not be `Send` for
+        // every lifetime, which spawning shells need).
+        let drains = lanes
+            .into_iter()
+            .map(|lane| async move { self.drain(&lane).await });
+        let results: Vec<Result<Drained, PortError>> = futures::stream::iter(drains)
+            .buffer_unordered(SWEEP_PARALLEL)
+            .collect()
+            .await;
+        let mut next: Option<u64> = None;
+        for r in results {
+            if let Drained::RetryAt(at) = r? {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        Ok(next)
+    }
+}

@@ -1,0 +1,177 @@
+//! The ingress stage: a webhook body (or a polled update) is checked, parsed once, classified
+//! and stored in the inbox, or dropped when the turn would ignore it anyway. Everything here
+//! is on the ack path: two Kv calls for an update that becomes a job.
+
+use clawless_platform::PortError;
+use serde_json::Value;
+
+use crate::app::App;
+use crate::inbox::Job;
+use crate::keys;
+use crate::telegram::{Update, UpdateKind};
+use crate::turn::decide::{self, Decision};
+
+/// What the webhook answers Telegram, and which lane now has work (the target schedules
+/// [`App::drain`] for it after responding).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookReply {
+    pub status: u16,
+    pub body: &'static str,
+    pub lane: Option<String>,
+}
+
+impl WebhookReply {
+    fn new(status: u16, body: &'static str) -> Self {
+        Self {
+            status,
+            body,
+            lane: None,
+        }
+    }
+}
+
+impl App {
+    /// The webhook: [`App::authorize_webhook`], the size cap, then [`App::accept_update`].
+    ///
+    /// Unknown connector → 404; wrong or missing secret → 401 and nothing else happens; a
+    /// body over [`crate::shell::MAX_UPDATE_BYTES`] → 413; an
+    /// update we cannot read or do not handle → 200 (so Telegram stops re-sending) and a log
+    /// line; a storage failure → 500 so Telegram re-delivers.
+    pub async fn handle_webhook(
+        &self,
+        connector: &str,
+        secret: Option<&str>,
+        body: &[u8],
+    ) -> WebhookReply {
+        if let Err(refused) = self.authorize_webhook(connector, secret) {
+            return refused;
+        }
+        if body.len() > crate::shell::MAX_UPDATE_BYTES {
+            tracing::warn!(
+                connector,
+                bytes = body.len(),
+                "webhook body over the cap; refused"
+            );
+            return WebhookReply::new(413, "payload too large");
+        }
+        match self.accept_update(connector, body).await {
+            Ok(lane) => WebhookReply {
+                status: 200,
+                body: "ok",
+                lane,
+            },
+            Err(e) => {
+                tracing::error!(connector, error = %e, "could not store update");
+                WebhookReply::new(500, "storage unavailable")
+            }
+        }
+    }
+
+    /// The check a shell makes before it reads a webhook body: the connector exists and the
+    /// secret matches (constant time). `Err` is the reply to send at once (404 or 401),
+    /// without reading the body.
+    pub fn authorize_webhook(
+        &self,
+        connector: &str,
+        secret: Option<&str>,
+    ) -> Result<(), WebhookReply> {
+        let Some(conn) = self.connectors.get(connector) else {
+            return Err(WebhookReply::new(404, "unknown connector"));
+        };
+        if !conn.secret.matches(secret.unwrap_or("")) {
+            tracing::debug!(connector, "webhook refused: wrong or missing secret");
+            return Err(WebhookReply::new(401, "unauthorized"));
+        }
+        Ok(())
+    }
+
+    /// Stores an update in the inbox; returns the lane to drain when there is new work.
+    pub async fn accept_update(
+        &self,
+        connector: &str,
+        body: &[u8],
+    ) -> Result<Option<String>, PortError> {
+        let Some(conn) = self.connectors.get(connector) else {
+            return Ok(None);
+        };
+        let raw: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(connector, error = %e, "update is not JSON; dropped");
+                return Ok(None);
+            }
+        };
+        let update = match Update::from_value(&raw) {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!(connector, error = %e, "update unreadable; dropped");
+                return Ok(None);
+            }
+        };
+        let msg = match &update.kind {
+            UpdateKind::Message(m) => m,
+            UpdateKind::EditedMessage(_) => {
+                tracing::info!(
+                    connector,
+                    update_id = update.id,
+                    "edited message: not answered again"
+                );
+                return Ok(None);
+            }
+            UpdateKind::Unknown(_) => {
+                tracing::info!(
+                    connector,
+                    update_id = update.id,
+                    "unhandled update type; dropped"
+                );
+                return Ok(None);
+            }
+        };
+        let Some(from) = &msg.from else {
+            tracing::info!(
+                connector,
+                update_id = update.id,
+                "message without sender; dropped"
+            );
+            return Ok(None);
+        };
+        // What the turn would ignore (group chatter, bots, channels) costs no job when it can
+        // be told here: always in private chats, in groups once the bot knows who it is.
+        let me = conn.cached_identity();
+        if !decide::needs_identity(msg) || me.is_some() {
+            let gate = conn.gate(self.config.limits.max_input_chars);
+            if let Decision::Ignore(why) = decide::decide(msg, me.as_ref(), &gate) {
+                tracing::debug!(connector, update_id = update.id, why, "dropped at the ack");
+                return Ok(None);
+            }
+        }
+        if !conn.allowed.contains(&from.id.0)
+            && self
+                .platform
+                .kv
+                .get(&keys::stranger(connector, from.id.0))
+                .await?
+                .is_some()
+        {
+            return Ok(None); // already told once
+        }
+        let lane = format!("{connector}:{}", msg.chat.id.0);
+        let job = Job {
+            connector: connector.to_owned(),
+            update_id: update.id,
+            update: raw,
+            attempts: 0,
+            not_before_ms: 0,
+            checkpoint: None,
+        };
+        if !self.inbox.accept(&lane, &job).await? {
+            tracing::info!(
+                connector,
+                update_id = update.id,
+                "duplicate delivery dropped"
+            );
+            return Ok(None);
+        }
+        Ok(Some(lane))
+    }
+}
