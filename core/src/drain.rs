@@ -128,4 +128,24 @@ impl App {
         }
         Ok(next)
     }
+
+    /// [`App::drain`], then, while the lane's head waits for a retry due within `max_wait`,
+    /// waits for it here and drains again (at most 8 times). What the serverless shells run
+    /// after the ack; a retry due later is left to the scheduled sweep.
+    pub async fn drain_within(&self, lane: &str, max_wait: Duration) -> Result<Drained, PortError> {
+        let mut last = Drained::Idle;
+        for _ in 0..8 {
+            last = self.drain(lane).await?;
+            let Drained::RetryAt(at) = last else {
+                return Ok(last);
+            };
+            let wait = Duration::from_millis(at.saturating_sub(self.platform.clock.now_ms()));
+            if wait > max_wait {
+                tracing::info!(lane, retry_at = at, "left for the scheduled sweep");
+                return Ok(last);
+            }
+            self.platform.clock.sleep(wait).await;
+        }
+        Ok(last)
+    }
 }
