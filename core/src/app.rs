@@ -129,7 +129,7 @@ impl App {
         };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {
-            let tools = ToolRegistry::builtins(&agent.tools, &deps).map_err(|m| ConfigError {
+            let tools = ToolRegistry::for_agent(agent, &deps).map_err(|m| ConfigError {
                 file: format!("agents.d/{id}.yaml"),
                 field: "tools".into(),
                 message: m,
@@ -228,7 +228,11 @@ impl App {
             return refused;
         }
         if body.len() > crate::shell::MAX_UPDATE_BYTES {
-            tracing::warn!(connector, bytes = body.len(), "webhook body over the cap; refused");
+            tracing::warn!(
+                connector,
+                bytes = body.len(),
+                "webhook body over the cap; refused"
+            );
             return WebhookReply::new(413, "payload too large");
         }
         match self.accept_update(connector, body).await {

@@ -4,9 +4,12 @@
 //! - [`chunk`]: heading-first chunking with windowed overlap.
 //! - [`digest`]: session-end summaries and the daily consolidation into `MEMORY.md`.
 //! - [`embed`]: `EmbeddingProvider`, the OpenAI-compatible adapter and the local embedder.
+//! - `index`: per-file manifests and the plan of an incremental re-index (which chunks to
+//!   embed, which to delete).
 //! - [`store`]: `MemoryStore`: incremental indexing and hybrid (vector + BM25) search.
 
 pub mod chunk;
 pub mod digest;
 pub mod embed;
+pub(crate) mod index;
 pub mod store;
