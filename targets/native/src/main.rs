@@ -40,7 +40,7 @@ fn main() -> Result<()> {
             ["serve"] => serve("127.0.0.1:8080").await,
             ["serve", "--listen", addr] => serve(addr).await,
             ["chat"] => chat().await,
-            ["config", "check"] => config_check(),
+            ["config", "check"] => config_check().await,
             ["webhook", "set", url] => webhook_set(url).await,
             ["webhook", "info"] => webhook_info().await,
             ["webhook", "delete"] => webhook_delete().await,
@@ -93,7 +93,7 @@ fn require_ready(n: &setup::Native) -> Result<()> {
 }
 
 async fn run_polling() -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = setup::build(&setup::env()).await?;
     require_ready(&n)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (kicker, runner) = runner::new(n.app.clone(), Some(n.kv.clone()));
@@ -128,7 +128,7 @@ async fn run_polling() -> Result<()> {
 }
 
 async fn serve(addr: &str) -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = setup::build(&setup::env()).await?;
     require_ready(&n)?;
     for c in n.app.connectors.values() {
         if c.secret.is_empty() {
@@ -163,7 +163,7 @@ async fn serve(addr: &str) -> Result<()> {
 }
 
 async fn chat() -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = setup::build(&setup::env()).await?;
     if n.app
         .connectors
         .values()
@@ -206,7 +206,7 @@ async fn chat() -> Result<()> {
     }
 }
 
-fn config_check() -> Result<()> {
+async fn config_check() -> Result<()> {
     let env = setup::env();
     let (config, source) = setup::load_config(&env)?;
     println!(
@@ -215,7 +215,7 @@ fn config_check() -> Result<()> {
         config.agents.len(),
         config.providers.len()
     );
-    let n = setup::build(&env)?;
+    let n = setup::build_with(&env, config, source).await?;
     let missing = n.app.missing_settings();
     if missing.is_empty() {
         println!("environment OK");
@@ -239,7 +239,7 @@ fn first_connector(n: &setup::Native) -> Result<&clawless_core::app::Connector> 
 }
 
 async fn webhook_set(url: &str) -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = setup::build(&setup::env()).await?;
     let c = first_connector(&n)?;
     if c.secret.is_empty() {
         bail!(
@@ -261,7 +261,7 @@ async fn webhook_set(url: &str) -> Result<()> {
 }
 
 async fn webhook_info() -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = setup::build(&setup::env()).await?;
     let info = first_connector(&n)?
         .bot
         .get_webhook_info()
@@ -272,7 +272,7 @@ async fn webhook_info() -> Result<()> {
 }
 
 async fn webhook_delete() -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = setup::build(&setup::env()).await?;
     first_connector(&n)?
         .bot
         .delete_webhook()
@@ -283,7 +283,7 @@ async fn webhook_delete() -> Result<()> {
 }
 
 async fn memory_reindex() -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = setup::build(&setup::env()).await?;
     for c in n.app.connectors.values() {
         let scope = c.tool_context().scope;
         let changed = n
@@ -298,7 +298,7 @@ async fn memory_reindex() -> Result<()> {
 }
 
 async fn memory_search(query: &str) -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let n = setup::build(&setup::env()).await?;
     for c in n.app.connectors.values() {
         let scope = c.tool_context().scope;
         n.app
