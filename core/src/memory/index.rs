@@ -26,8 +26,10 @@ use super::chunk::Chunk;
 /// Where manifests live in Kv.
 pub(crate) const MANIFEST_PREFIX: &str = "memidx/";
 
-/// Chunks embedded (and written to the index) per step; a yield follows each step.
+/// Chunks embedded (and written to the index) per step; steps are separated by a yield.
 pub(crate) const EMBED_BATCH: usize = 64;
+/// Chunks cut from the file between two yields.
+pub(crate) const CHUNK_BATCH: usize = 256;
 /// Ids deleted per call to the index.
 pub(crate) const DELETE_BATCH: usize = 512;
 
@@ -86,30 +88,38 @@ pub(crate) fn fnv(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Keys the chunks: a hash of heading, text and line range; a repeat gets `-<n>` appended, so
-/// keys are unique within the file.
+/// Keys chunks one at a time: a hash of heading, text and line range; a repeat within the
+/// file gets `-<n>` appended, so keys are unique within the file.
+#[derive(Default)]
+pub(crate) struct Keyer {
+    seen: HashSet<String>,
+}
+
+impl Keyer {
+    pub fn key(&mut self, chunk: Chunk) -> Keyed {
+        let described = format!(
+            "{}\u{0}{}\u{0}{}-{}",
+            chunk.heading.as_deref().unwrap_or(""),
+            chunk.text,
+            chunk.start_line,
+            chunk.end_line
+        );
+        let base = format!("{:016x}", fnv(described.as_bytes()));
+        let mut key = base.clone();
+        let mut n = 1;
+        while !self.seen.insert(key.clone()) {
+            n += 1;
+            key = format!("{base}-{n}");
+        }
+        Keyed { key, chunk }
+    }
+}
+
+/// All of `chunks`, keyed by one [`Keyer`].
+#[cfg(test)]
 pub(crate) fn keyed(chunks: Vec<Chunk>) -> Vec<Keyed> {
-    let mut seen = HashSet::new();
-    chunks
-        .into_iter()
-        .map(|chunk| {
-            let described = format!(
-                "{}\u{0}{}\u{0}{}-{}",
-                chunk.heading.as_deref().unwrap_or(""),
-                chunk.text,
-                chunk.start_line,
-                chunk.end_line
-            );
-            let base = format!("{:016x}", fnv(described.as_bytes()));
-            let mut key = base.clone();
-            let mut n = 1;
-            while !seen.insert(key.clone()) {
-                n += 1;
-                key = format!("{base}-{n}");
-            }
-            Keyed { key, chunk }
-        })
-        .collect()
+    let mut keyer = Keyer::default();
+    chunks.into_iter().map(|c| keyer.key(c)).collect()
 }
 
 /// What a run does to the index.

@@ -17,11 +17,11 @@ use clawless_platform::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::chunk::chunk;
+use super::chunk;
 use super::embed::EmbeddingProvider;
 use super::index::{
-    chunk_id, fnv, keyed, manifest_key, plan, within_cap, yield_now, Keyed, Manifest, DELETE_BATCH,
-    EMBED_BATCH, MANIFEST_PREFIX,
+    chunk_id, fnv, manifest_key, plan, within_cap, yield_now, Keyed, Keyer, Manifest, CHUNK_BATCH,
+    DELETE_BATCH, EMBED_BATCH, MANIFEST_PREFIX,
 };
 
 /// Hybrid search settings, `memory:` in `main.yaml` (the defaults are the design's).
@@ -163,7 +163,8 @@ impl MemoryStore {
     /// changed (see `super::index`); a missing file is removed from the index. Returns whether
     /// the index or the manifest changed.
     ///
-    /// Long runs yield to the executor after each batch of chunks. Dropping the future midway
+    /// Long runs yield to the executor while chunking and between batches of embeddings, so a
+    /// big file does not hold an executor thread for long. Dropping the future midway
     /// (a time budget) is safe: the next run finishes the work.
     pub async fn index_file(&self, scope: &str, path: &str) -> Result<bool, MemoryError> {
         let key = manifest_key(scope, path);
@@ -195,11 +196,19 @@ impl MemoryStore {
                 "memory file is over memory.max_file_kb: only its first max_file_kb are indexed; shorten or split it"
             );
         }
-        let chunks = keyed(chunk(
+        let mut keyer = Keyer::default();
+        let mut chunks = Vec::new();
+        let cut = chunk::chunks(
             within_cap(&content, limit),
             self.config.chunk_tokens,
             self.config.chunk_overlap,
-        ));
+        );
+        for c in cut {
+            chunks.push(keyer.key(c));
+            if chunks.len() % CHUNK_BATCH == 0 {
+                yield_now().await;
+            }
+        }
         let plan = plan(&old, &chunks, &embedder, scope, path);
         if !plan.add.is_empty() || !plan.remove.is_empty() {
             self.kv.put_json(&key, &plan.intent, None).await?;
