@@ -70,7 +70,7 @@ impl App {
         };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {
-            let tools = ToolRegistry::builtins(&agent.tools, &deps).map_err(|m| ConfigError {
+            let tools = ToolRegistry::for_agent(agent, &deps).map_err(|m| ConfigError {
                 file: format!("agents.d/{id}.yaml"),
                 field: "tools".into(),
                 message: m,

@@ -169,8 +169,11 @@ fn default_max_rounds() -> u32 {
 fn default_max_tokens() -> u32 {
     2048
 }
+/// `tool_timeout_secs` when an agent does not set it.
+pub const DEFAULT_TOOL_TIMEOUT_SECS: u64 = 30;
+
 fn default_tool_timeout() -> u64 {
-    30
+    DEFAULT_TOOL_TIMEOUT_SECS
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -19,22 +19,6 @@ pub const LEASE_RENEW_EVERY: Duration = Duration::from_secs(6);
 /// Lanes a sweep drains at once.
 pub const SWEEP_PARALLEL: usize = 8;
 
-/// A future that is pending once, after asking to be polled again: lets other futures of the
-/// same task run, on any executor.
-pub(crate) async fn yield_now() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if yielded {
-            std::task::Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    })
-    .await
-}
-
 impl App {
     fn owner(&self) -> String {
         format!(
@@ -96,7 +80,7 @@ impl App {
         loop {
             // Give the work its turn first: with a clock whose sleeps end at once (tests),
             // this loop must still wait for the work between renewals.
-            yield_now().await;
+            crate::task::yield_now().await;
             self.platform.clock.sleep(LEASE_RENEW_EVERY).await;
             match self.inbox.hold(lease).await {
                 Ok(true) => {}

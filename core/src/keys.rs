@@ -70,13 +70,16 @@ pub fn memory_scopes_moved(legacy_scope: &str) -> String {
     format!("memscope/{legacy_scope}")
 }
 
+/// Prefix of every memory index manifest.
+pub const MEMORY_MANIFESTS: &str = "memidx/";
+
 /// The prefix of the index manifests under `scope` (every deeper scope included).
 pub fn memory_manifests(scope: &str) -> String {
-    format!("memidx/{scope}/")
+    format!("{MEMORY_MANIFESTS}{scope}/")
 }
 
 pub fn memory_manifest(scope: &str, path: &str) -> String {
-    format!("memidx/{scope}/{path}")
+    format!("{MEMORY_MANIFESTS}{scope}/{path}")
 }
 
 pub fn poll_offset(connector: &str) -> String {

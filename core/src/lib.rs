@@ -39,6 +39,7 @@ pub mod memory;
 pub mod secret;
 pub mod session;
 pub mod shell;
+pub(crate) mod task;
 pub mod telegram;
 pub mod tools;
 pub mod turn;

@@ -83,6 +83,93 @@ pub fn fts5_query(query: &str) -> Option<String> {
     })
 }
 
+/// SQL shared by the TextIndex adapters over SQLite's FTS5 (libsql on native, D1 on the
+/// Worker), so both keep one layout and one set of statements.
+///
+/// A document is a row of `text_docs` (its id, indexed, and its metadata) and the row of the
+/// FTS5 table `text_body` with the same rowid. Replacing or deleting documents by id finds
+/// their rows through the id's index; an FTS5 column can only be scanned, and the first
+/// layout (`text_fts`, the id an `UNINDEXED` column) read every row for every id it deleted.
+/// Batches travel as one JSON parameter ([`fts5_sql::upsert_params`],
+/// [`fts5_sql::ids_params`]), so a statement handles many documents and binds one value.
+pub mod fts5_sql {
+    use super::TextDoc;
+    use crate::error::{PortError, Result};
+
+    /// Creates the tables (`IF NOT EXISTS`).
+    pub const SCHEMA: [&str; 2] = [
+        "CREATE TABLE IF NOT EXISTS text_docs (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, metadata TEXT NOT NULL)",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS text_body USING fts5(body, tokenize = 'unicode61')",
+    ];
+
+    /// Inserts or replaces the documents of one [`upsert_params`] parameter (`?1`), in this
+    /// order.
+    pub const UPSERT: [&str; 3] = [
+        "DELETE FROM text_body WHERE rowid IN (SELECT rid FROM text_docs WHERE id IN (SELECT json_extract(value, '$[0]') FROM json_each(?1)))",
+        "INSERT INTO text_docs (id, metadata) SELECT json_extract(value, '$[0]'), json_extract(value, '$[2]') FROM json_each(?1) WHERE true ON CONFLICT(id) DO UPDATE SET metadata = excluded.metadata",
+        "INSERT INTO text_body (rowid, body) SELECT d.rid, json_extract(j.value, '$[1]') FROM json_each(?1) AS j JOIN text_docs AS d ON d.id = json_extract(j.value, '$[0]')",
+    ];
+
+    /// Deletes the documents of one [`ids_params`] parameter (`?1`); missing ids change
+    /// nothing.
+    pub const DELETE: [&str; 2] = [
+        "DELETE FROM text_body WHERE rowid IN (SELECT rid FROM text_docs WHERE id IN (SELECT value FROM json_each(?1)))",
+        "DELETE FROM text_docs WHERE id IN (SELECT value FROM json_each(?1))",
+    ];
+
+    /// `(id, metadata, bm25)` of the documents matching the [`super::fts5_query`] `?1`;
+    /// `bm25()` is negative, lower is better.
+    pub const SEARCH: &str = "SELECT d.id, d.metadata, bm25(text_body) FROM text_body JOIN text_docs AS d ON d.rid = text_body.rowid WHERE text_body MATCH ?1";
+
+    /// The table of the first layout (`fts5(id UNINDEXED, body, metadata UNINDEXED)`).
+    pub const LEGACY_TABLE: &str = "text_fts";
+
+    /// Moves the documents of [`LEGACY_TABLE`] into this layout and drops it, in one
+    /// transaction; documents already in this layout are kept. Fails to prepare when the
+    /// legacy table does not exist.
+    pub const MIGRATE_LEGACY: [&str; 3] = [
+        "INSERT OR IGNORE INTO text_docs (id, metadata) SELECT id, metadata FROM text_fts",
+        "INSERT INTO text_body (rowid, body) SELECT d.rid, f.body FROM text_fts AS f JOIN text_docs AS d ON d.id = f.id WHERE NOT EXISTS (SELECT 1 FROM text_body AS b WHERE b.rowid = d.rid) GROUP BY d.rid",
+        "DROP TABLE text_fts",
+    ];
+
+    /// Documents per [`UPSERT`] parameter: a few hundred KB of JSON at most for memory
+    /// chunks, well under D1's 1 MB limit on a value.
+    pub const UPSERT_GROUP: usize = 64;
+    /// Ids per [`DELETE`] parameter.
+    pub const DELETE_GROUP: usize = 512;
+
+    /// The [`UPSERT`] parameters for `docs`, [`UPSERT_GROUP`] documents each: JSON arrays of
+    /// `[id, body, metadata JSON]`. When an id comes twice, the last document wins.
+    pub fn upsert_params(docs: &[TextDoc]) -> Result<Vec<String>> {
+        let mut last = std::collections::HashMap::new();
+        for (i, d) in docs.iter().enumerate() {
+            last.insert(d.id.as_str(), i);
+        }
+        let rows = docs
+            .iter()
+            .enumerate()
+            .filter(|(i, d)| last.get(d.id.as_str()) == Some(i))
+            .map(|(_, d)| {
+                let meta = serde_json::to_string(&d.metadata)
+                    .map_err(|e| PortError::invalid(e.to_string()))?;
+                Ok(serde_json::json!([d.id, d.text, meta]))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(rows
+            .chunks(UPSERT_GROUP)
+            .map(|group| serde_json::Value::from(group.to_vec()).to_string())
+            .collect())
+    }
+
+    /// The [`DELETE`] parameters for `ids`, [`DELETE_GROUP`] ids each: JSON arrays of strings.
+    pub fn ids_params(ids: &[String]) -> Vec<String> {
+        ids.chunks(DELETE_GROUP)
+            .map(|group| serde_json::Value::from(group.to_vec()).to_string())
+            .collect()
+    }
+}
+
 /// BM25 parameters.
 pub const K1: f32 = 1.2;
 pub const B: f32 = 0.75;

@@ -110,6 +110,7 @@ fn memory_settings_are_read_and_checked() {
         ("memory:\n  max_results: 0\n", "memory.max_results"),
         ("memory:\n  min_score: 1.5\n", "memory.min_score"),
         ("memory:\n  chunk_overlap: 400\n", "memory.chunk_overlap"),
+        ("memory:\n  max_file_kb: 0\n", "memory.max_file_kb"),
         (
             "memory:\n  vector_weight: 0\n  text_weight: 0\n",
             "memory.vector_weight",

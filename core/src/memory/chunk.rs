@@ -25,44 +25,96 @@ pub fn tokens(s: &str) -> usize {
 /// into windows of `target` tokens that overlap by `overlap`, at line boundaries where lines
 /// allow (a single over-long line is cut inside). Blank sections are dropped.
 pub fn chunk(markdown: &str, target: usize, overlap: usize) -> Vec<Chunk> {
+    chunks(markdown, target, overlap).collect()
+}
+
+/// [`chunk`] as an iterator that reads `markdown` a section at a time, so a caller can pause
+/// between chunks of a large file.
+pub fn chunks(markdown: &str, target: usize, overlap: usize) -> Chunks<'_> {
     let target = target.max(16);
-    let overlap = overlap.min(target / 2);
-    let mut out = Vec::new();
-    for section in sections(markdown) {
-        window(&section, target, overlap, &mut out);
+    Chunks {
+        lines: markdown.lines().enumerate(),
+        in_fence: false,
+        section: Section {
+            heading: None,
+            lines: Vec::new(),
+        },
+        ready: std::collections::VecDeque::new(),
+        target,
+        overlap: overlap.min(target / 2),
+        done: false,
     }
-    out
+}
+
+/// The iterator of [`chunks`].
+pub struct Chunks<'a> {
+    lines: std::iter::Enumerate<std::str::Lines<'a>>,
+    in_fence: bool,
+    /// The section being read.
+    section: Section,
+    /// Chunks of the last finished section not returned yet.
+    ready: std::collections::VecDeque<Chunk>,
+    target: usize,
+    overlap: usize,
+    done: bool,
+}
+
+impl Chunks<'_> {
+    /// Windows the section read so far (unless blank) into `ready`, and starts `next`.
+    fn finish_section(&mut self, next: Section) {
+        let section = std::mem::replace(&mut self.section, next);
+        if section.lines.iter().any(|(_, l)| !l.trim().is_empty()) {
+            let mut out = Vec::new();
+            window(&section, self.target, self.overlap, &mut out);
+            self.ready.extend(out);
+        }
+    }
+}
+
+impl Iterator for Chunks<'_> {
+    type Item = Chunk;
+
+    fn next(&mut self) -> Option<Chunk> {
+        loop {
+            if let Some(c) = self.ready.pop_front() {
+                return Some(c);
+            }
+            if self.done {
+                return None;
+            }
+            match self.lines.next() {
+                Some((i, line)) => {
+                    let t = line.trim_start();
+                    if t.starts_with("```") {
+                        self.in_fence = !self.in_fence;
+                    }
+                    if !self.in_fence
+                        && t.starts_with('#')
+                        && t.trim_start_matches('#').starts_with(' ')
+                    {
+                        self.finish_section(Section {
+                            heading: Some(t.trim_start_matches('#').trim().to_owned()),
+                            lines: Vec::new(),
+                        });
+                    }
+                    self.section.lines.push((i + 1, line.to_owned()));
+                }
+                None => {
+                    self.done = true;
+                    self.finish_section(Section {
+                        heading: None,
+                        lines: Vec::new(),
+                    });
+                }
+            }
+        }
+    }
 }
 
 struct Section {
     heading: Option<String>,
     /// (1-based line number, text)
     lines: Vec<(usize, String)>,
-}
-
-fn sections(markdown: &str) -> Vec<Section> {
-    let mut out = vec![Section {
-        heading: None,
-        lines: Vec::new(),
-    }];
-    let mut in_fence = false;
-    for (i, line) in markdown.lines().enumerate() {
-        let t = line.trim_start();
-        if t.starts_with("```") {
-            in_fence = !in_fence;
-        }
-        if !in_fence && t.starts_with('#') && t.trim_start_matches('#').starts_with(' ') {
-            out.push(Section {
-                heading: Some(t.trim_start_matches('#').trim().to_owned()),
-                lines: Vec::new(),
-            });
-        }
-        if let Some(s) = out.last_mut() {
-            s.lines.push((i + 1, line.to_owned()));
-        }
-    }
-    out.retain(|s| s.lines.iter().any(|(_, l)| !l.trim().is_empty()));
-    out
 }
 
 fn window(section: &Section, target: usize, overlap: usize, out: &mut Vec<Chunk>) {

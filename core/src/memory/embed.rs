@@ -124,10 +124,22 @@ impl EmbeddingProvider for LocalEmbedder {
     fn id(&self) -> String {
         format!("local-hash-v1-{}", self.dims)
     }
+    /// Yields to the executor after every [`LOCAL_YIELD_EVERY`] texts: embedding is CPU work
+    /// on the caller's thread, and a long batch must not hold it.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        Ok(texts.iter().map(|t| self.embed_one(t)).collect())
+        let mut out = Vec::with_capacity(texts.len());
+        for (i, t) in texts.iter().enumerate() {
+            if i > 0 && i % LOCAL_YIELD_EVERY == 0 {
+                super::index::yield_now().await;
+            }
+            out.push(self.embed_one(t));
+        }
+        Ok(out)
     }
 }
+
+/// Texts [`LocalEmbedder`] embeds between two yields (a few milliseconds of work).
+pub const LOCAL_YIELD_EVERY: usize = 8;
 
 /// OpenAI-compatible `POST {base}/embeddings`.
 pub struct OpenAiEmbeddings {

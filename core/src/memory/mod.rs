@@ -4,6 +4,8 @@
 //! - [`chunk`]: heading-first chunking with windowed overlap.
 //! - [`digest`]: session-end summaries and the daily consolidation into `MEMORY.md`.
 //! - [`embed`]: `EmbeddingProvider`, the OpenAI-compatible adapter and the local embedder.
+//! - `index`: per-file manifests and the plan of an incremental re-index (which chunks to
+//!   embed, which to delete).
 //! - [`lifecycle`]: recall, session-end summaries, consolidation, the move to per-person memory.
 //! - [`scope`]: whose memory a conversation uses (per person, per group, or shared).
 //! - [`store`]: `MemoryStore`: incremental indexing and hybrid (vector + BM25) search.
@@ -11,6 +13,7 @@
 pub mod chunk;
 pub mod digest;
 pub mod embed;
+pub(crate) mod index;
 pub mod lifecycle;
 pub mod scope;
 pub mod store;

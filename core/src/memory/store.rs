@@ -1,10 +1,13 @@
 //! `MemoryStore`: Markdown memory files of one scope (agent + connector) through the Files
 //! port, indexed into the Vectors and TextIndex ports, searched by hybrid score.
 //!
-//! Files live under `memory/<agent>/<connector>/`: `MEMORY.md` (long-term, curated) and
+//! Files live under `memory/<scope>/`: `MEMORY.md` (long-term, curated) and
 //! `memory/YYYY-MM-DD.md` (daily notes). They are the memory; the index is only a search layer
-//! and can always be rebuilt from them. A per-file manifest in Kv (`memidx/<scope>/<path>`)
-//! holds the content hash and chunk ids, so only changed files are re-indexed.
+//! and can always be rebuilt from them. A per-file manifest in Kv (`memidx/<scope>/<path>`,
+//! see `super::index`) holds the file's hash and its chunks' keys, so only changed files are
+//! re-indexed, and of those only the changed chunks. Files are capped at `max_file_kb`:
+//! writes past it are refused ([`MemoryError::TooLarge`]), and of a file edited past it by
+//! hand only the first `max_file_kb` are indexed (with a warning naming the file).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,8 +17,12 @@ use clawless_platform::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::chunk::chunk;
+use super::chunk;
 use super::embed::EmbeddingProvider;
+use super::index::{
+    chunk_id, fnv, manifest_key, plan, within_cap, yield_now, Keyed, Keyer, Manifest, CHUNK_BATCH,
+    DELETE_BATCH, EMBED_BATCH, MANIFEST_PREFIX,
+};
 
 /// Hybrid search settings, `memory:` in `main.yaml` (the defaults are the design's).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +40,9 @@ pub struct SearchConfig {
     pub embedder: String,
     /// The model for `embedder: openai` (asked for 384 dimensions).
     pub embedding_model: String,
+    /// The largest a memory file may grow, in KB (1024 bytes): `memory_write` refuses to write
+    /// past it, and of a file edited past it by hand only the first `max_file_kb` are indexed.
+    pub max_file_kb: usize,
 }
 
 impl SearchConfig {
@@ -66,9 +76,20 @@ impl SearchConfig {
         if !matches!(self.embedder.as_str(), "local" | "openai") {
             return Some(("embedder", "must be local or openai"));
         }
+        if !(1..=MAX_FILE_KB_LIMIT).contains(&self.max_file_kb) {
+            return Some(("max_file_kb", "must be between 1 and 1048576 (1 GB)"));
+        }
         None
     }
+
+    /// [`SearchConfig::max_file_kb`] in bytes.
+    pub fn max_file_bytes(&self) -> usize {
+        self.max_file_kb.saturating_mul(1024)
+    }
 }
+
+/// The highest `max_file_kb` accepted.
+const MAX_FILE_KB_LIMIT: usize = 1 << 20;
 
 impl Default for SearchConfig {
     fn default() -> Self {
@@ -82,6 +103,7 @@ impl Default for SearchConfig {
             chunk_overlap: 80,
             embedder: "local".into(),
             embedding_model: "text-embedding-3-small".into(),
+            max_file_kb: 1024,
         }
     }
 }
@@ -101,13 +123,14 @@ pub enum MemoryError {
     Port(#[from] PortError),
     #[error("{0}")]
     Embed(#[from] super::embed::EmbedError),
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Manifest {
-    hash: u64,
-    embedder: String,
-    ids: Vec<String>,
+    /// A write that would take a memory file past `memory.max_file_kb`.
+    #[error("{path} is {size} bytes; with this write it would be {after} bytes, over the limit of {limit} bytes (memory.max_file_kb)")]
+    TooLarge {
+        path: String,
+        size: usize,
+        after: usize,
+        limit: usize,
+    },
 }
 
 pub struct MemoryStore {
@@ -119,68 +142,132 @@ pub struct MemoryStore {
     pub config: SearchConfig,
 }
 
-/// FNV-1a over the file's bytes: the "changed?" check.
-fn hash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// The directory of a scope's memory files.
 pub fn root(scope: &str) -> String {
     format!("memory/{scope}")
 }
 
-impl MemoryStore {
-    fn manifest_key(scope: &str, path: &str) -> String {
-        format!("memidx/{scope}/{path}")
+/// Forgets what was indexed (every manifest, of every scope), so the next
+/// [`MemoryStore::reindex`] indexes every file again: for a shell whose index was lost or
+/// started over. Returns how many manifests there were.
+pub async fn forget_index(kv: &dyn Kv) -> Result<usize, PortError> {
+    let keys = kv.list(MANIFEST_PREFIX, usize::MAX).await?;
+    for key in &keys {
+        kv.delete(key).await?;
     }
+    Ok(keys.len())
+}
 
-    /// Re-indexes `path` (root-relative) if its content changed; a missing file is removed
-    /// from the index. Returns whether anything was (re)indexed.
+impl MemoryStore {
+    /// Re-indexes `path` (root-relative) if its content changed, touching only the chunks that
+    /// changed (see `super::index`); a missing file is removed from the index. Returns whether
+    /// the index or the manifest changed.
+    ///
+    /// Long runs yield to the executor while chunking and between batches of embeddings, so a
+    /// big file does not hold an executor thread for long. Dropping the future midway
+    /// (a time budget) is safe: the next run finishes the work.
     pub async fn index_file(&self, scope: &str, path: &str) -> Result<bool, MemoryError> {
-        let key = Self::manifest_key(scope, path);
+        let key = manifest_key(scope, path);
         let old: Manifest = self.kv.get_json(&key).await?.unwrap_or_default();
         let bytes = match self.files.read(path).await {
-            Ok(b) => Some(b),
-            Err(e) if e.kind == ErrorKind::NotFound => None,
+            Ok(b) => b,
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                if old == Manifest::default() {
+                    return Ok(false);
+                }
+                self.delete_ids(&old.all_ids(scope, path)).await?;
+                self.kv.delete(&key).await?;
+                return Ok(true);
+            }
             Err(e) => return Err(e.into()),
         };
-        let h = bytes.as_deref().map(hash).unwrap_or(0);
-        if bytes.is_some() && old.hash == h && old.embedder == self.embedder.id() {
+        let hash = fnv(&bytes);
+        let embedder = self.embedder.id();
+        if old.is_current(hash, &embedder) {
             return Ok(false);
         }
-        if !old.ids.is_empty() {
-            self.vectors.delete(&old.ids).await?;
-            self.text.delete(&old.ids).await?;
-        }
-        let Some(bytes) = bytes else {
-            self.kv.delete(&key).await?;
-            return Ok(true);
-        };
         let content = String::from_utf8_lossy(&bytes);
-        let chunks = chunk(
-            &content,
+        let limit = self.config.max_file_bytes();
+        if content.len() > limit {
+            tracing::warn!(
+                path,
+                size_kb = content.len() / 1024,
+                max_file_kb = self.config.max_file_kb,
+                "memory file is over memory.max_file_kb: only its first max_file_kb are indexed; shorten or split it"
+            );
+        }
+        let mut keyer = Keyer::default();
+        let mut chunks = Vec::new();
+        let cut = chunk::chunks(
+            within_cap(&content, limit),
             self.config.chunk_tokens,
             self.config.chunk_overlap,
         );
+        for c in cut {
+            chunks.push(keyer.key(c));
+            if chunks.len() % CHUNK_BATCH == 0 {
+                yield_now().await;
+            }
+        }
+        let plan = plan(&old, &chunks, &embedder, scope, path);
+        if !plan.add.is_empty() || !plan.remove.is_empty() {
+            self.kv.put_json(&key, &plan.intent, None).await?;
+        }
+        self.delete_ids(&plan.remove).await?;
+        for (n, batch) in plan.add.chunks(EMBED_BATCH).enumerate() {
+            if n > 0 {
+                yield_now().await;
+            }
+            let batch: Vec<&Keyed> = batch.iter().map(|&i| &chunks[i]).collect();
+            self.add_chunks(scope, path, &batch).await?;
+        }
+        let done = Manifest {
+            hash,
+            embedder,
+            chunks: chunks.into_iter().map(|k| k.key).collect(),
+            pending: Vec::new(),
+            ids: Vec::new(),
+        };
+        self.kv.put_json(&key, &done, None).await?;
+        Ok(true)
+    }
+
+    async fn delete_ids(&self, ids: &[String]) -> Result<(), MemoryError> {
+        for batch in ids.chunks(DELETE_BATCH) {
+            self.vectors.delete(batch).await?;
+            self.text.delete(batch).await?;
+        }
+        Ok(())
+    }
+
+    /// Embeds `chunks` of `path` and writes them to both indexes.
+    async fn add_chunks(
+        &self,
+        scope: &str,
+        path: &str,
+        chunks: &[&Keyed],
+    ) -> Result<(), MemoryError> {
         let texts: Vec<String> = chunks
             .iter()
-            .map(|c| match &c.heading {
-                Some(h) if !c.text.starts_with('#') => format!("{h}\n{}", c.text),
-                _ => c.text.clone(),
+            .map(|k| match &k.chunk.heading {
+                Some(h) if !k.chunk.text.starts_with('#') => format!("{h}\n{}", k.chunk.text),
+                _ => k.chunk.text.clone(),
             })
             .collect();
-        let vectors = if texts.is_empty() {
-            Vec::new()
-        } else {
-            self.embedder.embed(&texts).await?
-        };
-        let mut ids = Vec::with_capacity(chunks.len());
+        let vectors = self.embedder.embed(&texts).await?;
+        if vectors.len() != texts.len() {
+            return Err(super::embed::EmbedError(format!(
+                "{} vectors for {} texts",
+                vectors.len(),
+                texts.len()
+            ))
+            .into());
+        }
         let mut records = Vec::with_capacity(chunks.len());
         let mut docs = Vec::with_capacity(chunks.len());
-        for (i, (c, v)) in chunks.iter().zip(vectors).enumerate() {
-            let id = format!("{scope}#{path}#{i}");
+        for ((k, vector), text) in chunks.iter().zip(vectors).zip(texts) {
+            let id = chunk_id(scope, path, &k.key);
+            let c = &k.chunk;
             let metadata = BTreeMap::from([
                 ("scope".to_owned(), scope.to_owned()),
                 ("path".to_owned(), path.to_owned()),
@@ -192,42 +279,50 @@ impl MemoryStore {
             ]);
             records.push(VectorRecord {
                 id: id.clone(),
-                vector: v,
+                vector,
                 metadata: metadata.clone(),
             });
-            docs.push(TextDoc {
-                id: id.clone(),
-                text: texts[i].clone(),
-                metadata,
-            });
-            ids.push(id);
+            docs.push(TextDoc { id, text, metadata });
         }
-        if !records.is_empty() {
-            self.vectors.upsert(records).await?;
-            self.text.upsert(docs).await?;
-        }
-        self.kv
-            .put_json(
-                &key,
-                &Manifest {
-                    hash: h,
-                    embedder: self.embedder.id(),
-                    ids,
-                },
-                None,
-            )
-            .await?;
-        Ok(true)
+        self.vectors.upsert(records).await?;
+        self.text.upsert(docs).await?;
+        Ok(())
     }
 
-    /// Re-indexes every changed file of the scope and drops the index of deleted ones.
-    /// Returns how many files were (re)indexed.
-    /// Appends `text` (a line break added) to the memory file `rel` of `scope` and indexes it.
+    /// The size in bytes of `path` (root-relative) after writing `extra` bytes to it (after
+    /// appending, or replacing it when `replace`), or [`MemoryError::TooLarge`] when that is
+    /// over `max_file_kb`.
+    pub async fn check_room(
+        &self,
+        path: &str,
+        extra: usize,
+        replace: bool,
+    ) -> Result<usize, MemoryError> {
+        let size = match self.files.read(path).await {
+            Ok(b) => b.len(),
+            Err(e) if e.kind == ErrorKind::NotFound => 0,
+            Err(e) => return Err(e.into()),
+        };
+        let after = if replace { extra } else { size + extra };
+        let limit = self.config.max_file_bytes();
+        if after > limit {
+            return Err(MemoryError::TooLarge {
+                path: path.to_owned(),
+                size,
+                after,
+                limit,
+            });
+        }
+        Ok(after)
+    }
+
+    /// Appends `text` (a line break added) to the memory file `rel` of `scope` and indexes it;
+    /// [`MemoryError::TooLarge`] (nothing written) past `max_file_kb`.
     pub async fn append(&self, scope: &str, rel: &str, text: &str) -> Result<(), MemoryError> {
         let path = format!("{}/{rel}", root(scope));
-        self.files
-            .append(&path, format!("{}\n", text.trim_end()).as_bytes())
-            .await?;
+        let line = format!("{}\n", text.trim_end());
+        self.check_room(&path, line.len(), false).await?;
+        self.files.append(&path, line.as_bytes()).await?;
         self.index_file(scope, &path).await?;
         Ok(())
     }
@@ -241,17 +336,41 @@ impl MemoryStore {
         }
     }
 
+    /// Re-indexes every changed memory file of the scope (`MEMORY.md` and `memory/*.md`) and
+    /// drops the index of deleted ones. Returns how many files were (re)indexed.
+    ///
+    /// Scopes are opaque and may nest (`<scope>/<more>` is another scope, its files in a
+    /// directory under this one's): files deeper than `memory/` are not this scope's.
     pub async fn reindex(&self, scope: &str) -> Result<usize, MemoryError> {
+        let dir = format!("{}/", root(scope));
+        let ours = |path: &str| {
+            path.strip_prefix(&dir).is_some_and(|rel| {
+                let name = rel.strip_prefix("memory/").unwrap_or(rel);
+                (rel == "MEMORY.md" || rel.starts_with("memory/"))
+                    && name.ends_with(".md")
+                    && !name.contains('/')
+            })
+        };
         let mut changed = 0;
-        let files = self.files.list(&root(scope)).await?;
+        let files: Vec<String> = self
+            .files
+            .list(&root(scope))
+            .await?
+            .into_iter()
+            .filter(|p| ours(p))
+            .collect();
         for path in &files {
-            if path.ends_with(".md") && self.index_file(scope, path).await? {
+            if self.index_file(scope, path).await? {
                 changed += 1;
             }
         }
-        let prefix = format!("memidx/{scope}/");
+        let prefix = manifest_key(scope, "");
         for key in self.kv.list(&prefix, 100_000).await? {
-            let path = &key[prefix.len()..];
+            let path = key.get(prefix.len()..).unwrap_or_default();
+            // A nested scope's manifests share this prefix, for paths that are not ours.
+            if !ours(path) {
+                continue;
+            }
             if !files.iter().any(|f| f == path) && self.index_file(scope, path).await? {
                 changed += 1;
             }

@@ -1,16 +1,23 @@
 //! The memory tools: `memory_search` (hybrid search), `memory_get` (read a memory file or a
 //! slice of it) and `memory_write` (append to today's note, or to / replace `MEMORY.md`).
 //! Paths are relative to the conversation's memory root; nothing outside it is reachable.
+//!
+//! `memory_write` refuses a write past `memory.max_file_kb`, saying how to make room. Once the
+//! file is written, indexing it gets a time budget shorter than the agent's tool timeout; past
+//! it the result says the content is saved and becomes searchable at the next re-index (the
+//! scheduled job re-indexes changed files): the model is never told a saved write failed.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use clawless_platform::{Clock, ErrorKind};
+use futures::future::{select, Either};
 use serde_json::{json, Value};
 
 use super::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
-use crate::memory::store::{root, MemoryStore};
+use crate::memory::store::{root, MemoryError, MemoryStore};
 use crate::tools::time::civil_from_days;
 
 /// Largest slice `memory_get` returns.
@@ -134,6 +141,42 @@ impl Tool for MemoryGet {
 pub struct MemoryWrite {
     pub memory: Arc<MemoryStore>,
     pub clock: Arc<dyn Clock>,
+    /// How long indexing may take before the tool answers without waiting for it.
+    pub index_budget: Duration,
+}
+
+/// The indexing budget of `memory_write` under an agent's tool timeout: half of it, leaving
+/// the other half for reading and writing the file.
+pub fn index_budget(tool_timeout: Duration) -> Duration {
+    tool_timeout / 2
+}
+
+/// KB (1024 bytes), rounded up.
+fn kb(bytes: usize) -> usize {
+    bytes.div_ceil(1024)
+}
+
+/// What the model is told when a write would take the file past the cap.
+fn too_large(rel: &str, replace: bool, size: usize, after: usize, limit: usize) -> ToolError {
+    let cap = format!("the limit of {} KB (memory.max_file_kb)", kb(limit));
+    ToolError(if replace {
+        format!(
+            "Not saved: the new {rel} would be {} KB, over {cap}. Write a shorter version: keep the durable facts, merge duplicates, drop what is outdated.",
+            kb(after)
+        )
+    } else if rel == "MEMORY.md" {
+        format!(
+            "Not saved: {rel} is {} KB and this would make it {} KB, over {cap}. Consolidate it first: read it with memory_get, then rewrite it shorter with memory_write target \"long_term\", mode \"replace\" (merge duplicates, drop what is outdated), including this new fact.",
+            kb(size),
+            kb(after)
+        )
+    } else {
+        format!(
+            "Not saved: today's note {rel} is {} KB and this would make it {} KB, over {cap}. Save it with target \"long_term\" instead (if MEMORY.md is full too, consolidate it with mode \"replace\").",
+            kb(size),
+            kb(after)
+        )
+    })
 }
 
 /// Today's daily note, `memory/YYYY-MM-DD.md` (UTC).
@@ -184,48 +227,62 @@ impl Tool for MemoryWrite {
             }
         };
         let path = format!("{}/{rel}", root(&ctx.scope));
-        let files = &self.memory.files;
-        let result = match (target, mode) {
-            ("long_term", "replace") => files.write(&path, format!("{content}\n").as_bytes()).await,
-            (_, "append") => {
-                let line = if content.starts_with('#') || content.starts_with("- ") {
-                    format!("{content}\n")
-                } else {
-                    format!("- {content}\n")
-                };
-                files.append(&path, line.as_bytes()).await
+        let (bytes, replace) = match (target, mode) {
+            ("long_term", "replace") => (format!("{content}\n"), true),
+            (_, "append") if content.starts_with('#') || content.starts_with("- ") => {
+                (format!("{content}\n"), false)
             }
+            (_, "append") => (format!("- {content}\n"), false),
             (_, other) => {
                 return Err(ToolError(format!(
                     "mode {other:?} is not allowed for {target}"
                 )))
             }
         };
-        result.map_err(|e| ToolError(e.to_string()))?;
-        self.memory
-            .index_file(&ctx.scope, &path)
-            .await
-            .map_err(|e| ToolError(format!("saved, but not indexed: {e}")))?;
-        Ok(format!("Saved to {rel}."))
+        match self.memory.check_room(&path, bytes.len(), replace).await {
+            Ok(_) => {}
+            Err(MemoryError::TooLarge {
+                size, after, limit, ..
+            }) => return Err(too_large(&rel, replace, size, after, limit)),
+            Err(e) => return Err(ToolError(e.to_string())),
+        }
+        let files = &self.memory.files;
+        let written = if replace {
+            files.write(&path, bytes.as_bytes()).await
+        } else {
+            files.append(&path, bytes.as_bytes()).await
+        };
+        written.map_err(|e| ToolError(e.to_string()))?;
+        Ok(self.index_within_budget(&ctx.scope, &path, &rel).await)
+    }
+}
+
+impl MemoryWrite {
+    /// Indexes the file just written, waiting at most `index_budget`; the tool's answer either
+    /// way, since the content is saved whatever happens to its indexing.
+    async fn index_within_budget(&self, scope: &str, path: &str, rel: &str) -> String {
+        let index = std::pin::pin!(self.memory.index_file(scope, path));
+        let budget = self.clock.sleep(self.index_budget);
+        match select(index, budget).await {
+            Either::Left((Ok(_), _)) => format!("Saved to {rel}."),
+            Either::Left((Err(e), _)) => {
+                tracing::warn!(scope, path, error = %e, "memory file saved, indexing failed");
+                format!("Saved to {rel}. Indexing it failed ({e}), so it becomes searchable after the next re-index; nothing is lost.")
+            }
+            Either::Right(_) => {
+                tracing::info!(
+                    scope,
+                    path,
+                    "memory file saved, indexing left to the scheduled re-index"
+                );
+                format!(
+                    "Saved to {rel}. Indexing it is taking longer than {}s, so it becomes searchable after the next scheduled re-index (within minutes); nothing is lost.",
+                    self.index_budget.as_secs()
+                )
+            }
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_memory_files_are_reachable() {
-        assert!(checked_path("MEMORY.md").is_ok());
-        assert!(checked_path("memory/2026-11-22.md").is_ok());
-        for bad in [
-            "../secrets.md",
-            "memory/../../x.md",
-            "memory/2026-1-2.md",
-            "notes.md",
-            "/etc/passwd",
-        ] {
-            assert!(checked_path(bad).is_err(), "{bad}");
-        }
-    }
-}
+mod tests;

@@ -67,8 +67,28 @@ impl ToolRegistry {
     pub fn names(&self) -> Vec<String> {
         self.tools.keys().cloned().collect()
     }
-    /// A registry holding only the named built-ins; unknown names are returned as errors.
+    /// The built-ins an agent lists, fitted to its limits (`memory_write` indexes within a
+    /// budget under the agent's tool timeout).
+    pub fn for_agent(
+        agent: &crate::config::AgentConfig,
+        deps: &ToolDeps,
+    ) -> Result<ToolRegistry, String> {
+        let timeout = std::time::Duration::from_secs(agent.tool_timeout_secs);
+        Self::with_tool_timeout(&agent.tools, deps, timeout)
+    }
+
+    /// A registry holding only the named built-ins, for the default tool timeout; unknown
+    /// names are returned as errors.
     pub fn builtins(names: &[String], deps: &ToolDeps) -> Result<ToolRegistry, String> {
+        let timeout = std::time::Duration::from_secs(crate::config::DEFAULT_TOOL_TIMEOUT_SECS);
+        Self::with_tool_timeout(names, deps, timeout)
+    }
+
+    fn with_tool_timeout(
+        names: &[String],
+        deps: &ToolDeps,
+        timeout: std::time::Duration,
+    ) -> Result<ToolRegistry, String> {
         let mut reg = ToolRegistry::default();
         for name in names {
             match name.as_str() {
@@ -82,6 +102,7 @@ impl ToolRegistry {
                 "memory_write" => reg.register(Arc::new(memory::MemoryWrite {
                     memory: deps.memory.clone(),
                     clock: deps.clock.clone(),
+                    index_budget: memory::index_budget(timeout),
                 })),
                 other => {
                     return Err(format!(

@@ -230,7 +230,7 @@ impl App {
             if let Err(e) = conn.bot.send_typing(target).await {
                 tracing::debug!(error = %e, "sendChatAction failed");
             }
-            crate::drain::yield_now().await;
+            crate::task::yield_now().await;
             self.platform.clock.sleep(TYPING_EVERY).await;
         }
     }

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use clawless_native::store::{Db, SqlVectors};
+use clawless_native::index::{open_db, SqlVectors};
 use clawless_platform::vectors::cosine;
 use clawless_platform::{VectorRecord, Vectors};
 
@@ -47,7 +47,7 @@ async fn run(n: usize) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("vectors.db");
-    let db = Db::open(&path.to_string_lossy()).unwrap();
+    let db = open_db(&path.to_string_lossy()).unwrap();
     let store = SqlVectors::new(db.clone());
 
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ n as u64);

@@ -2,7 +2,10 @@
 //! drive the core (long polling, the webhook server, the background drainer).
 //!
 //! # Layout
-//! - [`store`]: libsql on disk: the Kv, Vectors and TextIndex (FTS5) ports.
+//! - [`store`]: libsql on disk: the database thread ([`store::Db`]) and the Kv port
+//!   (`clawless.db`).
+//! - [`index`]: the memory index in `index.db`, on a thread of its own: the Vectors and
+//!   TextIndex (FTS5) ports.
 //! - [`vecindex`]: the int8 in-memory mirror the Vectors port scans before an exact re-rank.
 //! - [`fs`]: the Files port over a directory.
 //! - Http and Clock come from `clawless_platform::native_io` (shared with the Lambda).
@@ -12,6 +15,7 @@
 //! - [`setup`]: reading env, config and data dir into an `App`.
 
 pub mod fs;
+pub mod index;
 pub mod poll;
 pub mod runner;
 pub mod server;

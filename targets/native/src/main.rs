@@ -149,15 +149,17 @@ async fn dispatch(command: Command) -> Result<()> {
         Command::Chat { connector } => chat(connector.as_deref()).await,
         Command::Config {
             action: ConfigAction::Check,
-        } => config_check(),
+        } => config_check().await,
         Command::Webhook { action, connector } => webhook(action, connector.as_deref()).await,
         Command::Memory { action, connector } => memory(action, connector.as_deref()).await,
     }
 }
 
 /// Builds the app, a failure being the configuration's.
-fn build() -> Result<setup::Native> {
-    setup::build(&setup::env()).map_err(|e| ConfigProblem(format!("{e:#}")).into())
+async fn build() -> Result<setup::Native> {
+    let env = setup::env();
+    let (config, source) = setup::load_config(&env).map_err(|e| ConfigProblem(format!("{e:#}")))?;
+    setup::build_with(&env, config, source).await
 }
 
 /// Resolves on SIGTERM or Ctrl-C.
@@ -199,7 +201,7 @@ fn require_ready(n: &setup::Native) -> Result<()> {
 }
 
 async fn run_polling() -> Result<()> {
-    let n = build()?;
+    let n = build().await?;
     require_ready(&n)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (kicker, runner) = runner::new(n.app.clone(), Some(n.kv.clone()));
@@ -234,7 +236,7 @@ async fn run_polling() -> Result<()> {
 }
 
 async fn serve(addr: &str) -> Result<()> {
-    let n = build()?;
+    let n = build().await?;
     require_ready(&n)?;
     if let Some(env) = n.app.missing_webhook_secrets().first() {
         return Err(ConfigProblem(format!("set {env} (any random string) before serving webhooks; `clawless webhook set` sends it to Telegram")).into());
@@ -267,7 +269,7 @@ async fn serve(addr: &str) -> Result<()> {
 }
 
 async fn chat(connector: Option<&str>) -> Result<()> {
-    let n = build()?;
+    let n = build().await?;
     if !n.app.has_model() {
         return Err(ConfigProblem("set ANTHROPIC_API_KEY or OPENAI_API_KEY first".into()).into());
     }
@@ -298,7 +300,7 @@ async fn chat(connector: Option<&str>) -> Result<()> {
     }
 }
 
-fn config_check() -> Result<()> {
+async fn config_check() -> Result<()> {
     let env = setup::env();
     let (config, source) = setup::load_config(&env).map_err(|e| ConfigProblem(format!("{e:#}")))?;
     println!(
@@ -307,7 +309,7 @@ fn config_check() -> Result<()> {
         config.agents.len(),
         config.providers.len()
     );
-    let n = build()?;
+    let n = setup::build_with(&env, config, source).await?;
     let missing = n.app.missing_settings();
     if missing.is_empty() {
         println!("environment OK");
@@ -319,7 +321,7 @@ fn config_check() -> Result<()> {
 }
 
 async fn webhook(action: WebhookAction, connector: Option<&str>) -> Result<()> {
-    let n = build()?;
+    let n = build().await?;
     let id = n.app.connector_id(connector)?;
     match action {
         WebhookAction::Set { url } => {
@@ -339,7 +341,7 @@ async fn webhook(action: WebhookAction, connector: Option<&str>) -> Result<()> {
 }
 
 async fn memory(action: MemoryAction, connector: Option<&str>) -> Result<()> {
-    let n = build()?;
+    let n = build().await?;
     let ids = match connector {
         Some(c) => vec![n.app.connector_id(Some(c))?],
         None => n.app.connector_ids(),

@@ -9,13 +9,17 @@ use clawless_core::{App, Config, ConfigFiles, Env};
 use clawless_platform::{Clock, Platform};
 
 use crate::fs::FsFiles;
-use crate::store::{Db, SqlKv, SqlText, SqlVectors};
+use crate::index::{SqlText, SqlVectors};
+use crate::store::{Db, SqlKv, KV_SCHEMA};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 
 /// Everything `main` needs: the app and the concrete store (for housekeeping).
 pub struct Native {
     pub app: Arc<App>,
+    /// The Kv on `clawless.db`.
     pub kv: Arc<SqlKv>,
+    /// The memory index's database, `index.db`: a file and a thread apart from the Kv's.
+    pub index_db: Db,
     pub config_source: String,
 }
 
@@ -65,22 +69,32 @@ fn read_tree(root: &Path) -> std::io::Result<ConfigFiles> {
 }
 
 /// Builds the app on libsql under `CLAWLESS_DATA` (default `./data`).
-pub fn build(env: &Env) -> Result<Native> {
+pub async fn build(env: &Env) -> Result<Native> {
     let (config, config_source) = load_config(env)?;
+    build_with(env, config, config_source).await
+}
+
+/// [`build`] with a config already loaded: `clawless.db` (Kv) and `index.db` (the memory
+/// index, see [`crate::index::open`]) under the data directory, each on its own thread.
+pub async fn build_with(env: &Env, config: Config, config_source: String) -> Result<Native> {
     let data = PathBuf::from(env.get("CLAWLESS_DATA").unwrap_or("data"));
     std::fs::create_dir_all(&data)
         .with_context(|| format!("creating data directory {}", data.display()))?;
     let db_path = data.join("clawless.db");
-    let db = Db::open(&db_path.to_string_lossy())
+    let db = Db::open(&db_path.to_string_lossy(), &KV_SCHEMA)
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", db_path.display()))?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let kv = Arc::new(SqlKv::new(db.clone(), clock.clone()));
+    let index_path = data.join("index.db");
+    let index_db = crate::index::open(&index_path, &db, &*kv)
+        .await
+        .map_err(|e| anyhow::anyhow!("opening {}: {e}", index_path.display()))?;
     let platform = Platform {
         kv: kv.clone(),
         files: Arc::new(FsFiles::new(data.join("files")).context("creating files directory")?),
         http: Arc::new(ReqwestHttp::new().map_err(|e| anyhow::anyhow!("{e}"))?),
-        vectors: Arc::new(SqlVectors::new(db.clone())),
-        text: Arc::new(SqlText::new(db)),
+        vectors: Arc::new(SqlVectors::new(index_db.clone())),
+        text: Arc::new(SqlText::new(index_db.clone())),
         clock: clock.clone(),
     };
     let instance = format!("native-{}-{}", std::process::id(), clock.now_ms());
@@ -88,6 +102,10 @@ pub fn build(env: &Env) -> Result<Native> {
     Ok(Native {
         app: Arc::new(app),
         kv,
+        index_db,
         config_source,
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,24 +1,19 @@
-//! libsql on disk: the Kv, Vectors and TextIndex (FTS5) ports.
+//! libsql on disk: the database thread ([`Db`]) and the Kv port over it.
 //!
-//! libsql's local "async" API blocks the calling thread, so one dedicated thread owns the
-//! connection and runs every statement; callers send it closures and await the answer. That
-//! one thread also makes compare-and-swap atomic without explicit transactions.
+//! libsql's local "async" API blocks the calling thread, so one dedicated thread per database
+//! file owns the connection and runs every statement; callers send it closures and await the
+//! answer. That one thread also makes compare-and-swap atomic without explicit transactions.
+//! The Kv (`clawless.db`) and the memory index ([`crate::index`], `index.db`) are two files
+//! with a thread each, so indexing never holds up the inbox's writes (the webhook ack).
 
-use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_platform::kv::{expiry, validate_key};
-use clawless_platform::text::{fts5_query, rank_text};
-use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
-use clawless_platform::{
-    async_trait, Clock, Kv, PortError, TextDoc, TextHit, TextIndex, VectorHit, VectorRecord,
-    Vectors,
-};
+use clawless_platform::{async_trait, Clock, Kv, PortError};
 use futures::executor::block_on;
 
-use crate::vecindex::{candidates, Mirror};
 use libsql::{params, Connection, Value};
 
 type Job = Box<dyn FnOnce(&Connection) + Send>;
@@ -29,24 +24,28 @@ pub struct Db {
     tx: mpsc::Sender<Job>,
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at INTEGER);
-CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec F32_BLOB NOT NULL, metadata TEXT NOT NULL);
-CREATE VIRTUAL TABLE IF NOT EXISTS text_fts USING fts5(id UNINDEXED, body, metadata UNINDEXED, tokenize = 'unicode61');
-";
+/// The Kv database's schema.
+pub const KV_SCHEMA: [&str; 1] = [
+    "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at INTEGER)",
+];
 
-fn db_err(e: libsql::Error) -> PortError {
+pub(crate) fn db_err(e: libsql::Error) -> PortError {
     PortError::unavailable(format!("libsql: {e}"))
 }
 
 impl Db {
-    /// Opens (creating) the database at `path` (`:memory:` for a private in-memory one).
-    pub fn open(path: &str) -> Result<Db, PortError> {
+    /// Opens (creating) the database at `path` (`:memory:` for a private in-memory one) on a
+    /// thread of its own, and runs the `schema` statements on it.
+    pub fn open(path: &str, schema: &[&str]) -> Result<Db, PortError> {
+        let schema: Vec<String> = schema.iter().map(|s| (*s).to_owned()).collect();
         let (tx, rx) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), PortError>>();
         let path = path.to_owned();
+        let file = std::path::Path::new(&path)
+            .file_name()
+            .map_or_else(|| path.clone(), |f| f.to_string_lossy().into_owned());
         std::thread::Builder::new()
-            .name("libsql".into())
+            .name(format!("libsql {file}"))
             .spawn(move || {
                 let opened = block_on(async {
                     let db = libsql::Builder::new_local(&path)
@@ -70,7 +69,9 @@ impl Db {
                             .await
                             .map_err(db_err)?;
                     }
-                    conn.execute_batch(SCHEMA).await.map_err(db_err)?;
+                    for statement in &schema {
+                        conn.execute(statement, ()).await.map_err(db_err)?;
+                    }
                     Ok::<_, PortError>((db, conn))
                 });
                 match opened {
@@ -109,23 +110,7 @@ impl Db {
     }
 }
 
-impl Db {
-    /// Runs `sql` (one `?1` parameter) once per id.
-    async fn delete_ids(&self, sql: &'static str, ids: &[String]) -> Result<(), PortError> {
-        let ids = ids.to_vec();
-        self.call(move |c| {
-            block_on(async {
-                for id in ids {
-                    c.execute(sql, params![id]).await.map_err(db_err)?;
-                }
-                Ok(())
-            })
-        })
-        .await
-    }
-}
-
-fn read_bytes(v: Value) -> Option<Vec<u8>> {
+pub(crate) fn read_bytes(v: Value) -> Option<Vec<u8>> {
     match v {
         Value::Blob(b) => Some(b),
         Value::Text(t) => Some(t.into_bytes()),
@@ -193,6 +178,11 @@ pub struct SqlKv {
 impl SqlKv {
     pub fn new(db: Db, clock: Arc<dyn Clock>) -> Self {
         Self { db, clock }
+    }
+
+    /// The database thread this Kv runs on.
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 
     /// Deletes expired rows; returns how many.
@@ -284,65 +274,8 @@ impl Kv for SqlKv {
     }
 }
 
-/// Vectors over the `vectors` table: each vector an `F32_BLOB` (libsql's f32 vector format:
-/// little-endian floats, so `vector_distance_cos` works on it in SQL), searched through an
-/// int8 [`Mirror`] loaded on first use and kept in step by every write, with the candidates
-/// re-ranked exactly from their rows. One process owns a data directory, so the mirror cannot
-/// go stale behind its back.
-pub struct SqlVectors {
-    db: Db,
-    mirror: Arc<std::sync::Mutex<Option<Mirror>>>,
-}
-
-impl SqlVectors {
-    pub fn new(db: Db) -> Self {
-        Self {
-            db,
-            mirror: Arc::default(),
-        }
-    }
-}
-
-fn lock(m: &std::sync::Mutex<Option<Mirror>>) -> std::sync::MutexGuard<'_, Option<Mirror>> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Fills the mirror from the table unless it is loaded.
-fn ensure_loaded(
-    c: &Connection,
-    mirror: &std::sync::Mutex<Option<Mirror>>,
-) -> Result<(), PortError> {
-    if lock(mirror).is_some() {
-        return Ok(());
-    }
-    let mut m = Mirror::default();
-    block_on(async {
-        let mut rows = c
-            .query("SELECT id, vec, metadata FROM vectors", ())
-            .await
-            .map_err(db_err)?;
-        while let Some(row) = rows.next().await.map_err(db_err)? {
-            let id = read_bytes(row.get_value(0).map_err(db_err)?)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-            let v = read_bytes(row.get_value(1).map_err(db_err)?)
-                .map(|b| from_blob(&b))
-                .unwrap_or_default();
-            let meta = read_bytes(row.get_value(2).map_err(db_err)?).unwrap_or_default();
-            let metadata: BTreeMap<String, String> =
-                serde_json::from_slice(&meta).unwrap_or_default();
-            if !v.is_empty() && (m.dim == 0 || m.dim == v.len()) {
-                m.upsert(&id, &v, &metadata);
-            }
-        }
-        Ok::<_, PortError>(())
-    })?;
-    *lock(mirror) = Some(m);
-    Ok(())
-}
-
 /// Runs `body` inside one IMMEDIATE transaction, rolled back if it fails.
-fn in_transaction(
+pub(crate) fn in_transaction(
     c: &Connection,
     body: impl FnOnce() -> Result<(), PortError>,
 ) -> Result<(), PortError> {
@@ -353,199 +286,5 @@ fn in_transaction(
             let _ = block_on(c.execute("ROLLBACK", ()));
             Err(e)
         }
-    }
-}
-
-#[async_trait]
-impl Vectors for SqlVectors {
-    async fn upsert(&self, records: Vec<VectorRecord>) -> Result<(), PortError> {
-        let mirror = self.mirror.clone();
-        self.db
-            .call(move |c| {
-                ensure_loaded(c, &mirror)?;
-                let mut dim = lock(&mirror).as_ref().and_then(|m| (m.dim > 0).then_some(m.dim));
-                for r in &records {
-                    validate_vector(&r.vector, dim)?;
-                    dim = Some(r.vector.len());
-                }
-                in_transaction(c, || {
-                    block_on(async {
-                        for r in &records {
-                            let meta = serde_json::to_string(&r.metadata).map_err(|e| PortError::invalid(e.to_string()))?;
-                            c.execute(
-                                "INSERT INTO vectors (id, dim, vec, metadata) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec, metadata = excluded.metadata",
-                                vec![Value::Text(r.id.clone()), Value::Integer(r.vector.len() as i64), Value::Blob(to_blob(&r.vector)), Value::Text(meta)],
-                            )
-                            .await
-                            .map_err(db_err)?;
-                        }
-                        Ok(())
-                    })
-                })?;
-                if let Some(m) = lock(&mirror).as_mut() {
-                    for r in &records {
-                        m.upsert(&r.id, &r.vector, &r.metadata);
-                    }
-                }
-                Ok(())
-            })
-            .await
-    }
-
-    async fn query(
-        &self,
-        vector: &[f32],
-        top_k: usize,
-        filter: &BTreeMap<String, String>,
-    ) -> Result<Vec<VectorHit>, PortError> {
-        let (vector, filter, mirror) = (vector.to_vec(), filter.clone(), self.mirror.clone());
-        self.db
-            .call(move |c| {
-                ensure_loaded(c, &mirror)?;
-                let ids = {
-                    let guard = lock(&mirror);
-                    let Some(m) = guard.as_ref().filter(|m| !m.is_empty()) else {
-                        return Ok(Vec::new());
-                    };
-                    validate_vector(&vector, Some(m.dim))?;
-                    m.scan(&vector, candidates(top_k), &filter)
-                };
-                if ids.is_empty() {
-                    return Ok(Vec::new());
-                }
-                let marks = vec!["?"; ids.len()].join(", ");
-                let sql = format!("SELECT id, vec, metadata FROM vectors WHERE id IN ({marks})");
-                let params: Vec<Value> = ids.into_iter().map(Value::Text).collect();
-                block_on(async {
-                    let mut rows = c.query(&sql, params).await.map_err(db_err)?;
-                    let mut hits = Vec::new();
-                    while let Some(row) = rows.next().await.map_err(db_err)? {
-                        let id = read_bytes(row.get_value(0).map_err(db_err)?)
-                            .map(|b| String::from_utf8_lossy(&b).into_owned())
-                            .unwrap_or_default();
-                        let v = read_bytes(row.get_value(1).map_err(db_err)?)
-                            .map(|b| from_blob(&b))
-                            .unwrap_or_default();
-                        let meta_text =
-                            read_bytes(row.get_value(2).map_err(db_err)?).unwrap_or_default();
-                        let metadata: BTreeMap<String, String> =
-                            serde_json::from_slice(&meta_text).unwrap_or_default();
-                        if matches(&metadata, &filter) {
-                            hits.push(VectorHit {
-                                score: cosine(&vector, &v),
-                                id,
-                                metadata,
-                            });
-                        }
-                    }
-                    Ok(rank(hits, top_k))
-                })
-            })
-            .await
-    }
-
-    async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
-        let (ids, mirror) = (ids.to_vec(), self.mirror.clone());
-        self.db
-            .call(move |c| {
-                in_transaction(c, || {
-                    block_on(async {
-                        for id in &ids {
-                            c.execute("DELETE FROM vectors WHERE id = ?1", params![id.clone()])
-                                .await
-                                .map_err(db_err)?;
-                        }
-                        Ok(())
-                    })
-                })?;
-                if let Some(m) = lock(&mirror).as_mut() {
-                    for id in &ids {
-                        m.remove(id);
-                    }
-                }
-                Ok(())
-            })
-            .await
-    }
-}
-
-/// TextIndex over an FTS5 table, ranked by FTS5's own `bm25()`.
-pub struct SqlText {
-    db: Db,
-}
-
-impl SqlText {
-    pub fn new(db: Db) -> Self {
-        Self { db }
-    }
-}
-
-#[async_trait]
-impl TextIndex for SqlText {
-    async fn upsert(&self, docs: Vec<TextDoc>) -> Result<(), PortError> {
-        self.db
-            .call(move |c| {
-                block_on(async {
-                    for d in &docs {
-                        let meta = serde_json::to_string(&d.metadata)
-                            .map_err(|e| PortError::invalid(e.to_string()))?;
-                        c.execute("DELETE FROM text_fts WHERE id = ?1", params![d.id.clone()])
-                            .await
-                            .map_err(db_err)?;
-                        c.execute(
-                            "INSERT INTO text_fts (id, body, metadata) VALUES (?1, ?2, ?3)",
-                            params![d.id.clone(), d.text.clone(), meta],
-                        )
-                        .await
-                        .map_err(db_err)?;
-                    }
-                    Ok(())
-                })
-            })
-            .await
-    }
-
-    async fn search(
-        &self,
-        query: &str,
-        top_k: usize,
-        filter: &BTreeMap<String, String>,
-    ) -> Result<Vec<TextHit>, PortError> {
-        let Some(q) = fts5_query(query) else {
-            return Ok(Vec::new());
-        };
-        let filter = filter.clone();
-        self.db
-            .call(move |c| {
-                block_on(async {
-                    let mut rows = c
-                        .query("SELECT id, metadata, bm25(text_fts) FROM text_fts WHERE text_fts MATCH ?1", params![q])
-                        .await
-                        .map_err(db_err)?;
-                    let mut hits = Vec::new();
-                    while let Some(row) = rows.next().await.map_err(db_err)? {
-                        let id = read_bytes(row.get_value(0).map_err(db_err)?).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-                        let meta = read_bytes(row.get_value(1).map_err(db_err)?).unwrap_or_default();
-                        let metadata: BTreeMap<String, String> = serde_json::from_slice(&meta).unwrap_or_default();
-                        // bm25() is lower-is-better and negative; the port's score is positive.
-                        let rank = match row.get_value(2).map_err(db_err)? {
-                            Value::Real(r) => -r as f32,
-                            Value::Integer(i) => -i as f32,
-                            _ => 0.0,
-                        };
-                        if matches(&metadata, &filter) {
-                            hits.push(TextHit { id, score: rank.max(f32::MIN_POSITIVE), metadata });
-                        }
-                    }
-                    Ok(rank_text(hits, top_k))
-                })
-            })
-            .await
-    }
-
-    async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
-        self.db
-            .delete_ids("DELETE FROM text_fts WHERE id = ?1", ids)
-            .await
     }
 }

@@ -9,18 +9,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_native::fs::FsFiles;
-use clawless_native::store::{Db, SqlKv, SqlText, SqlVectors};
+use clawless_native::index::{open_db, SqlText, SqlVectors};
+use clawless_native::store::{Db, SqlKv, KV_SCHEMA};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 use clawless_platform::{clock, files, http, kv, text, vectors, Files};
 
 #[tokio::test]
 async fn libsql_kv_conforms_in_memory_and_on_disk() {
     let clock = Arc::new(SystemClock);
-    let kv_mem = SqlKv::new(Db::open(":memory:").unwrap(), clock.clone());
+    let kv_mem = SqlKv::new(Db::open(":memory:", &KV_SCHEMA).unwrap(), clock.clone());
     kv::conformance::run(&kv_mem, &*clock, "mem").await;
     let dir = common::temp_dir("kv");
     let path = dir.join("t.db");
-    let kv_disk = SqlKv::new(Db::open(&path.to_string_lossy()).unwrap(), clock.clone());
+    let kv_disk = SqlKv::new(
+        Db::open(&path.to_string_lossy(), &KV_SCHEMA).unwrap(),
+        clock.clone(),
+    );
     kv::conformance::run(&kv_disk, &*clock, "disk").await;
     use clawless_platform::Kv;
     kv_disk
@@ -40,18 +44,18 @@ async fn libsql_kv_survives_reopen() {
     let path = dir.join("t.db").to_string_lossy().into_owned();
     let clock = Arc::new(SystemClock);
     {
-        let kv = SqlKv::new(Db::open(&path).unwrap(), clock.clone());
+        let kv = SqlKv::new(Db::open(&path, &KV_SCHEMA).unwrap(), clock.clone());
         use clawless_platform::Kv;
         kv.put("a", b"1", None).await.unwrap();
     }
-    let kv = SqlKv::new(Db::open(&path).unwrap(), clock);
+    let kv = SqlKv::new(Db::open(&path, &KV_SCHEMA).unwrap(), clock);
     use clawless_platform::Kv;
     assert_eq!(kv.get("a").await.unwrap().as_deref(), Some(&b"1"[..]));
 }
 
 #[tokio::test]
 async fn libsql_vectors_conform() {
-    vectors::conformance::run(&SqlVectors::new(Db::open(":memory:").unwrap())).await;
+    vectors::conformance::run(&SqlVectors::new(open_db(":memory:").unwrap())).await;
 }
 
 #[tokio::test]
@@ -66,7 +70,7 @@ async fn libsql_vectors_are_f32_blobs_and_survive_reopen() {
         metadata: BTreeMap::from([("scope".to_owned(), "s".to_owned())]),
     };
     {
-        let db = Db::open(&path).unwrap();
+        let db = open_db(&path).unwrap();
         let v = SqlVectors::new(db.clone());
         v.upsert(vec![rec("a", [1.0, 0.0, 0.0]), rec("b", [0.0, 1.0, 0.0])])
             .await
@@ -90,7 +94,7 @@ async fn libsql_vectors_are_f32_blobs_and_survive_reopen() {
             "cosine distance of orthogonal vectors, got {d}"
         );
     }
-    let v = SqlVectors::new(Db::open(&path).unwrap());
+    let v = SqlVectors::new(open_db(&path).unwrap());
     let hits = v
         .query(&[0.1, 1.0, 0.0], 1, &BTreeMap::new())
         .await
@@ -172,5 +176,5 @@ async fn system_clock_conforms() {
 
 #[tokio::test]
 async fn libsql_fts5_text_index_conforms() {
-    text::conformance::run(&SqlText::new(Db::open(":memory:").unwrap())).await;
+    text::conformance::run(&SqlText::new(open_db(":memory:").unwrap())).await;
 }

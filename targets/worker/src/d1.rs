@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clawless_platform::files::{normalize, normalize_dir};
 use clawless_platform::kv::validate_key;
-use clawless_platform::text::{fts5_query, rank_text};
+use clawless_platform::text::{fts5_query, fts5_sql, rank_text};
 use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
 use clawless_platform::{
     Clock, Files, Kv, PortError, Result, TextDoc, TextHit, TextIndex, VectorHit, VectorRecord,
@@ -30,11 +30,13 @@ use worker::send::SendFuture;
 use worker::{D1Database, D1PreparedStatement};
 
 /// The schema, created on first use by each isolate (`IF NOT EXISTS`: one cheap round trip).
+/// The text index is in the layout shared with native ([`fts5_sql`]).
 pub const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at INTEGER)",
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, data BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec BLOB NOT NULL, metadata TEXT NOT NULL)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS text_fts USING fts5(id UNINDEXED, body, metadata UNINDEXED, tokenize = 'unicode61')",
+    fts5_sql::SCHEMA[0],
+    fts5_sql::SCHEMA[1],
 ];
 
 /// One D1 database shared by the adapters.
@@ -111,10 +113,40 @@ impl D1 {
         self.db.prepare(sql).bind(&values).map_err(d1_err)
     }
 
-    /// Creates the tables if missing.
+    /// Creates the tables if missing, and moves a text index of the first layout into the
+    /// current one.
     pub async fn ensure_schema(&self) -> Result<()> {
         self.batch(SCHEMA.iter().map(|s| (*s, Vec::new())).collect())
-            .await
+            .await?;
+        self.migrate_text_index().await
+    }
+
+    async fn has_table(&self, name: &str) -> Result<bool> {
+        let rows = self
+            .rows(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                &[Arg::Text(name)],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// A database from before the [`fts5_sql`] layout keeps its documents (so the manifests
+    /// that name them stay true): one batch moves them over and drops the old table. Two
+    /// isolates may try at once; the batch is a transaction, and the loser finds it done.
+    async fn migrate_text_index(&self) -> Result<()> {
+        if !self.has_table(fts5_sql::LEGACY_TABLE).await? {
+            return Ok(());
+        }
+        let statements = fts5_sql::MIGRATE_LEGACY
+            .iter()
+            .map(|s| (*s, Vec::new()))
+            .collect();
+        match self.batch(statements).await {
+            Ok(()) => Ok(()),
+            Err(_) if !self.has_table(fts5_sql::LEGACY_TABLE).await? => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Runs a statement; the number of rows it changed.
@@ -367,25 +399,26 @@ fn metadata_json(metadata: &BTreeMap<String, String>) -> Result<String> {
     serde_json::to_string(metadata).map_err(|e| PortError::invalid(e.to_string()))
 }
 
-/// TextIndex over D1's FTS5, ranked by its `bm25()`.
+/// TextIndex over D1's FTS5 in the layout shared with native ([`fts5_sql`]), ranked by its
+/// `bm25()`. Each call is one batch, so one transaction.
 pub struct D1Text(pub D1);
+
+impl D1Text {
+    /// Runs each of `statements` with each of `params` (one `?1` each), in one batch.
+    async fn run_grouped(&self, statements: &[&str], params: &[String]) -> Result<()> {
+        let batch = params
+            .iter()
+            .flat_map(|p| statements.iter().map(move |sql| (*sql, vec![Arg::Text(p)])))
+            .collect();
+        self.0.batch(batch).await
+    }
+}
 
 #[async_trait]
 impl TextIndex for D1Text {
     async fn upsert(&self, docs: Vec<TextDoc>) -> Result<()> {
-        let metas = docs
-            .iter()
-            .map(|d| metadata_json(&d.metadata))
-            .collect::<Result<Vec<_>>>()?;
-        let mut statements = Vec::new();
-        for (d, meta) in docs.iter().zip(&metas) {
-            statements.push(("DELETE FROM text_fts WHERE id = ?1", vec![Arg::Text(&d.id)]));
-            statements.push((
-                "INSERT INTO text_fts (id, body, metadata) VALUES (?1, ?2, ?3)",
-                vec![Arg::Text(&d.id), Arg::Text(&d.text), Arg::Text(meta)],
-            ));
-        }
-        self.0.batch(statements).await
+        let params = fts5_sql::upsert_params(&docs)?;
+        self.run_grouped(&fts5_sql::UPSERT, &params).await
     }
 
     async fn search(
@@ -397,13 +430,7 @@ impl TextIndex for D1Text {
         let Some(q) = fts5_query(query) else {
             return Ok(Vec::new());
         };
-        let rows = self
-            .0
-            .rows(
-                "SELECT id, metadata, bm25(text_fts) FROM text_fts WHERE text_fts MATCH ?1",
-                &[Arg::Text(&q)],
-            )
-            .await?;
+        let rows = self.0.rows(fts5_sql::SEARCH, &[Arg::Text(&q)]).await?;
         let mut hits = Vec::new();
         for row in &rows {
             let metadata = metadata_of(row.get(1));
@@ -422,11 +449,8 @@ impl TextIndex for D1Text {
     }
 
     async fn delete(&self, ids: &[String]) -> Result<()> {
-        let statements = ids
-            .iter()
-            .map(|id| ("DELETE FROM text_fts WHERE id = ?1", vec![Arg::Text(id)]))
-            .collect();
-        self.0.batch(statements).await
+        let params = fts5_sql::ids_params(ids);
+        self.run_grouped(&fts5_sql::DELETE, &params).await
     }
 }
 

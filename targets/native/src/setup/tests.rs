@@ -1,0 +1,137 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use clawless_platform::{Kv, KvExt};
+use futures::executor::block_on;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("clawless-setup-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn env_for(data: &Path) -> Env {
+    Env::from_pairs([
+        ("CLAWLESS_DATA", data.to_string_lossy().as_ref()),
+        (
+            "CLAWLESS_CONFIG",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../config"),
+        ),
+    ])
+}
+
+/// `(file of the main database, its tables)` as the database thread of `db` sees them, and
+/// that thread's id.
+async fn describe(db: &Db) -> (String, Vec<String>, std::thread::ThreadId) {
+    db.call(|c| {
+        block_on(async {
+            let mut rows = c
+                .query(
+                    "SELECT file FROM pragma_database_list WHERE name = 'main'",
+                    (),
+                )
+                .await
+                .map_err(crate::store::db_err)?;
+            let file: String = rows
+                .next()
+                .await
+                .map_err(crate::store::db_err)?
+                .and_then(|r| r.get(0).ok())
+                .unwrap_or_default();
+            let mut rows = c
+                .query(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+                    (),
+                )
+                .await
+                .map_err(crate::store::db_err)?;
+            let mut tables = Vec::new();
+            while let Some(row) = rows.next().await.map_err(crate::store::db_err)? {
+                let name = row.get::<String>(0).map_err(crate::store::db_err)?;
+                // FTS5's shadow tables (`<table>_data`, …) are not ours to list.
+                let shadow = ["sqlite_", "text_body_", "text_fts_"]
+                    .iter()
+                    .any(|p| name.starts_with(p));
+                if !shadow {
+                    tables.push(name);
+                }
+            }
+            Ok((file, tables, std::thread::current().id()))
+        })
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_kv_and_the_memory_index_are_two_files_on_two_threads() {
+    let data = temp_dir("split");
+    let n = build(&env_for(&data)).await.unwrap();
+    let (kv_file, kv_tables, kv_thread) = describe(n.kv.db()).await;
+    let (index_file, index_tables, index_thread) = describe(&n.index_db).await;
+    assert!(kv_file.ends_with("clawless.db"), "{kv_file}");
+    assert!(index_file.ends_with("index.db"), "{index_file}");
+    assert_eq!(kv_tables, ["kv"]);
+    assert_eq!(index_tables, ["text_body", "text_docs", "vectors"]);
+    assert_ne!(
+        kv_thread, index_thread,
+        "each file has its own database thread"
+    );
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+#[tokio::test]
+async fn an_install_from_before_index_db_indexes_its_memory_again() {
+    let data = temp_dir("legacy");
+    let scope = "assistant/main";
+    let path = format!("memory/{scope}/MEMORY.md");
+    std::fs::create_dir_all(data.join("files/memory/assistant/main")).unwrap();
+    std::fs::write(data.join("files").join(&path), "Our cat is called Miso.\n").unwrap();
+    {
+        // The previous layout: index tables beside the Kv, a manifest saying the file is indexed.
+        let old = Db::open(
+            &data.join("clawless.db").to_string_lossy(),
+            &[
+                KV_SCHEMA[0],
+                "CREATE TABLE vectors (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec F32_BLOB NOT NULL, metadata TEXT NOT NULL)",
+                "CREATE VIRTUAL TABLE text_fts USING fts5(id UNINDEXED, body, metadata UNINDEXED, tokenize = 'unicode61')",
+            ],
+        )
+        .unwrap();
+        let kv = SqlKv::new(old, Arc::new(SystemClock));
+        kv.put_json(
+            &format!("memidx/{scope}/{path}"),
+            &serde_json::json!({"hash": 1, "embedder": "local-hash-v1-384", "ids": [format!("{scope}#{path}#0")]}),
+            None,
+        )
+        .await
+        .unwrap();
+        kv.put("inbox/keep", b"1", None).await.unwrap();
+    }
+    let n = build(&env_for(&data)).await.unwrap();
+    assert!(
+        n.kv.list("memidx/", 100).await.unwrap().is_empty(),
+        "manifests forgotten"
+    );
+    assert_eq!(
+        n.kv.get("inbox/keep").await.unwrap().as_deref(),
+        Some(&b"1"[..]),
+        "the rest of the Kv is kept"
+    );
+    assert_eq!(
+        describe(n.kv.db()).await.1,
+        ["kv"],
+        "old index tables dropped"
+    );
+    assert_eq!(n.app.memory.reindex(scope).await.unwrap(), 1);
+    let hits = n.app.memory.search(scope, "cat").await.unwrap();
+    assert!(hits[0].text.contains("Miso"), "{hits:?}");
+    drop(n);
+
+    // The next start finds index.db: nothing is forgotten or indexed again.
+    let n = build(&env_for(&data)).await.unwrap();
+    assert_eq!(n.kv.list("memidx/", 100).await.unwrap().len(), 1);
+    assert_eq!(n.app.memory.reindex(scope).await.unwrap(), 0);
+    let _ = std::fs::remove_dir_all(&data);
+}
