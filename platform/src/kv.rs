@@ -275,6 +275,20 @@ pub mod conformance {
             .await
             .unwrap()
             .is_empty());
+        // A prefix with no '/' at all (adapters that partition by the first segment must
+        // still find these keys; DynamoDB scans for them).
+        for k in ["b", "a"] {
+            kv.put(&format!("{ns}noslash{k}"), k.as_bytes(), None)
+                .await
+                .unwrap();
+        }
+        let flat = kv.list(&format!("{ns}noslash"), 100).await.unwrap();
+        assert_eq!(
+            flat,
+            [format!("{ns}noslasha"), format!("{ns}noslashb")],
+            "a prefix without '/' lists its keys in order"
+        );
+        assert_eq!(kv.list(&format!("{ns}noslash"), 1).await.unwrap().len(), 1);
     }
 
     async fn cas(kv: &dyn Kv, ns: &str) {
