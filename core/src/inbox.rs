@@ -185,20 +185,33 @@ impl Inbox {
         Ok(leases.len())
     }
 
-    /// Lanes with pending jobs (at most `limit` jobs looked at).
+    /// Lanes with pending jobs, at most `limit` of them: one listing per lane, each skipping
+    /// past every job of the lane before, so a lane with thousands of pending jobs never
+    /// hides the others.
     pub async fn lanes(&self, limit: usize) -> Result<Vec<String>, PortError> {
-        let mut lanes: Vec<String> = self
-            .kv
-            .list(keys::INBOX, limit)
-            .await?
-            .iter()
-            .filter_map(|k| {
-                k.strip_prefix(keys::INBOX)?
-                    .rsplit_once('/')
-                    .map(|(lane, _)| lane.to_owned())
-            })
-            .collect();
-        lanes.dedup();
+        let mut lanes = Vec::new();
+        let mut after = String::new();
+        while lanes.len() < limit {
+            let Some(key) = self
+                .kv
+                .list_after(keys::INBOX, &after, 1)
+                .await?
+                .into_iter()
+                .next()
+            else {
+                break;
+            };
+            let Some((lane, _)) = key
+                .strip_prefix(keys::INBOX)
+                .and_then(|rest| rest.rsplit_once('/'))
+            else {
+                after = key; // not a job key: step over it
+                continue;
+            };
+            // '~' sorts after the digits of every update id: past all of this lane's jobs.
+            after = format!("{}~", keys::lane_jobs(lane));
+            lanes.push(lane.to_owned());
+        }
         Ok(lanes)
     }
 }

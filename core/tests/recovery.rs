@@ -107,3 +107,31 @@ fn a_live_drainer_keeps_its_lane_through_a_slow_model_call() {
         );
     });
 }
+
+#[test]
+fn a_chat_with_a_huge_backlog_never_hides_the_others_from_the_sweep() {
+    block_on(async {
+        let mut config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
+        config.connectors.get_mut("main").unwrap().allowed_users = vec![111_111_111, 222_222_222];
+        let h = Harness::with_config(Wire::Anthropic, config);
+        // 1,500 updates waiting in one chat whose drainer holds the lane.
+        let mut busy = None;
+        for id in 1..=1500 {
+            busy = h.accept_only("private_text", id).await;
+        }
+        let busy = busy.unwrap();
+        assert!(h.app.inbox.try_lease(&busy, "someone-else").await.unwrap());
+        // One update in another chat, whose lane sorts after the busy one.
+        let mut other = clawless_testkit::fixtures::update("private_text", 5000);
+        other["message"]["from"]["id"] = serde_json::json!(222_222_222);
+        other["message"]["chat"]["id"] = serde_json::json!(222_222_222);
+        let reply = h
+            .app
+            .handle_webhook("main", Some(support::SECRET), other.to_string().as_bytes())
+            .await;
+        assert_eq!(reply.status, 200);
+        h.script(200, anthropic_text("not forgotten"));
+        h.app.sweep().await.unwrap();
+        assert_eq!(h.sent_texts(), ["not forgotten"]);
+    });
+}

@@ -42,6 +42,22 @@ pub trait Kv: Send + Sync {
     /// Keys come in lexical (byte) order, at most `limit` of them, expired keys left out.
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>>;
 
+    /// Lists live keys starting with `prefix` that sort after `after`: the next page of a
+    /// listing, or a skip past a whole group of keys.
+    ///
+    /// # Behavior
+    /// As [`Kv::list`], restricted to keys strictly greater than `after`. The default lists
+    /// the whole prefix and filters; adapters that can seek should override it.
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
+        Ok(self
+            .list(prefix, usize::MAX)
+            .await?
+            .into_iter()
+            .filter(|k| k.as_str() > after)
+            .take(limit)
+            .collect())
+    }
+
     /// Atomically replaces the value of `key` if its current value equals `expected`.
     ///
     /// # Behavior
@@ -178,6 +194,23 @@ impl Kv for MemoryKv {
             .collect())
     }
 
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
+        use std::ops::Bound;
+        let map = self.lock();
+        let start = if after < prefix {
+            Bound::Included(prefix.to_owned())
+        } else {
+            Bound::Excluded(after.to_owned())
+        };
+        Ok(map
+            .range((start, Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(_, e)| self.live(e))
+            .map(|(k, _)| k.clone())
+            .take(limit)
+            .collect())
+    }
+
     async fn compare_and_swap(
         &self,
         key: &str,
@@ -289,6 +322,19 @@ pub mod conformance {
             "a prefix without '/' lists its keys in order"
         );
         assert_eq!(kv.list(&format!("{ns}noslash"), 1).await.unwrap().len(), 1);
+        // Pages after a key.
+        let p = format!("{ns}/list/");
+        let after_b = kv.list_after(&p, &format!("{p}b"), 100).await.unwrap();
+        assert_eq!(after_b, want[2..].to_vec(), "strictly after, in order");
+        let skip_c = kv.list_after(&p, &format!("{p}c/~"), 1).await.unwrap();
+        assert_eq!(skip_c, [format!("{p}d")], "a whole group skipped");
+        let before = kv.list_after(&p, "", 2).await.unwrap();
+        assert_eq!(before, want[..2].to_vec(), "a cursor before the prefix");
+        assert!(kv
+            .list_after(&p, &format!("{p}d"), 5)
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     async fn cas(kv: &dyn Kv, ns: &str) {

@@ -262,6 +262,20 @@ impl Kv for D1Kv {
             .collect())
     }
 
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
+        let rows = self
+            .d1
+            .rows(
+                "SELECT key FROM kv WHERE key >= ?1 AND key > ?4 AND substr(key, 1, length(?1)) = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY key LIMIT ?3",
+                &[Arg::Text(prefix), self.now(), Arg::Int(limit as i64), Arg::Text(after)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| r.first().and_then(Cell::text))
+            .collect())
+    }
+
     async fn compare_and_swap(
         &self,
         key: &str,
