@@ -393,6 +393,8 @@ async fn terminal_chat_and_webhook_commands() {
 async fn hand_written_memory_is_recalled() {
     let (f, tg, llm_url) = fakes().await;
     let data = common::temp_dir("e2e-memory");
+    // Written by hand where memory lived before it was per person: the bot's start-up run
+    // moves it to the owner's memory and indexes it, with no CLI command run before.
     let dir = data.join("files/memory/assistant/main");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
@@ -400,23 +402,6 @@ async fn hand_written_memory_is_recalled() {
         "# Family\nMy sister Ana lives in Lisbon.\n",
     )
     .unwrap();
-    let out = clawless(&data, &tg, &llm_url)
-        .args(["memory", "search", "sister Lisbon"])
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && printed.contains("MEMORY.md lines 1-2") && printed.contains("Ana"),
-        "{printed}"
-    );
-    let out = clawless(&data, &tg, &llm_url)
-        .args(["memory", "reindex"])
-        .output()
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("main: 0 file(s) re-indexed"),
-        "already indexed by the search"
-    );
     let bot = start_bot(&data, &tg, &llm_url).await;
     // The start-up sweep indexes the file (milliseconds); leave it ample time before asking.
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -432,6 +417,28 @@ async fn hand_written_memory_is_recalled() {
     assert!(
         system.contains("Relevant memories") && system.contains("Lisbon"),
         "{system}"
+    );
+    drop(bot);
+    assert!(data
+        .join(format!("files/memory/assistant/main/u{OWNER_ID}/MEMORY.md"))
+        .exists());
+    // The CLI finds it too, and has nothing left to re-index.
+    let out = clawless(&data, &tg, &llm_url)
+        .args(["memory", "reindex"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("main: 0 file(s) re-indexed"),
+        "already indexed by the bot"
+    );
+    let out = clawless(&data, &tg, &llm_url)
+        .args(["memory", "search", "sister Lisbon"])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && printed.contains("MEMORY.md lines 1-2") && printed.contains("Ana"),
+        "{printed}"
     );
 }
 
