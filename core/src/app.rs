@@ -228,7 +228,11 @@ impl App {
             return refused;
         }
         if body.len() > crate::shell::MAX_UPDATE_BYTES {
-            tracing::warn!(connector, bytes = body.len(), "webhook body over the cap; refused");
+            tracing::warn!(
+                connector,
+                bytes = body.len(),
+                "webhook body over the cap; refused"
+            );
             return WebhookReply::new(413, "payload too large");
         }
         match self.accept_update(connector, body).await {
