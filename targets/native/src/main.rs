@@ -11,7 +11,7 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clawless_native::{poll, runner, server, setup};
+use clawless_native::{listen, poll, runner, server, setup};
 
 const USAGE: &str = "usage: clawless [serve [--listen ADDR] | chat | config check | webhook set <url> | webhook info | webhook delete
                 | memory search \"<query>\" | memory reindex]
@@ -128,7 +128,9 @@ async fn run_polling() -> Result<()> {
 }
 
 async fn serve(addr: &str) -> Result<()> {
-    let n = setup::build(&setup::env())?;
+    let env = setup::env();
+    let limits = setup::limits(&env)?;
+    let n = setup::build(&env)?;
     require_ready(&n)?;
     for c in n.app.connectors.values() {
         if c.secret.is_empty() {
@@ -150,11 +152,12 @@ async fn serve(addr: &str) -> Result<()> {
     ));
     tracing::info!(%local, config = %n.config_source, "clawless serving webhooks at POST /telegram/<connector>");
     let mut rx = stop_rx.clone();
-    let server = axum::serve(listener, server::router(n.app.clone(), kicker))
-        .with_graceful_shutdown(async move {
-            let _ = rx.changed().await;
-        });
-    let server = tokio::spawn(async move { server.await });
+    let webhook = server::Webhook::new(n.app.clone(), kicker, limits.body_timeout);
+    // On stop the listener and the runner wind down side by side: within the shutdown
+    // deadline and the runner's grace, whatever clients do.
+    let server = tokio::spawn(listen::serve(listener, webhook, limits, async move {
+        let _ = rx.changed().await;
+    }));
     shutdown_signal().await;
     let _ = stop_tx.send(true);
     let _ = server.await;
