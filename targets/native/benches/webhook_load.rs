@@ -2,10 +2,11 @@
 //!
 //! Starts the release `clawless serve` (default limits, 1024 descriptors, as on a small box)
 //! with the fake Bot API and model servers, all on 127.0.0.1. Then, without the secret, opens
-//! 2,000 idle connections and 400 uploads that declare 2 MB, send 64 KB and stall, while
+//! 2,000 idle connections and 400 uploads that declare 2 MB, send 1 MB and stall, while
 //! signed updates are posted on fresh connections every 50 ms. Prints the legitimate acks'
 //! latency (goal: within 100 ms), the server's peak RSS (goal: under 64 MB, VmHWM) and its
 //! open descriptors. Bounded: every wait has a limit and the whole run takes a few seconds.
+//! `CLAWLESS_BENCH_BIN=<path>` runs the same flood against another build of `clawless`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -22,6 +23,9 @@ use tokio::net::TcpStream;
 const SECRET: &str = "load-secret";
 const IDLE: usize = 2_000;
 const SLOW: usize = 400;
+/// Bounds on the flood: each connect, and all of it.
+const CONNECT_LIMIT: Duration = Duration::from_millis(500);
+const FLOOD_LIMIT: Duration = Duration::from_secs(15);
 /// The client's own sockets: the flood, the posts, the fakes' connections.
 const CLIENT_NOFILE: u64 = 4_096;
 /// The server's descriptor limit: the common default, the one the flood used to exhaust.
@@ -55,7 +59,7 @@ async fn run() {
     let pid = server.child.id();
     println!(
         "server: {} (pid {pid}), open files limit {}",
-        env!("CARGO_BIN_EXE_clawless"),
+        binary(),
         nofile_of(pid).unwrap_or_default()
     );
 
@@ -106,19 +110,28 @@ async fn flood(url: String, flooding: Arc<AtomicBool>) -> (Vec<TcpStream>, usize
          Content-Length: {}\r\n\r\n",
         2 * 1024 * 1024
     );
-    let chunk = vec![b' '; 64 * 1024];
+    let half = vec![b' '; 1024 * 1024];
     let mut idle = Vec::with_capacity(IDLE + SLOW);
     let mut slow = 0;
+    // A server that no longer accepts fills its backlog, and a connect then waits for SYN
+    // retries: each connect and the whole flood are bounded.
+    let deadline = Instant::now() + FLOOD_LIMIT;
     for i in 0..IDLE + SLOW {
-        let Ok(mut s) = TcpStream::connect(&addr).await else {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let connect = tokio::time::timeout(CONNECT_LIMIT, TcpStream::connect(&addr));
+        let Ok(Ok(mut s)) = connect.await else {
             continue;
         };
         // Every sixth connection is an upload, spread through the flood.
         if i % 6 == 5 && slow < SLOW {
-            if s.write_all(head.as_bytes()).await.is_ok() {
+            let sent = tokio::time::timeout(CONNECT_LIMIT, s.write_all(head.as_bytes())).await;
+            if matches!(sent, Ok(Ok(()))) {
                 slow += 1;
             }
-            let _ = s.write_all(&chunk).await;
+            // Half the body; a server that refused at the head has closed already.
+            let _ = tokio::time::timeout(CONNECT_LIMIT, s.write_all(&half)).await;
         }
         idle.push(s);
     }
@@ -195,7 +208,7 @@ async fn start(data: &std::path::Path, tg: &str, llm: &str) -> Server {
         .args([
             "-c",
             &format!("ulimit -n {SERVER_NOFILE} && exec \"$0\" \"$@\""),
-            env!("CARGO_BIN_EXE_clawless"),
+            &binary(),
             "serve",
             "--listen",
             &listen,
@@ -231,6 +244,11 @@ async fn start(data: &std::path::Path, tg: &str, llm: &str) -> Server {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("the server did not become healthy");
+}
+
+/// The `clawless` under test: this build's, or `CLAWLESS_BENCH_BIN`.
+fn binary() -> String {
+    std::env::var("CLAWLESS_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_clawless").into())
 }
 
 /// Raises this process's soft descriptor limit to `CLIENT_NOFILE` (within the hard limit)
