@@ -6,12 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
 use clawless_core::{App, Drained};
 use serde_json::{json, Value};
 
 use crate::invoke::Invoker;
-
-pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 
 /// A drain waits inside the invocation for a retry due within this long; later ones are left
 /// to the scheduled sweep.
@@ -70,24 +69,25 @@ impl Shell {
         }
     }
 
+    /// A Function URL request: routed by the core; a webhook is authorized before its body
+    /// is decoded, and one over the cap is refused without decoding it.
     async fn http(&self, method: &str, path: &str, event: &Value) -> Value {
-        if method == "GET" && path == "/healthz" {
-            return response(200, "ok");
-        }
-        let Some(connector) = path
-            .strip_prefix("/telegram/")
-            .filter(|c| !c.is_empty() && !c.contains('/'))
-        else {
-            return response(404, "not found");
+        let connector = match route(method, path) {
+            Route::Webhook(connector) => connector,
+            Route::Health => return response(200, "ok"),
+            Route::MethodNotAllowed => return response(405, "method not allowed"),
+            Route::NotFound => return response(404, "not found"),
         };
-        if method != "POST" {
-            return response(405, "method not allowed");
-        }
         let secret = event
-            .pointer(&format!("/headers/{SECRET_HEADER}"))
+            .get("headers")
+            .and_then(|h| h.get(SECRET_HEADER))
             .and_then(Value::as_str);
-        let Some(body) = body(event) else {
-            return response(400, "unreadable body");
+        if let Err(refused) = self.app.authorize_webhook(connector, secret) {
+            return response(refused.status, refused.body);
+        }
+        let body = match body(event) {
+            Ok(body) => body,
+            Err(refused) => return refused,
         };
         let reply = self.app.handle_webhook(connector, secret, &body).await;
         if let Some(lane) = &reply.lane {
@@ -125,14 +125,33 @@ fn response(status: u16, body: &str) -> Value {
     json!({"statusCode": status, "headers": {"content-type": "text/plain"}, "body": body})
 }
 
-/// The request body, base64-decoded when the Function URL encoded it.
-fn body(event: &Value) -> Option<Vec<u8>> {
+/// The request body, base64-decoded when the Function URL encoded it; a body over
+/// [`MAX_UPDATE_BYTES`] is refused (413) before it is decoded, an undecodable one with 400.
+fn body(event: &Value) -> Result<Vec<u8>, Value> {
     let text = event.get("body").and_then(Value::as_str).unwrap_or("");
-    if event.get("isBase64Encoded").and_then(Value::as_bool) == Some(true) {
-        base64_decode(text)
+    let encoded = event.get("isBase64Encoded").and_then(Value::as_bool) == Some(true);
+    let size = if encoded {
+        base64_decoded_len(text)
     } else {
-        Some(text.as_bytes().to_vec())
+        text.len()
+    };
+    if size > MAX_UPDATE_BYTES {
+        tracing::warn!(bytes = size, "webhook body over the cap; refused");
+        return Err(response(413, "payload too large"));
     }
+    if !encoded {
+        return Ok(text.as_bytes().to_vec());
+    }
+    base64_decode(text).ok_or_else(|| response(400, "unreadable body"))
+}
+
+/// The length `text` decodes to as base64 (whitespace and padding skipped), without decoding.
+fn base64_decoded_len(text: &str) -> usize {
+    let symbols = text
+        .bytes()
+        .filter(|&c| !c.is_ascii_whitespace() && c != b'=')
+        .count();
+    symbols * 3 / 4
 }
 
 /// Standard base64 with padding; `None` on any other character.
@@ -179,6 +198,13 @@ mod tests {
         assert_eq!(base64_decode("e30=").unwrap(), b"{}");
         assert_eq!(base64_decode("YQ==").unwrap(), b"a");
         assert!(base64_decode("*").is_none());
+        for text in ["aGVsbG8gd29ybGQ=", "e30=", "YQ==", "YWI=", "YWJj", ""] {
+            assert_eq!(
+                base64_decoded_len(text),
+                base64_decode(text).unwrap().len(),
+                "{text}"
+            );
+        }
     }
 
     #[test]

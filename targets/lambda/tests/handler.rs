@@ -162,3 +162,50 @@ async fn the_schedule_sweeps_pending_work() {
     assert_eq!(shell.handle(scheduled).await["swept"], true);
     assert_eq!(sent(&http), ["Hello from Lambda."]);
 }
+
+/// A Function URL event whose body the Function URL base64-encoded as `encoded`.
+fn encoded_event(encoded: &str, secret: Option<&str>) -> Value {
+    let mut ev = common::url_event("/telegram/main", &json!({}), secret);
+    ev["body"] = json!(encoded);
+    ev["isBase64Encoded"] = json!(true);
+    ev
+}
+
+#[tokio::test]
+async fn the_secret_is_checked_before_the_body_is_decoded() {
+    let (shell, recorder, http) = shell();
+    // Not base64: decoding it would answer 400.
+    for secret in [Some("nope"), None] {
+        let resp = shell.handle(encoded_event("*not base64*", secret)).await;
+        assert_eq!(resp["statusCode"], 401, "{secret:?}");
+    }
+    let resp = shell
+        .handle(encoded_event("*not base64*", Some("lambda-secret")))
+        .await;
+    assert_eq!(resp["statusCode"], 400, "with the secret it is decoded");
+    assert!(recorder.0.lock().unwrap().is_empty());
+    assert!(http.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_body_over_the_cap_is_413_without_decoding_it() {
+    use clawless_core::shell::MAX_UPDATE_BYTES;
+    let (shell, recorder, _http) = shell();
+    // Over the cap and not base64: a 413 (not a 400) shows it was never decoded.
+    let huge = "*".repeat(MAX_UPDATE_BYTES * 2);
+    let resp = shell
+        .handle(encoded_event(&huge, Some("lambda-secret")))
+        .await;
+    assert_eq!(resp["statusCode"], 413);
+    // A plain body over the cap.
+    let mut ev = common::url_event("/telegram/main", &json!({}), Some("lambda-secret"));
+    ev["body"] = json!(" ".repeat(MAX_UPDATE_BYTES + 1));
+    assert_eq!(shell.handle(ev).await["statusCode"], 413);
+    assert!(recorder.0.lock().unwrap().is_empty());
+    // Routes come from the core: a wrong method is 405, a deeper path 404.
+    let mut get = common::url_event("/telegram/main", &json!({}), Some("lambda-secret"));
+    get["requestContext"]["http"]["method"] = json!("GET");
+    assert_eq!(shell.handle(get).await["statusCode"], 405);
+    let deeper = common::url_event("/telegram/main/x", &json!({}), Some("lambda-secret"));
+    assert_eq!(shell.handle(deeper).await["statusCode"], 404);
+}

@@ -10,12 +10,17 @@
 //! - [`fs`]: the Files port over a directory.
 //! - Http and Clock come from `clawless_platform::native_io` (shared with the Lambda).
 //! - [`runner`]: drains lanes after the ack, sweeps on a timer, drains in-flight work on stop.
-//! - [`server`]: the webhook server (`POST /telegram/<connector>`, `GET /healthz`).
+//! - [`listen`]: the webhook listener: accept loop, timeouts, shutdown deadline.
+//! - [`conns`]: its open connections: the cap, and idle ones giving way at it.
+//! - [`server`]: the webhook service (`POST /telegram/<connector>`, `GET /healthz`): checks
+//!   before it reads.
 //! - [`poll`]: long polling with `getUpdates`.
 //! - [`setup`]: reading env, config and data dir into an `App`.
 
+pub mod conns;
 pub mod fs;
 pub mod index;
+pub mod listen;
 pub mod poll;
 pub mod runner;
 pub mod server;

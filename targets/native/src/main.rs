@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use clawless_core::admin::AdminError;
 use clawless_core::memory::scope::MemoryOwner;
-use clawless_native::{poll, runner, server, setup};
+use clawless_native::{listen, poll, runner, server, setup};
 
 const GRACE: Duration = Duration::from_secs(20);
 
@@ -236,6 +236,7 @@ async fn run_polling() -> Result<()> {
 }
 
 async fn serve(addr: &str) -> Result<()> {
+    let limits = setup::limits(&setup::env()).map_err(|e| ConfigProblem(format!("{e:#}")))?;
     let n = build().await?;
     require_ready(&n)?;
     if let Some(env) = n.app.missing_webhook_secrets().first() {
@@ -256,11 +257,12 @@ async fn serve(addr: &str) -> Result<()> {
     ));
     tracing::info!(%local, config = %n.config_source, "clawless serving webhooks at POST /telegram/<connector>");
     let mut rx = stop_rx.clone();
-    let server = axum::serve(listener, server::router(n.app.clone(), kicker))
-        .with_graceful_shutdown(async move {
-            let _ = rx.changed().await;
-        });
-    let server = tokio::spawn(async move { server.await });
+    let webhook = server::Webhook::new(n.app.clone(), kicker, limits.body_timeout);
+    // On stop the listener and the runner wind down side by side: within the shutdown
+    // deadline and the runner's grace, whatever clients do.
+    let server = tokio::spawn(listen::serve(listener, webhook, limits, async move {
+        let _ = rx.changed().await;
+    }));
     shutdown_signal().await;
     let _ = stop_tx.send(true);
     let _ = server.await;

@@ -1,45 +1,117 @@
-//! The webhook server: `POST /telegram/<connector>` acknowledges after storing the update,
-//! `GET /healthz` answers `ok`.
+//! The webhook service: `POST /telegram/<connector>` acknowledges after storing the update,
+//! `GET /healthz` answers `ok`. Routing is core's ([`clawless_core::shell::route`]).
+//!
+//! A webhook is checked before its body is read: first the connector and the secret, then the
+//! declared length, and only then is the body read, capped at
+//! [`clawless_core::shell::MAX_UPDATE_BYTES`] and under a deadline. Without the secret a
+//! client costs a parsed head and nothing more. Every refusal closes the connection.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{get, post};
-use axum::Router;
+use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
 use clawless_core::App;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Body, Bytes};
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
+use hyper::{HeaderMap, Request, Response, StatusCode};
 
 use crate::runner::Kicker;
 
-pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
+/// A response with its whole body in memory.
+pub type Reply = Response<Full<Bytes>>;
 
+/// The error a request body may fail with.
+type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What answering a request needs: the app, the drainer to kick after an ack, and how long a
+/// webhook body may take to arrive.
 #[derive(Clone)]
-struct AppState {
+pub struct Webhook {
     app: Arc<App>,
     kicker: Kicker,
+    body_timeout: Duration,
 }
 
-pub fn router(app: Arc<App>, kicker: Kicker) -> Router {
-    Router::new()
-        .route("/telegram/{connector}", post(webhook))
-        .route("/healthz", get(|| async { "ok" }))
-        .with_state(AppState { app, kicker })
-}
-
-async fn webhook(
-    State(s): State<AppState>,
-    Path(connector): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> (StatusCode, &'static str) {
-    let secret = headers.get(SECRET_HEADER).and_then(|v| v.to_str().ok());
-    let reply = s.app.handle_webhook(&connector, secret, &body).await;
-    if let Some(lane) = reply.lane {
-        s.kicker.kick(lane);
+impl Webhook {
+    pub fn new(app: Arc<App>, kicker: Kicker, body_timeout: Duration) -> Self {
+        Self {
+            app,
+            kicker,
+            body_timeout,
+        }
     }
-    (
-        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        reply.body,
-    )
+
+    /// Answers one request.
+    pub async fn handle<B>(&self, req: Request<B>) -> Reply
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BodyError>,
+    {
+        let (head, body) = req.into_parts();
+        match route(head.method.as_str(), head.uri.path()) {
+            Route::Health => respond(200, "ok"),
+            Route::Webhook(connector) => self.webhook(connector, &head.headers, body).await,
+            Route::MethodNotAllowed => respond(405, "method not allowed"),
+            Route::NotFound => respond(404, "not found"),
+        }
+    }
+
+    /// Authorizes, reads the body, then hands it to the core and kicks the lane it names.
+    async fn webhook<B>(&self, connector: &str, headers: &HeaderMap, body: B) -> Reply
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BodyError>,
+    {
+        let secret = headers.get(SECRET_HEADER).and_then(|v| v.to_str().ok());
+        if let Err(refused) = self.app.authorize_webhook(connector, secret) {
+            return respond(refused.status, refused.body);
+        }
+        let body = match read_capped(body, self.body_timeout).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
+        };
+        let reply = self.app.handle_webhook(connector, secret, &body).await;
+        if let Some(lane) = reply.lane {
+            self.kicker.kick(lane);
+        }
+        respond(reply.status, reply.body)
+    }
 }
+
+/// Reads a body of at most `MAX_UPDATE_BYTES` within `timeout`. A declared length over the
+/// cap (hyper's size hint is the parsed Content-Length) is refused before a byte is read; a
+/// body without one is cut off at the cap.
+async fn read_capped<B>(body: B, timeout: Duration) -> Result<Bytes, Reply>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BodyError>,
+{
+    if body.size_hint().lower() > MAX_UPDATE_BYTES as u64 {
+        return Err(respond(413, "payload too large"));
+    }
+    let read = Limited::new(body, MAX_UPDATE_BYTES).collect();
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => Err(respond(413, "payload too large")),
+        Ok(Err(_)) => Err(respond(400, "unreadable body")),
+        Err(_) => Err(respond(408, "request timeout")),
+    }
+}
+
+/// A plain-text reply. Anything but a success also closes the connection: a client refused
+/// once must connect again, and an unread body is never drained.
+pub(crate) fn respond(status: u16, body: &'static str) -> Reply {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut reply = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *reply.status_mut() = status;
+    let headers = reply.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    if !status.is_success() {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    reply
+}
+
+#[cfg(test)]
+mod tests;

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clawless_core::{App, Config, ConfigFiles, Env};
@@ -10,6 +11,7 @@ use clawless_platform::{Clock, Platform};
 
 use crate::fs::FsFiles;
 use crate::index::{SqlText, SqlVectors};
+use crate::listen::Limits;
 use crate::store::{Db, SqlKv, KV_SCHEMA};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 
@@ -26,6 +28,42 @@ pub struct Native {
 /// The process environment as the core's `Env`.
 pub fn env() -> Env {
     Env::from_pairs(std::env::vars())
+}
+
+/// The webhook listener's limits: the defaults, each replaced by its variable when set:
+/// `CLAWLESS_HEADER_TIMEOUT`, `CLAWLESS_BODY_TIMEOUT`, `CLAWLESS_SHUTDOWN_DEADLINE` (seconds,
+/// fractions allowed) and `CLAWLESS_MAX_CONNECTIONS`.
+pub fn limits(env: &Env) -> Result<Limits> {
+    let default = Limits::default();
+    Ok(Limits {
+        header_timeout: seconds(env, "CLAWLESS_HEADER_TIMEOUT", default.header_timeout)?,
+        body_timeout: seconds(env, "CLAWLESS_BODY_TIMEOUT", default.body_timeout)?,
+        max_connections: count(env, "CLAWLESS_MAX_CONNECTIONS", default.max_connections)?,
+        shutdown_deadline: seconds(env, "CLAWLESS_SHUTDOWN_DEADLINE", default.shutdown_deadline)?,
+    })
+}
+
+/// A positive number of seconds from `name`, or `default` when it is not set.
+fn seconds(env: &Env, name: &str, default: Duration) -> Result<Duration> {
+    let Some(text) = env.get(name) else {
+        return Ok(default);
+    };
+    text.parse::<f64>()
+        .ok()
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("{name} must be a positive number of seconds, not {text:?}"))
+}
+
+/// A positive count from `name`, or `default` when it is not set.
+fn count(env: &Env, name: &str, default: usize) -> Result<usize> {
+    let Some(text) = env.get(name) else {
+        return Ok(default);
+    };
+    text.parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .with_context(|| format!("{name} must be a positive whole number, not {text:?}"))
 }
 
 /// `CLAWLESS_CONFIG`, else `./config` when it exists, else the config embedded at build time.

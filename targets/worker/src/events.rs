@@ -3,12 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
 use clawless_core::{App, Drained};
+use futures::StreamExt;
 use worker::{event, Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent};
 
 use crate::setup::shell;
-
-pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 
 /// `ctx.wait_until` work may run about 30 s past the response: a drain waits inline for a retry
 /// due within this long, later ones are left to the cron sweep.
@@ -20,9 +20,8 @@ fn start() {
 }
 
 #[event(fetch)]
-async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
+async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     let path = req.path();
-    let method = req.method();
     #[cfg(feature = "test-routes")]
     if let Some(suite) = path.strip_prefix("/__conformance/") {
         return crate::conformance::run(suite, &req, &env).await;
@@ -31,20 +30,18 @@ async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
     if path == "/__bench" {
         return crate::bench::run().await;
     }
-    if method == worker::Method::Get && path == "/healthz" {
-        return Response::ok("ok");
+    match route(req.method().as_ref(), &path) {
+        Route::Webhook(connector) => webhook(req, connector, &env, ctx).await,
+        Route::Health => Response::ok("ok"),
+        Route::MethodNotAllowed => Response::error("method not allowed", 405),
+        Route::NotFound => Response::error("not found", 404),
     }
-    let Some(connector) = path
-        .strip_prefix("/telegram/")
-        .filter(|c| !c.is_empty() && !c.contains('/'))
-        .map(str::to_owned)
-    else {
-        return Response::error("not found", 404);
-    };
-    if method != worker::Method::Post {
-        return Response::error("method not allowed", 405);
-    }
-    let shell = match shell(&env).await {
+}
+
+/// `POST /telegram/<connector>`: authorized before the body is read, the body read up to
+/// the cap, then acknowledged; the lane is drained after the response.
+async fn webhook(mut req: Request, connector: &str, env: &Env, ctx: Context) -> Result<Response> {
+    let shell = match shell(env).await {
         Ok(shell) => shell,
         Err(e) => {
             worker::console_error!("start-up failed: {e}");
@@ -52,18 +49,48 @@ async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
         }
     };
     let secret = req.headers().get(SECRET_HEADER).ok().flatten();
-    let Ok(body) = req.bytes().await else {
-        return Response::error("unreadable body", 400);
+    if let Err(refused) = shell.app.authorize_webhook(connector, secret.as_deref()) {
+        return Response::error(refused.body, refused.status);
+    }
+    let body = match read_capped(&mut req).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
     };
     let reply = shell
         .app
-        .handle_webhook(&connector, secret.as_deref(), &body)
+        .handle_webhook(connector, secret.as_deref(), &body)
         .await;
     if let Some(lane) = reply.lane {
         let app = shell.app.clone();
         ctx.wait_until(async move { drain(app, lane).await });
     }
     Ok(Response::ok(reply.body)?.with_status(reply.status))
+}
+
+/// The body, at most [`MAX_UPDATE_BYTES`]: a declared Content-Length over the cap is refused
+/// before a byte is read, and the read stops as soon as the cap is passed. `Err` is the reply.
+async fn read_capped(req: &mut Request) -> std::result::Result<Vec<u8>, Result<Response>> {
+    let too_large = || Response::error("payload too large", 413);
+    let declared = req.headers().get("content-length").ok().flatten();
+    let declared = declared.and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_UPDATE_BYTES as u64) {
+        return Err(too_large());
+    }
+    // A request without a body (a null stream) reads as empty.
+    let Ok(mut stream) = req.stream() else {
+        return Ok(Vec::new());
+    };
+    let mut body = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let Ok(chunk) = chunk else {
+            return Err(Response::error("unreadable body", 400));
+        };
+        if body.len() + chunk.len() > MAX_UPDATE_BYTES {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// Drains one lane after the response; whatever is left (a crash, a later retry) is picked up

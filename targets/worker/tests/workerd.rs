@@ -124,6 +124,42 @@ async fn scenarios_in_workerd() {
     assert_eq!(f.llm_count("hello"), 1, "the 401 never reached the model");
 }
 
+/// The webhook checks before it reads: a wrong secret or a declared length over the cap is
+/// refused while the body is still unsent (a Worker reading first would wait for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_refuses_before_reading_the_body() {
+    use clawless_core::shell::MAX_UPDATE_BYTES;
+    use std::time::Duration;
+    let (f, tg, llm) = fakes().await;
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", bot_vars(&tg, &llm), false);
+    let head = |secret: &str, length: usize| {
+        format!(
+            "POST /telegram/main HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+             X-Telegram-Bot-Api-Secret-Token: {secret}\r\nContent-Length: {length}\r\n\r\n"
+        )
+    };
+    let within = Duration::from_secs(10);
+    let unsigned = mf.status_for_head(&head("wrong", 2 << 20), within).await;
+    assert_eq!(unsigned, Some(401));
+    let oversized = mf
+        .status_for_head(&head(SECRET, MAX_UPDATE_BYTES + 1), within)
+        .await;
+    assert_eq!(oversized, Some(413));
+    // A body over the cap that is sent is refused as well; one at the cap is read.
+    let over = mf
+        .post_body(" ".repeat(MAX_UPDATE_BYTES + 1), Some(SECRET))
+        .await;
+    assert_eq!(over, 413);
+    assert_eq!(
+        mf.post_body(" ".repeat(MAX_UPDATE_BYTES), Some(SECRET))
+            .await,
+        200
+    );
+    // Routes come from the core.
+    assert_eq!(mf.get("/telegram/main").await.0, 405);
+    assert!(f.llm_requests.lock().unwrap().is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_recall_on_d1_vectors() {
     let (f, tg, llm) = fakes().await;

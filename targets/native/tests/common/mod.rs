@@ -1,6 +1,9 @@
-//! Shared helpers for the native tests: temp dirs.
+//! Shared helpers for the native tests: temp dirs, the binary as a child process, raw sockets.
 
 #![allow(dead_code)]
+
+pub mod bot;
+pub mod raw;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};

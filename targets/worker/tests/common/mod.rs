@@ -113,6 +113,22 @@ impl Miniflare {
         req.send().await.unwrap().status().as_u16()
     }
 
+    /// Sends `head` (a request head, no body) on a raw connection and returns the status of
+    /// the response, or `None` if none came within `within`: for bodies declared and never
+    /// sent.
+    pub async fn status_for_head(&self, head: &str, within: Duration) -> Option<u16> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.url.trim_start_matches("http://");
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(head.as_bytes()).await.unwrap();
+        let mut buf = [0u8; 12];
+        tokio::time::timeout(within, s.read_exact(&mut buf))
+            .await
+            .ok()?
+            .ok()?;
+        std::str::from_utf8(&buf[9..12]).ok()?.parse().ok()
+    }
+
     pub async fn control(&self, what: &str, body: &str) -> Value {
         let r = self
             .http
