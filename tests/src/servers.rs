@@ -143,44 +143,54 @@ async fn bot_api(
 }
 
 /// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "time" asks for the
-/// clock tool, "long" writes 6000+ characters, anything else is echoed.
-async fn llm(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) -> Json<Value> {
+/// clock tool, "long" writes 6000+ characters, "model down" always gets a 500, anything else
+/// is echoed.
+async fn llm(
+    State(f): State<Arc<Fakes>>,
+    Json(req): Json<Value>,
+) -> (axum::http::StatusCode, Json<Value>) {
     f.llm_requests.lock().unwrap().push(req.clone());
     while f.llm_hang.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let msgs = req["messages"].as_array().cloned().unwrap_or_default();
     let last = msgs.last().cloned().unwrap_or(Value::Null);
+    if last["content"][0]["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("model down"))
+    {
+        return (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"type": "error", "error": {"type": "api_error", "message": "overloaded"}})),
+        );
+    }
+    (axum::http::StatusCode::OK, Json(answer(&last)))
+}
+
+/// What the scripted model answers to the last message.
+fn answer(last: &Value) -> Value {
     if last["content"][0]["type"] == "tool_result" {
-        return Json(anthropic_text(&format!(
+        return anthropic_text(&format!(
             "Tool said: {}",
             last["content"][0]["content"].as_str().unwrap_or("")
-        )));
+        ));
     }
     let text = last["content"][0]["text"].as_str().unwrap_or("").to_owned();
     if let Some(fact) = text.strip_prefix("remember: ") {
-        return Json(anthropic_tool_use(
-            "toolu_mem",
-            "memory_write",
-            json!({"content": fact}),
-        ));
+        return anthropic_tool_use("toolu_mem", "memory_write", json!({"content": fact}));
     }
     if text.contains("time") {
-        return Json(anthropic_tool_use(
-            "toolu_e2e",
-            "current_time",
-            json!({"utc_offset": "UTC"}),
-        ));
+        return anthropic_tool_use("toolu_e2e", "current_time", json!({"utc_offset": "UTC"}));
     }
     if text.contains("long") {
-        return Json(anthropic_text(
+        return anthropic_text(
             &(0..120)
                 .map(|i| format!("Line {i:03} {}", "y".repeat(48)))
                 .collect::<Vec<_>>()
                 .join("\n"),
-        ));
+        );
     }
-    Json(anthropic_text(&format!("You said: {text}")))
+    anthropic_text(&format!("You said: {text}"))
 }
 
 pub async fn until(what: &str, cond: impl Fn() -> bool) {

@@ -14,7 +14,7 @@ use crate::invoke::Invoker;
 
 /// A drain waits inside the invocation for a retry due within this long; later ones are left
 /// to the scheduled sweep.
-pub const MAX_INLINE_WAIT: Duration = Duration::from_secs(20);
+pub const MAX_INLINE_WAIT: Duration = Duration::from_secs(30);
 
 pub struct Shell {
     pub app: Arc<App>,
@@ -100,23 +100,8 @@ impl Shell {
     }
 
     async fn drain(&self, lane: &str) {
-        for _ in 0..8 {
-            match self.app.drain(lane).await {
-                Ok(Drained::RetryAt(at)) => {
-                    let wait =
-                        Duration::from_millis(at.saturating_sub(self.app.platform.clock.now_ms()));
-                    if wait > MAX_INLINE_WAIT {
-                        tracing::info!(lane, retry_at = at, "left for the scheduled sweep");
-                        return;
-                    }
-                    self.app.platform.clock.sleep(wait).await;
-                }
-                Ok(_) => return,
-                Err(e) => {
-                    tracing::error!(lane, error = %e, "drain failed; the sweep will retry");
-                    return;
-                }
-            }
+        if let Err(e) = self.app.drain_within(lane, MAX_INLINE_WAIT).await {
+            tracing::error!(lane, error = %e, "drain failed; the sweep will retry");
         }
     }
 }

@@ -139,3 +139,41 @@ async fn a_killed_invocation_is_answered_by_the_scheduled_sweep() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(f.sent_to(OWNER_ID).len(), 1);
 }
+
+/// A model that keeps failing: the drain invocation retries inline (3, 6, 12 s backoff), then
+/// tells the user, all without the schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_model_gets_its_error_reply_within_a_minute() {
+    let moto = common::moto();
+    let client = common::dynamo_client(&moto).await;
+    common::create_table(&client, "clawless-failing").await;
+    let (f, tg, llm) = fakes().await;
+    let (emu, runtime) = start_emulator().await;
+    let _function = start_function(&runtime, &moto.url, "clawless-failing", &tg, &llm);
+    let posted = Instant::now();
+    let r = emu
+        .invoke(common::url_event(
+            "/telegram/main",
+            &text_update(1, "model down please"),
+            Some(SECRET),
+        ))
+        .await;
+    assert_eq!(r["statusCode"], 200);
+    while f.sent_to(OWNER_ID).is_empty() {
+        assert!(
+            posted.elapsed() < Duration::from_secs(60),
+            "no reply within a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!(
+        "lambda: error reply {:.1} s after the update (model failing, no schedule)",
+        posted.elapsed().as_secs_f64()
+    );
+    let sent = f.sent_to(OWNER_ID);
+    assert!(
+        sent[0].starts_with("Sorry, I could not answer that"),
+        "{sent:?}"
+    );
+    assert!(!sent[0].contains("overloaded"), "no raw body: {sent:?}");
+}

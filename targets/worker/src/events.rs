@@ -12,7 +12,7 @@ use crate::setup::shell;
 
 /// `ctx.wait_until` work may run about 30 s past the response: a drain waits inline for a retry
 /// due within this long, later ones are left to the cron sweep.
-pub const MAX_INLINE_WAIT: Duration = Duration::from_secs(10);
+pub const MAX_INLINE_WAIT: Duration = Duration::from_secs(15);
 
 #[event(start)]
 fn start() {
@@ -96,22 +96,8 @@ async fn read_capped(req: &mut Request) -> std::result::Result<Vec<u8>, Result<R
 /// Drains one lane after the response; whatever is left (a crash, a later retry) is picked up
 /// by the cron sweep.
 async fn drain(app: Arc<App>, lane: String) {
-    for _ in 0..8 {
-        match app.drain(&lane).await {
-            Ok(Drained::RetryAt(at)) => {
-                let wait = Duration::from_millis(at.saturating_sub(app.platform.clock.now_ms()));
-                if wait > MAX_INLINE_WAIT {
-                    worker::console_log!("lane {lane}: retry left for the cron sweep");
-                    return;
-                }
-                app.platform.clock.sleep(wait).await;
-            }
-            Ok(_) => return,
-            Err(e) => {
-                worker::console_error!("lane {lane}: drain failed, the sweep will retry: {e}");
-                return;
-            }
-        }
+    if let Err(e) = app.drain_within(&lane, MAX_INLINE_WAIT).await {
+        worker::console_error!("lane {lane}: drain failed, the sweep will retry: {e}");
     }
 }
 

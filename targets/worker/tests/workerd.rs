@@ -37,7 +37,37 @@ async fn conformance_suites_pass_on_the_worker_bindings() {
 async fn the_release_worker_has_no_conformance_route() {
     let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", json!({}), false);
     assert_eq!(mf.get("/__conformance/kv").await.0, 404);
+    // The bench route sits behind its own cfg: the release build lacks it too.
+    assert_eq!(mf.get("/__bench").await.0, 404);
     assert_eq!(mf.get("/healthz").await, (200, "ok".to_owned()));
+}
+
+/// A model that keeps failing: the Worker retries inside the invocation (3, 6, 12 s backoff,
+/// each wait within its inline limit), then tells the user, all without the cron.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_model_gets_its_error_reply_within_a_minute() {
+    let (f, tg, llm) = fakes().await;
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", bot_vars(&tg, &llm), false);
+    let posted = std::time::Instant::now();
+    mf.post_update(&text_update(1, "model down please"), Some(SECRET))
+        .await;
+    while f.sent_to(OWNER_ID).is_empty() {
+        assert!(
+            posted.elapsed() < std::time::Duration::from_secs(60),
+            "no reply within a minute"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    println!(
+        "worker: error reply {:.1} s after the update (model failing, no cron)",
+        posted.elapsed().as_secs_f64()
+    );
+    let sent = f.sent_to(OWNER_ID);
+    assert!(
+        sent[0].starts_with("Sorry, I could not answer that"),
+        "{sent:?}"
+    );
+    assert!(!sent[0].contains("overloaded"), "no raw body: {sent:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
