@@ -184,14 +184,8 @@ impl Kv for MemoryKv {
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
-        let map = self.lock();
-        Ok(map
-            .range(prefix.to_owned()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .filter(|(_, e)| self.live(e))
-            .map(|(k, _)| k.clone())
-            .take(limit)
-            .collect())
+        // Every key sorts after "": the whole prefix.
+        self.list_after(prefix, "", limit).await
     }
 
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {

@@ -193,6 +193,16 @@ fn answer(last: &Value) -> Value {
     anthropic_text(&format!("You said: {text}"))
 }
 
+/// Waits until `cond` holds, at most `limit`; returns how long it took (fails past it).
+pub async fn within(what: &str, limit: Duration, cond: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    start.elapsed()
+}
+
 pub async fn until(what: &str, cond: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !cond() {

@@ -223,28 +223,8 @@ impl Kv for SqlKv {
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, PortError> {
-        let (prefix, now) = (prefix.to_owned(), self.clock.now_ms() as i64);
-        let limit = limit.min(i64::MAX as usize) as i64;
-        self.db
-            .call(move |c| {
-                block_on(async {
-                    let mut rows = c
-                        .query(
-                            "SELECT key FROM kv WHERE key >= ?1 AND substr(key, 1, length(?1)) = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY key LIMIT ?3",
-                            params![prefix, now, limit],
-                        )
-                        .await
-                        .map_err(db_err)?;
-                    let mut out = Vec::new();
-                    while let Some(row) = rows.next().await.map_err(db_err)? {
-                        if let Some(k) = read_bytes(row.get_value(0).map_err(db_err)?) {
-                            out.push(String::from_utf8_lossy(&k).into_owned());
-                        }
-                    }
-                    Ok(out)
-                })
-            })
-            .await
+        // Every key sorts after "": the whole prefix.
+        self.list_after(prefix, "", limit).await
     }
 
     async fn list_after(

@@ -249,17 +249,8 @@ impl Kv for D1Kv {
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
-        let rows = self
-            .d1
-            .rows(
-                "SELECT key FROM kv WHERE key >= ?1 AND substr(key, 1, length(?1)) = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY key LIMIT ?3",
-                &[Arg::Text(prefix), self.now(), Arg::Int(limit as i64)],
-            )
-            .await?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| r.first().and_then(Cell::text))
-            .collect())
+        // Every key sorts after "": the whole prefix.
+        self.list_after(prefix, "", limit).await
     }
 
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
