@@ -74,10 +74,19 @@ impl Fakes {
     pub async fn assert_scenario_outcome(&self, greeting: &str) {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(self.llm_count(greeting), 1, "{greeting:?} answered once");
+        // The stranger's words (fixture `stranger_private`: "hello bot") never reached the
+        // model, and what the stranger got is the notice with their id, not an answer.
         assert_eq!(
-            self.llm_count("Eve"),
+            self.llm_count("hello bot"),
             0,
             "the stranger never reached the model"
+        );
+        let to_stranger = self.sent_to(fixtures::STRANGER_ID);
+        assert!(
+            to_stranger.len() == 1
+                && to_stranger[0].contains("private assistant")
+                && to_stranger[0].contains(&fixtures::STRANGER_ID.to_string()),
+            "the stranger got one notice with their id: {to_stranger:?}"
         );
         assert_eq!(self.sent_to(fixtures::GROUP_ID), ["You said: what is 2+2?"]);
         assert!(self.sent().iter().all(|b| b["text"]
