@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
-use clawless_core::{App, Drained};
+use clawless_core::App;
 use serde_json::{json, Value};
 
 use crate::invoke::Invoker;
