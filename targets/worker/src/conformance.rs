@@ -1,4 +1,4 @@
-//! Test-only route (feature `conformance`): `GET /__conformance/<suite>` runs one port
+//! Test-only route (feature `test-routes`): `GET /__conformance/<suite>` runs one port
 //! conformance suite on the real bindings in workerd and answers `pass`. A failed check
 //! panics, which workerd turns into an error response: the test script treats anything but
 //! `200 pass` as a failure.
