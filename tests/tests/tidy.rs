@@ -138,3 +138,22 @@ fn kv_keys_are_built_only_in_the_keys_module() {
         }
     }
 }
+
+#[test]
+fn no_rust_file_is_over_600_lines() {
+    let mut files = Vec::new();
+    for dir in ["core", "platform", "targets", "tests", "fuzz"] {
+        let dir = root().join(dir);
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
+        }
+    }
+    let long: Vec<_> = files
+        .iter()
+        .filter_map(|f| {
+            let n = std::fs::read_to_string(f).unwrap().lines().count();
+            (n > 600).then(|| format!("{} ({n} lines)", f.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these files: {long:?}");
+}

@@ -221,3 +221,14 @@ impl Harness {
         assert!(v.is_empty(), "Bot API spec violations: {v:?}");
     }
 }
+
+/// The owner's daily note of 2023-11-14 (the fake clock's day), empty when absent.
+pub async fn daily(h: &Harness) -> String {
+    let bytes = h
+        .platform
+        .files
+        .read("memory/assistant/main/u111111111/memory/2023-11-14.md")
+        .await
+        .unwrap_or_default();
+    String::from_utf8(bytes).unwrap()
+}
