@@ -81,7 +81,13 @@ impl Miniflare {
             child,
             url: ready["url"].as_str().unwrap().to_owned(),
             control: ready["control"].as_str().unwrap().to_owned(),
-            http: reqwest::Client::new(),
+            // A fresh connection per request, as Telegram's are: a refusal that leaves the
+            // body unread may close the connection, and a pooled one would then fail the
+            // next request.
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .unwrap(),
             logs,
         }
     }
