@@ -161,12 +161,15 @@ async fn reqwest_http_connection_refused_is_unavailable() {
     let err = ReqwestHttp::new()
         .unwrap()
         .send(HttpRequest::get(
-            format!("http://127.0.0.1:{port}/"),
+            format!("http://127.0.0.1:{port}/bot123456:SECRET-TOKEN/getMe"),
             Duration::from_secs(2),
         ))
         .await
         .unwrap_err();
     assert_eq!(err.kind, clawless_platform::ErrorKind::Unavailable);
+    // Bot API URLs hold the token: the error (which is logged) never carries the URL.
+    assert!(!err.to_string().contains("SECRET-TOKEN"), "{err}");
+    assert!(!format!("{err:?}").contains("SECRET-TOKEN"), "{err:?}");
 }
 
 #[tokio::test]
