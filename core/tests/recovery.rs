@@ -12,7 +12,9 @@ use std::task::Poll;
 use std::time::Duration;
 
 use clawless_core::Drained;
-use clawless_platform::{async_trait, Clock, FakeClock, FakeHttp, Http, HttpRequest, HttpResponse};
+use clawless_platform::{
+    async_trait, Clock, FakeClock, FakeHttp, Http, HttpRequest, HttpResponse, Kv,
+};
 use clawless_testkit::llm::anthropic_text;
 use futures::executor::block_on;
 use support::{Harness, Wire, LLM};
@@ -133,5 +135,81 @@ fn a_chat_with_a_huge_backlog_never_hides_the_others_from_the_sweep() {
         h.script(200, anthropic_text("not forgotten"));
         h.app.sweep().await.unwrap();
         assert_eq!(h.sent_texts(), ["not forgotten"]);
+    });
+}
+
+/// A Kv that, when a lane's lease is released, first stores one more job in that lane: an
+/// update accepted by another invocation in the instant the drainer let go.
+struct AcceptOnRelease {
+    inner: Arc<dyn Kv>,
+    job: std::sync::Mutex<Option<(String, Vec<u8>)>>,
+}
+
+#[async_trait]
+impl Kv for AcceptOnRelease {
+    async fn get(&self, key: &str) -> clawless_platform::Result<Option<Vec<u8>>> {
+        self.inner.get(key).await
+    }
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: Option<Duration>,
+    ) -> clawless_platform::Result<()> {
+        self.inner.put(key, value, ttl).await
+    }
+    async fn delete(&self, key: &str) -> clawless_platform::Result<()> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
+        self.inner.list(prefix, limit).await
+    }
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<Duration>,
+    ) -> clawless_platform::Result<bool> {
+        if key.starts_with("lease/") && expected.is_some() && new.is_none() {
+            let job = self.job.lock().unwrap().take();
+            if let Some((k, v)) = job {
+                self.inner.put(&k, &v, None).await?;
+            }
+        }
+        self.inner.compare_and_swap(key, expected, new, ttl).await
+    }
+}
+
+#[test]
+fn an_update_accepted_while_the_drainer_lets_go_is_not_stranded() {
+    block_on(async {
+        let config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
+        let lane = "main:111111111";
+        let late = clawless_core::inbox::Job {
+            connector: "main".into(),
+            update_id: 2,
+            update: clawless_testkit::fixtures::update("private_text", 2),
+            attempts: 0,
+            not_before_ms: 0,
+            checkpoint: None,
+        };
+        let job = (
+            format!("inbox/{lane}/{:020}", 2),
+            serde_json::to_vec(&late).unwrap(),
+        );
+        let h = Harness::with_ports(Wire::Anthropic, config, |platform, _, _| {
+            platform.kv = Arc::new(AcceptOnRelease {
+                inner: platform.kv.clone(),
+                job: std::sync::Mutex::new(Some(job)),
+            });
+        });
+        h.script(200, anthropic_text("first"));
+        h.script(200, anthropic_text("second"));
+        let accepted = h.accept_only("private_text", 1).await.unwrap();
+        assert_eq!(accepted, lane);
+        // One drain: the job that arrived as it released the lease is answered too.
+        assert_eq!(h.drain(lane).await, Drained::Idle);
+        assert_eq!(h.sent_texts(), ["first", "second"]);
     });
 }

@@ -53,8 +53,19 @@ impl Harness {
         config: Config,
         wrap: impl FnOnce(Arc<FakeHttp>, Arc<FakeClock>) -> Arc<dyn clawless_platform::Http>,
     ) -> Harness {
+        Self::with_ports(wire, config, |platform, http, clock| {
+            platform.http = wrap(http, clock);
+        })
+    }
+
+    /// A harness whose in-memory ports `adjust` may wrap or replace before the app is built.
+    pub fn with_ports(
+        wire: Wire,
+        config: Config,
+        adjust: impl FnOnce(&mut Platform, Arc<FakeHttp>, Arc<FakeClock>),
+    ) -> Harness {
         let (mut platform, clock, http) = Platform::in_memory();
-        platform.http = wrap(http.clone(), clock.clone());
+        adjust(&mut platform, http.clone(), clock.clone());
         let mut env = Env::from_pairs([
             ("TELEGRAM_BOT_TOKEN", TOKEN.to_string()),
             ("TELEGRAM_WEBHOOK_SECRET", SECRET.to_string()),
