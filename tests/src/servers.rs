@@ -67,6 +67,25 @@ impl Fakes {
 }
 
 impl Fakes {
+    /// After "model down please" was posted by the owner: the owner gets the error reply
+    /// within a minute, as a sentence (never the provider's body). Prints how long it took.
+    pub async fn assert_error_reply_within_a_minute(&self, shell: &str) {
+        let took = within("the error reply", Duration::from_secs(60), || {
+            !self.sent_to(fixtures::OWNER_ID).is_empty()
+        })
+        .await;
+        println!(
+            "{shell}: error reply {:.1} s after the update (model failing, no scheduler)",
+            took.as_secs_f64()
+        );
+        let sent = self.sent_to(fixtures::OWNER_ID);
+        assert!(
+            sent[0].starts_with("Sorry, I could not answer that"),
+            "{sent:?}"
+        );
+        assert!(!sent[0].contains("overloaded"), "no raw body: {sent:?}");
+    }
+
     /// The end state every shell's scenario test checks, after a short settle: `greeting`
     /// reached the model once (re-deliveries and a 401 with the same text did not add to it),
     /// the stranger never reached it, the group got one answer, every message fits 4096 UTF-16
