@@ -12,7 +12,6 @@
 mod common;
 
 use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
-
 use clawless_testkit::servers::{echo_server, fakes, recall_after_new, text_update, until};
 use common::{bot_vars, Miniflare, SECRET};
 use serde_json::json;
