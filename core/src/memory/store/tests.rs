@@ -102,3 +102,13 @@ fn unrelated_queries_fall_below_min_score() {
             .is_empty());
     });
 }
+
+#[test]
+fn huge_result_settings_do_not_overflow() {
+    // Found with the config fuzz target: `max_results * candidate_multiplier` overflowed.
+    let (mut m, _p) = store();
+    m.config.max_results = usize::MAX;
+    m.config.candidate_multiplier = usize::MAX;
+    let hits = block_on(m.search("assistant/main", "anything")).unwrap();
+    assert!(hits.is_empty());
+}
