@@ -67,6 +67,14 @@ pub struct SessionConfig {
     pub idle_minutes: u64,
 }
 
+impl SessionConfig {
+    /// `idle_minutes` in milliseconds. Saturating: a huge setting means "never idle" (found
+    /// with the config fuzz target: `idle_minutes * 60_000` overflowed).
+    pub fn idle_ms(&self) -> u64 {
+        self.idle_minutes.saturating_mul(60_000)
+    }
+}
+
 impl Default for SessionConfig {
     fn default() -> Self {
         Self {
@@ -85,6 +93,14 @@ pub struct InboxConfig {
     pub backoff_secs: u64,
     /// How long a processed update id is remembered to drop re-deliveries.
     pub dedupe_hours: u64,
+}
+
+impl InboxConfig {
+    /// How long a processed update id is remembered. Saturating: a huge `dedupe_hours` means
+    /// "always" (found with the config fuzz target: `dedupe_hours * 3600` overflowed).
+    pub fn dedupe_ttl(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.dedupe_hours.saturating_mul(3600))
+    }
 }
 
 impl Default for InboxConfig {
@@ -345,15 +361,11 @@ impl Config {
             );
         }
         for id in connectors.keys() {
-            if id.is_empty()
-                || !id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            {
+            if !valid_id(id) {
                 return Err(err(
                     "main.yaml",
                     format!("connectors.{id}"),
-                    "connector ids use letters, digits, _ and - only",
+                    "connector ids are 1 to 64 letters, digits, _ and -",
                 ));
             }
         }
@@ -435,22 +447,31 @@ impl Config {
     }
 }
 
+/// The longest connector or agent id. Both go into storage keys and memory paths (twice in a
+/// memory index key), which the Kv port caps at 512 bytes.
+pub const MAX_ID_LEN: usize = 64;
+
+/// A connector or agent id: 1 to [`MAX_ID_LEN`] ASCII letters, digits, `_` and `-`. (Found
+/// by fuzzing: a 600-character connector id passed, and every update to it failed to store.)
+#[cfg(feature = "yaml")]
+fn valid_id(id: &str) -> bool {
+    (1..=MAX_ID_LEN).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 #[cfg(feature = "yaml")]
 fn validate_agent(
     path: &str,
     a: &AgentConfig,
     providers: &BTreeMap<String, ProviderConfig>,
 ) -> Result<(), ConfigError> {
-    if a.id.is_empty()
-        || !a
-            .id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    if !valid_id(&a.id) {
         return Err(err(
             path,
             "id",
-            "agent ids use letters, digits, _ and - only",
+            "agent ids are 1 to 64 letters, digits, _ and -",
         ));
     }
     if a.models.is_empty() {

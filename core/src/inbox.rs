@@ -129,9 +129,12 @@ impl Inbox {
 
     /// Marks a job finished: remembered as seen, then removed from the lane.
     pub async fn finish(&self, key: &str, job: &Job) -> Result<(), PortError> {
-        let ttl = Duration::from_secs(self.config.dedupe_hours * 3600);
         self.kv
-            .put(&keys::seen(&job.connector, job.update_id), b"1", Some(ttl))
+            .put(
+                &keys::seen(&job.connector, job.update_id),
+                b"1",
+                Some(self.config.dedupe_ttl()),
+            )
             .await?;
         self.kv.delete(key).await
     }
@@ -144,7 +147,9 @@ impl Inbox {
             return Ok(None);
         }
         let delay = self.config.backoff_secs.saturating_mul(1000) << (job.attempts - 1).min(16);
-        job.not_before_ms = self.clock.now_ms() + delay;
+        // Saturating: a huge `backoff_secs` waits "forever" rather than overflowing (found
+        // with the config fuzz target).
+        job.not_before_ms = self.clock.now_ms().saturating_add(delay);
         self.save(key, job).await?;
         Ok(Some(job.not_before_ms))
     }
@@ -213,5 +218,48 @@ impl Inbox {
             lanes.push(lane.to_owned());
         }
         Ok(lanes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use clawless_platform::{FakeClock, MemoryKv};
+    use futures::executor::block_on;
+
+    #[test]
+    fn huge_settings_saturate_instead_of_overflowing() {
+        // Found with the config fuzz target: `dedupe_hours * 3600` and `now + backoff`
+        // overflowed for settings near u64::MAX.
+        let clock = Arc::new(FakeClock::new(1_700_000_000_000));
+        let inbox = Inbox {
+            kv: Arc::new(MemoryKv::new(clock.clone())),
+            clock,
+            config: InboxConfig {
+                max_attempts: 4,
+                backoff_secs: u64::MAX,
+                dedupe_hours: u64::MAX,
+            },
+        };
+        let mut job = Job {
+            connector: "main".into(),
+            update_id: 1,
+            update: Value::Null,
+            attempts: 0,
+            not_before_ms: 0,
+            checkpoint: None,
+        };
+        let key = keys::job("main:1", 1);
+        block_on(async {
+            assert!(inbox.accept("main:1", &job).await.unwrap());
+            assert_eq!(
+                inbox.retry_later(&key, &mut job).await.unwrap(),
+                Some(u64::MAX)
+            );
+            inbox.finish(&key, &job).await.unwrap();
+            assert!(!inbox.accept("main:1", &job).await.unwrap(), "still seen");
+        });
     }
 }

@@ -126,3 +126,54 @@ fn memory_settings_are_read_and_checked() {
     let e = Config::load(&with("main.yaml", "memory:\n  top_k: 3\n")).unwrap_err();
     assert!(e.message.contains("unknown field"), "{e}");
 }
+
+#[test]
+fn ids_fit_in_storage_keys() {
+    // Found by fuzzing: a connector id of some 600 characters loaded, and every update for it
+    // then failed to store (its inbox key was over the Kv port's 512 bytes).
+    let long = "m".repeat(MAX_ID_LEN + 1);
+    let e = Config::load(&with(
+        "main.yaml",
+        &format!("connectors:\n  main: {{}}\n  {long}: {{}}\n"),
+    ))
+    .unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.field),
+        ("main.yaml", format!("connectors.{long}"))
+    );
+    let e = Config::load(&with(
+        "agents.d/assistant.yaml",
+        &format!("id: {long}\nmodels: [openai/x]\n"),
+    ))
+    .unwrap_err();
+    assert_eq!(e.field, "id");
+
+    let most = "m".repeat(MAX_ID_LEN);
+    let cfg = Config::load(&with(
+        "main.yaml",
+        &format!("connectors:\n  main: {{}}\n  {most}: {{}}\n"),
+    ));
+    assert!(cfg.is_ok(), "{cfg:?}");
+}
+
+#[test]
+fn huge_durations_saturate() {
+    // Found with the config fuzz target: `idle_minutes * 60_000` and `dedupe_hours * 3600`
+    // overflowed for settings near u64::MAX (the loader accepts them).
+    let cfg = Config::load(&with(
+        "main.yaml",
+        "session: {idle_minutes: 18446744073709551615}\ninbox: {dedupe_hours: 18446744073709551615}\n",
+    ))
+    .unwrap();
+    assert_eq!(cfg.session.idle_ms(), u64::MAX);
+    assert_eq!(cfg.inbox.dedupe_ttl().as_secs(), u64::MAX);
+    assert_eq!(InboxConfig::default().dedupe_ttl().as_secs(), 48 * 3600);
+    assert_eq!(
+        SessionConfig {
+            idle_minutes: 2,
+            ..Default::default()
+        }
+        .idle_ms(),
+        120_000
+    );
+}

@@ -382,7 +382,9 @@ impl MemoryStore {
     /// the best keyword hit), weighted, at least `min_score`, best first.
     pub async fn search(&self, scope: &str, query: &str) -> Result<Vec<MemoryHit>, MemoryError> {
         let c = &self.config;
-        let k = c.max_results * c.candidate_multiplier.max(1);
+        // Saturating: found with the config fuzz target, `max_results * candidate_multiplier`
+        // overflowed for huge settings.
+        let k = c.max_results.saturating_mul(c.candidate_multiplier.max(1));
         let filter = BTreeMap::from([("scope".to_owned(), scope.to_owned())]);
         let qv = self
             .embedder

@@ -67,6 +67,12 @@ pub fn render_parts(markdown: &str) -> Vec<Part> {
 /// Renders `chunk`; when escaping grew it past the limit, splits it smaller and tries again.
 fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
     let html = to_html(chunk);
+    // Markup alone (an empty code span or block, found by fuzzing: "``" → `<code></code>`)
+    // shows nothing, and Telegram refuses an empty message: send the chunk as written.
+    if strip_html(&html).trim().is_empty() {
+        out.extend(plain_parts(chunk));
+        return;
+    }
     if utf16_len(&html) <= MAX_MESSAGE_LEN || budget <= 64 {
         out.push(Part {
             text: html,
@@ -115,7 +121,14 @@ pub fn split(text: &str, max: usize) -> Vec<String> {
         if let Some(fence) = open_fence(&chunk) {
             if !tail.trim().is_empty() {
                 chunk.push_str("\n```");
-                reopen = Some(fence);
+                // Reopened with its language only when the fence line is short: a long one
+                // (found by fuzzing) left no room for text after it, and the loop never
+                // advanced, pushing chunks until memory ran out.
+                reopen = Some(if utf16_len(&fence) <= max / 4 {
+                    fence
+                } else {
+                    "```".into()
+                });
             }
         }
         if !chunk.trim().is_empty() {

@@ -59,11 +59,18 @@ pub fn parse_offset(s: &str) -> Option<i64> {
     };
     let (h, m) = match rest.split_once(':') {
         Some((h, m)) => (h, m),
-        None if rest.len() == 4 => rest.split_at(2),
+        None if rest.len() == 4 => (rest.get(..2)?, rest.get(2..)?),
         None => (rest, "0"),
     };
+    // One or two digits each, checked before any arithmetic (found by fuzzing:
+    // "+0507440737095516150" overflowed `h * 60`, "+a€" was split inside a character, and
+    // "+-5" passed as an hour).
+    let two_digits = |s: &str| (1..=2).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit());
+    if !two_digits(h) || !two_digits(m) {
+        return None;
+    }
     let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
-    (h <= 14 && m < 60).then_some(sign * (h * 60 + m))
+    (h <= 14 && m < 60).then(|| sign * (h * 60 + m))
 }
 
 /// Formats `ms` since the epoch at `offset_min` as `2026-11-22 14:05:09 (Sunday), UTC+02:00`.
@@ -134,5 +141,21 @@ mod tests {
         assert_eq!(parse_offset("UTC+3"), Some(180));
         assert_eq!(parse_offset("Europe/Paris"), None);
         assert_eq!(parse_offset("+25:00"), None);
+    }
+
+    #[test]
+    fn refuses_offsets_that_are_not_hours_and_minutes() {
+        // Found by fuzzing: these overflowed, panicked on a char boundary, or were accepted.
+        for bad in [
+            "+0507440737095516150",
+            "+a€",
+            "+-5",
+            "+1:-30",
+            "+123:00",
+            "-99999999999999999999",
+        ] {
+            assert_eq!(parse_offset(bad), None, "{bad}");
+        }
+        assert_eq!(parse_offset("+2:30"), Some(150));
     }
 }

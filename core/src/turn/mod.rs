@@ -244,7 +244,7 @@ impl App {
         end: Option<(&Connector, &str)>,
     ) -> Result<session::Session, PortError> {
         let s = session::load(&*self.platform.kv, key).await?;
-        let idle = self.config.session.idle_minutes * 60_000;
+        let idle = self.config.session.idle_ms();
         if idle > 0
             && s.updated_ms > 0
             && self.platform.clock.now_ms().saturating_sub(s.updated_ms) > idle

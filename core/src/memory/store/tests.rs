@@ -407,3 +407,13 @@ fn forgetting_the_index_makes_the_next_reindex_index_everything() {
         assert_eq!(m.reindex("a/b/u1").await.unwrap(), 1);
     });
 }
+
+#[test]
+fn huge_result_settings_do_not_overflow() {
+    // Found with the config fuzz target: `max_results * candidate_multiplier` overflowed.
+    let (mut m, _p) = store();
+    m.config.max_results = usize::MAX;
+    m.config.candidate_multiplier = usize::MAX;
+    let hits = block_on(m.search("assistant/main", "anything")).unwrap();
+    assert!(hits.is_empty());
+}

@@ -91,3 +91,34 @@ fn escaping_heavy_text_stays_within_limit() {
     assert!(parts.len() >= 10, "{} parts", parts.len());
     assert!(parts.iter().all(|p| utf16_len(&p.text) <= MAX_MESSAGE_LEN));
 }
+
+#[test]
+fn markup_that_shows_nothing_is_sent_as_written() {
+    // Found by fuzzing: "``" rendered as `<code></code>`, an empty message Telegram refuses.
+    for md in ["``", "```", "```\n```", "# \n```"] {
+        let parts = render_parts(md);
+        assert_eq!(
+            parts,
+            vec![Part {
+                text: md.into(),
+                html: false,
+                document: None
+            }],
+            "{md:?}"
+        );
+    }
+}
+
+#[test]
+fn a_long_fence_line_does_not_stall_splitting() {
+    // Found by fuzzing: a fence line longer than the budget was reopened in full at the top
+    // of every chunk, leaving no room to advance; splitting looped until memory ran out.
+    let text = format!("```{}\ncode\n```\nafter", "x".repeat(5000));
+    let parts = render_parts(&text);
+    assert!(parts.len() <= 3, "{} parts", parts.len());
+    assert!(parts.iter().all(|p| utf16_len(&p.text) <= MAX_MESSAGE_LEN));
+    assert!(parts.iter().any(|p| p.text.contains("code")));
+    let chunks = split("```<\"\"_\"\"\"\u{1}\u{1}\u{0}`", 16);
+    assert!(chunks.len() <= 3, "{chunks:?}");
+    assert!(chunks.iter().all(|c| utf16_len(c) <= 16));
+}
