@@ -6,6 +6,7 @@ use clawless_platform::{KvExt, PortError};
 use serde_json::Value;
 
 use crate::app::App;
+use crate::ids::{ConnectorId, SessionKey};
 use crate::memory::scope::MemoryOwner;
 use crate::memory::store::{MemoryError, MemoryHit};
 use crate::session;
@@ -28,25 +29,28 @@ pub enum AdminError {
 
 impl App {
     /// The connectors' ids, in order.
-    pub fn connector_ids(&self) -> Vec<String> {
+    pub fn connector_ids(&self) -> Vec<ConnectorId> {
         self.connectors.keys().cloned().collect()
     }
 
     /// `name`, or the only connector when `name` is `None`; an error names the choices.
-    pub fn connector_id(&self, name: Option<&str>) -> Result<String, AdminError> {
+    pub fn connector_id(&self, name: Option<&str>) -> Result<ConnectorId, AdminError> {
         let ids = self.connector_ids();
         match name {
-            Some(n) if self.connectors.contains_key(n) => Ok(n.to_owned()),
+            Some(n) if self.connectors.contains_key(n) => Ok(ConnectorId::new(n)),
             None if ids.len() == 1 => Ok(ids[0].clone()),
             other => Err(AdminError::UnknownConnector(
                 other.unwrap_or("(none given)").to_owned(),
-                ids.join(", "),
+                ids.iter()
+                    .map(ConnectorId::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             )),
         }
     }
 
     /// Connectors nobody is allowed to talk to (everyone gets only their id back).
-    pub fn connectors_without_users(&self) -> Vec<String> {
+    pub fn connectors_without_users(&self) -> Vec<ConnectorId> {
         self.connectors
             .values()
             .filter(|c| c.allowed.is_empty())
@@ -73,12 +77,12 @@ impl App {
         out
     }
 
-    fn bot_of(&self, connector: &str) -> Result<&crate::app::Connector, AdminError> {
-        let id = self.connector_id(Some(connector))?;
+    fn bot_of(&self, connector: &ConnectorId) -> Result<&crate::app::Connector, AdminError> {
+        let id = self.connector_id(Some(connector.as_str()))?;
         let c = self
             .connectors
             .get(&id)
-            .ok_or_else(|| AdminError::UnknownConnector(id.clone(), String::new()))?;
+            .ok_or_else(|| AdminError::UnknownConnector(id.to_string(), String::new()))?;
         if !c.token_set {
             return Err(AdminError::NotSet(format!("set {} first", c.token_env)));
         }
@@ -87,7 +91,11 @@ impl App {
 
     /// Points Telegram at `url` for `connector` (`/telegram/<connector>` appended unless the
     /// URL has a `/telegram/` path), with the connector's secret. Returns the full URL.
-    pub async fn set_webhook(&self, connector: &str, url: &str) -> Result<String, AdminError> {
+    pub async fn set_webhook(
+        &self,
+        connector: &ConnectorId,
+        url: &str,
+    ) -> Result<String, AdminError> {
         let c = self.bot_of(connector)?;
         if c.secret.is_empty() {
             return Err(AdminError::NotSet(format!(
@@ -105,17 +113,17 @@ impl App {
     }
 
     /// What Telegram says of `connector`'s webhook (`getWebhookInfo`).
-    pub async fn webhook_info(&self, connector: &str) -> Result<Value, AdminError> {
+    pub async fn webhook_info(&self, connector: &ConnectorId) -> Result<Value, AdminError> {
         Ok(self.bot_of(connector)?.bot.get_webhook_info().await?)
     }
 
     /// Removes `connector`'s webhook, so long polling can run.
-    pub async fn delete_webhook(&self, connector: &str) -> Result<(), AdminError> {
+    pub async fn delete_webhook(&self, connector: &ConnectorId) -> Result<(), AdminError> {
         Ok(self.bot_of(connector)?.bot.delete_webhook().await?)
     }
 
     /// The webhook URL Telegram has for `connector`, if one is set.
-    pub async fn webhook_url(&self, connector: &str) -> Result<Option<String>, AdminError> {
+    pub async fn webhook_url(&self, connector: &ConnectorId) -> Result<Option<String>, AdminError> {
         let info = self.webhook_info(connector).await?;
         Ok(info
             .get("url")
@@ -125,7 +133,7 @@ impl App {
     }
 
     /// Forgets the conversation history of a session key (the terminal chat's `/new`).
-    pub async fn reset_session(&self, session_key: &str) -> Result<(), AdminError> {
+    pub async fn reset_session(&self, session_key: &SessionKey) -> Result<(), AdminError> {
         Ok(session::clear(&*self.platform.kv, session_key).await?)
     }
 
@@ -133,14 +141,14 @@ impl App {
     /// `timeout_secs`), each with the offset to save once it is accepted.
     pub async fn poll_updates(
         &self,
-        connector: &str,
+        connector: &ConnectorId,
         timeout_secs: u64,
     ) -> Result<Vec<(Value, i64)>, AdminError> {
         let c = self.bot_of(connector)?;
         let offset: i64 = self
             .platform
             .kv
-            .get_json(&crate::keys::poll_offset(connector))
+            .get_json(&crate::keys::poll_offset(&c.id))
             .await
             .ok()
             .flatten()
@@ -159,18 +167,23 @@ impl App {
     }
 
     /// Saves the long-polling offset of `connector`.
-    pub async fn save_poll_offset(&self, connector: &str, offset: i64) -> Result<(), AdminError> {
+    pub async fn save_poll_offset(
+        &self,
+        connector: &ConnectorId,
+        offset: i64,
+    ) -> Result<(), AdminError> {
+        let c = self.bot_of(connector)?;
         Ok(self
             .platform
             .kv
-            .put_json(&crate::keys::poll_offset(connector), &offset, None)
+            .put_json(&crate::keys::poll_offset(&c.id), &offset, None)
             .await?)
     }
 
     /// Re-indexes the changed memory files of every scope of `connector`, after moving the
     /// memory from before it was per person to its owner (once). Returns how many files
     /// were (re)indexed.
-    pub async fn reindex_memory(&self, connector: &str) -> Result<usize, MemoryError> {
+    pub async fn reindex_memory(&self, connector: &ConnectorId) -> Result<usize, MemoryError> {
         let Some(conn) = self.connectors.get(connector) else {
             return Ok(0);
         };
@@ -189,7 +202,7 @@ impl App {
     /// on `connector`, after re-indexing it.
     pub async fn search_memory(
         &self,
-        connector: &str,
+        connector: &ConnectorId,
         owner: Option<MemoryOwner>,
         query: &str,
     ) -> Result<Vec<MemoryHit>, MemoryError> {

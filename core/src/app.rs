@@ -14,6 +14,7 @@ use clawless_platform::Platform;
 
 use crate::agent::TurnOutput;
 use crate::config::Config;
+use crate::ids::{ConnectorId, Scope, SessionKey};
 use crate::inbox::Inbox;
 use crate::llm::{ChatMessage, LlmError};
 use crate::memory::lifecycle::Lifecycle;
@@ -26,15 +27,33 @@ pub use crate::connector::Connector;
 
 /// The assistant: its ports, config, connectors and inbox. Built by [`App::new`].
 pub struct App {
-    pub platform: Platform,
-    pub memory: Arc<MemoryStore>,
-    pub config: Arc<Config>,
-    pub connectors: BTreeMap<String, Connector>,
-    pub inbox: Inbox,
+    pub(crate) platform: Platform,
+    pub(crate) memory: Arc<MemoryStore>,
+    pub(crate) config: Arc<Config>,
+    pub(crate) connectors: BTreeMap<ConnectorId, Connector>,
+    pub(crate) inbox: Inbox,
     /// Names this process or invocation in leases.
     pub(crate) instance: String,
     /// Numbers the drains of this instance.
     pub(crate) counter: AtomicU64,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("connectors", &self.connectors.values().collect::<Vec<_>>())
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What tests and benchmarks outside the crate reach below the entry points (the `testing`
+/// feature; shells never enable it).
+#[cfg(feature = "testing")]
+impl App {
+    pub fn memory_store(&self) -> &MemoryStore {
+        &self.memory
+    }
 }
 
 impl App {
@@ -111,8 +130,8 @@ impl App {
     /// A terminal conversation with the agent of `connector`, no Telegram involved.
     pub async fn chat_local(
         &self,
-        connector: &str,
-        session_key: &str,
+        connector: &ConnectorId,
+        session_key: &SessionKey,
         text: &str,
     ) -> Result<String, LlmError> {
         let conn = self
@@ -140,13 +159,13 @@ impl App {
     pub(crate) async fn agent_turn(
         &self,
         conn: &Connector,
-        scope: &str,
+        scope: &Scope,
         history: &[ChatMessage],
         text: &str,
     ) -> Result<TurnOutput, LlmError> {
         let recall = self.lifecycle().recall(scope, text).await;
         let ctx = ToolContext {
-            scope: scope.to_owned(),
+            scope: scope.clone(),
         };
         conn.agent
             .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)

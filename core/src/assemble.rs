@@ -12,6 +12,7 @@ use crate::agent::Agent;
 use crate::app::{App, Connector};
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::env::{parse_user_list, Env};
+use crate::ids::ConnectorId;
 use crate::inbox::Inbox;
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, openai, ModelChain, Provider};
@@ -100,9 +101,9 @@ impl App {
                 .ok_or_else(|| env_err("routing", format!("no agent for connector {id}")))?;
             let token = env.secret(&c.token_env);
             connectors.insert(
-                id.clone(),
+                ConnectorId::new(id.as_str()),
                 Connector {
-                    id: id.clone(),
+                    id: ConnectorId::new(id.as_str()),
                     token_set: !token.is_empty(),
                     bot: BotApi::new(platform.http.clone(), &api_base, token),
                     token_env: c.token_env.clone(),

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use crate::agent::Agent;
+use crate::ids::{ConnectorId, Scope};
 use crate::memory::scope::{scope as memory_scope, MemoryOwner};
 use crate::secret::Secret;
 use crate::telegram::{BotApi, BotIdentity, Message};
@@ -12,30 +13,48 @@ use crate::turn::decide::Gate;
 
 /// One Telegram bot and the agent behind it.
 pub struct Connector {
-    pub id: String,
-    pub bot: BotApi,
-    pub token_set: bool,
-    pub token_env: String,
-    pub secret: Secret,
-    pub secret_env: String,
-    pub allowed: BTreeSet<i64>,
+    pub(crate) id: ConnectorId,
+    pub(crate) bot: BotApi,
+    pub(crate) token_set: bool,
+    pub(crate) token_env: String,
+    pub(crate) secret: Secret,
+    pub(crate) secret_env: String,
+    pub(crate) allowed: BTreeSet<i64>,
     /// The first allowed user (config order, then `TELEGRAM_ALLOWED_USERS`).
-    pub owner: Option<i64>,
+    pub(crate) owner: Option<i64>,
     /// One memory for every chat (`shared_memory: true`): for single-user deployments.
-    pub shared_memory: bool,
-    pub agent: Arc<Agent>,
+    pub(crate) shared_memory: bool,
+    pub(crate) agent: Arc<Agent>,
     pub(crate) identity: Mutex<Option<BotIdentity>>,
 }
 
+/// What a log or a panic message may show of a connector: never its token or secret (the
+/// `BotApi` and `Secret` print redacted).
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("id", &self.id)
+            .field("bot", &self.bot)
+            .field("secret", &self.secret)
+            .field("allowed_users", &self.allowed.len())
+            .field("agent", &self.agent.config.id)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Connector {
+    pub fn id(&self) -> &ConnectorId {
+        &self.id
+    }
+
     /// The memory scope of `owner` for this connector's agent.
-    pub fn memory_scope(&self, owner: MemoryOwner) -> String {
+    pub fn memory_scope(&self, owner: MemoryOwner) -> Scope {
         memory_scope(&self.agent.config.id, &self.id, owner)
     }
 
     /// The memory scope a message reads and writes: the sender's in a private chat, the
     /// group's in a group, or the shared one when the connector is set to share.
-    pub fn memory_scope_of(&self, msg: &Message) -> String {
+    pub fn memory_scope_of(&self, msg: &Message) -> Scope {
         self.memory_scope(MemoryOwner::of(msg, self.shared_memory))
     }
 

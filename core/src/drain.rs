@@ -10,6 +10,7 @@ use futures::future::{select, Either};
 use futures::StreamExt;
 
 use crate::app::App;
+use crate::ids::Lane;
 use crate::inbox::{Drained, Lease};
 use crate::turn::Step;
 
@@ -29,7 +30,7 @@ impl App {
     }
 
     /// Processes a lane's jobs in order until it is empty or its head must wait.
-    pub async fn drain(&self, lane: &str) -> Result<Drained, PortError> {
+    pub async fn drain(&self, lane: &Lane) -> Result<Drained, PortError> {
         let owner = self.owner();
         loop {
             if !self.inbox.try_lease(lane, &owner).await? {
@@ -45,7 +46,7 @@ impl App {
         }
     }
 
-    async fn drain_leased(&self, lane: &str, owner: &str) -> Result<Drained, PortError> {
+    async fn drain_leased(&self, lane: &Lane, owner: &str) -> Result<Drained, PortError> {
         while let Some((key, job)) = self.inbox.head(lane).await? {
             if job.not_before_ms > self.platform.clock.now_ms() {
                 return Ok(Drained::RetryAt(job.not_before_ms));
@@ -84,8 +85,8 @@ impl App {
             self.platform.clock.sleep(LEASE_RENEW_EVERY).await;
             match self.inbox.hold(lease).await {
                 Ok(true) => {}
-                Ok(false) => tracing::warn!(lane = lease.lane, "lease lost to another drainer"),
-                Err(e) => tracing::warn!(lane = lease.lane, error = %e, "lease renewal failed"),
+                Ok(false) => tracing::warn!(lane = %lease.lane, "lease lost to another drainer"),
+                Err(e) => tracing::warn!(lane = %lease.lane, error = %e, "lease renewal failed"),
             }
         }
     }
@@ -116,7 +117,11 @@ impl App {
     /// [`App::drain`], then, while the lane's head waits for a retry due within `max_wait`,
     /// waits for it here and drains again (at most 8 times). What the serverless shells run
     /// after the ack; a retry due later is left to the scheduled sweep.
-    pub async fn drain_within(&self, lane: &str, max_wait: Duration) -> Result<Drained, PortError> {
+    pub async fn drain_within(
+        &self,
+        lane: &Lane,
+        max_wait: Duration,
+    ) -> Result<Drained, PortError> {
         let mut last = Drained::Idle;
         for _ in 0..8 {
             last = self.drain(lane).await?;
@@ -125,7 +130,7 @@ impl App {
             };
             let wait = Duration::from_millis(at.saturating_sub(self.platform.clock.now_ms()));
             if wait > max_wait {
-                tracing::info!(lane, retry_at = at, "left for the scheduled sweep");
+                tracing::info!(%lane, retry_at = at, "left for the scheduled sweep");
                 return Ok(last);
             }
             self.platform.clock.sleep(wait).await;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::InboxConfig;
+use crate::ids::{ConnectorId, Lane, SessionKey};
 use crate::keys;
 use crate::llm::ChatMessage;
 use crate::telegram::render::Part;
@@ -33,13 +34,13 @@ pub const LEASE_TTL: Duration = Duration::from_secs(20);
 /// A drainer's hold on a lane.
 #[derive(Debug, Clone, Copy)]
 pub struct Lease<'a> {
-    pub lane: &'a str,
+    pub lane: &'a Lane,
     pub owner: &'a str,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
-    pub connector: String,
+    pub connector: ConnectorId,
     pub update_id: i64,
     /// The update as Telegram sent it.
     pub update: Value,
@@ -62,7 +63,7 @@ pub struct Checkpoint {
     pub reply_to: Option<i64>,
     /// `(session key, messages)` to append to that session, at most once.
     #[serde(default)]
-    pub session_turn: Option<(String, Vec<ChatMessage>)>,
+    pub session_turn: Option<(SessionKey, Vec<ChatMessage>)>,
 }
 
 /// What draining a lane ended with.
@@ -84,7 +85,7 @@ pub struct Inbox {
 
 impl Inbox {
     /// Stores a new job. `Ok(false)`: this update was already accepted (pending or done).
-    pub async fn accept(&self, lane: &str, job: &Job) -> Result<bool, PortError> {
+    pub async fn accept(&self, lane: &Lane, job: &Job) -> Result<bool, PortError> {
         if self
             .kv
             .get(&keys::seen(&job.connector, job.update_id))
@@ -100,7 +101,7 @@ impl Inbox {
     }
 
     /// The lane's first job, if any. An unreadable job is logged and removed.
-    pub async fn head(&self, lane: &str) -> Result<Option<(String, Job)>, PortError> {
+    pub async fn head(&self, lane: &Lane) -> Result<Option<(String, Job)>, PortError> {
         loop {
             let Some(key) = self
                 .kv
@@ -154,7 +155,7 @@ impl Inbox {
         Ok(Some(job.not_before_ms))
     }
 
-    pub async fn try_lease(&self, lane: &str, owner: &str) -> Result<bool, PortError> {
+    pub async fn try_lease(&self, lane: &Lane, owner: &str) -> Result<bool, PortError> {
         self.kv
             .put_if_absent(&keys::lease(lane), owner.as_bytes(), Some(LEASE_TTL))
             .await
@@ -172,7 +173,7 @@ impl Inbox {
             || self.kv.put_if_absent(&key, b, Some(LEASE_TTL)).await?)
     }
 
-    pub async fn release(&self, lane: &str, owner: &str) -> Result<(), PortError> {
+    pub async fn release(&self, lane: &Lane, owner: &str) -> Result<(), PortError> {
         self.kv
             .compare_and_swap(&keys::lease(lane), Some(owner.as_bytes()), None, None)
             .await
@@ -193,7 +194,7 @@ impl Inbox {
     /// Lanes with pending jobs, at most `limit` of them: one listing per lane, each skipping
     /// past every job of the lane before, so a lane with thousands of pending jobs never
     /// hides the others.
-    pub async fn lanes(&self, limit: usize) -> Result<Vec<String>, PortError> {
+    pub async fn lanes(&self, limit: usize) -> Result<Vec<Lane>, PortError> {
         let mut lanes = Vec::new();
         let mut after = String::new();
         while lanes.len() < limit {
@@ -213,9 +214,10 @@ impl Inbox {
                 after = key; // not a job key: step over it
                 continue;
             };
+            let lane = Lane::new(lane);
             // '~' sorts after the digits of every update id: past all of this lane's jobs.
-            after = format!("{}~", keys::lane_jobs(lane));
-            lanes.push(lane.to_owned());
+            after = format!("{}~", keys::lane_jobs(&lane));
+            lanes.push(lane);
         }
         Ok(lanes)
     }
@@ -251,15 +253,16 @@ mod tests {
             not_before_ms: 0,
             checkpoint: None,
         };
-        let key = keys::job("main:1", 1);
+        let lane = Lane::new("main:1");
+        let key = keys::job(&lane, 1);
         block_on(async {
-            assert!(inbox.accept("main:1", &job).await.unwrap());
+            assert!(inbox.accept(&lane, &job).await.unwrap());
             assert_eq!(
                 inbox.retry_later(&key, &mut job).await.unwrap(),
                 Some(u64::MAX)
             );
             inbox.finish(&key, &job).await.unwrap();
-            assert!(!inbox.accept("main:1", &job).await.unwrap(), "still seen");
+            assert!(!inbox.accept(&lane, &job).await.unwrap(), "still seen");
         });
     }
 }

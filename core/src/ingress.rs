@@ -6,6 +6,7 @@ use clawless_platform::PortError;
 use serde_json::Value;
 
 use crate::app::App;
+use crate::ids::Lane;
 use crate::inbox::Job;
 use crate::keys;
 use crate::telegram::{Update, UpdateKind};
@@ -17,7 +18,7 @@ use crate::turn::decide::{self, Decision};
 pub struct WebhookReply {
     pub status: u16,
     pub body: &'static str,
-    pub lane: Option<String>,
+    pub lane: Option<Lane>,
 }
 
 impl WebhookReply {
@@ -90,7 +91,7 @@ impl App {
         &self,
         connector: &str,
         body: &[u8],
-    ) -> Result<Option<String>, PortError> {
+    ) -> Result<Option<Lane>, PortError> {
         let Some(conn) = self.connectors.get(connector) else {
             return Ok(None);
         };
@@ -149,15 +150,15 @@ impl App {
             && self
                 .platform
                 .kv
-                .get(&keys::stranger(connector, from.id.0))
+                .get(&keys::stranger(&conn.id, from.id.0))
                 .await?
                 .is_some()
         {
             return Ok(None); // already told once
         }
-        let lane = format!("{connector}:{}", msg.chat.id.0);
+        let lane = Lane::of_chat(&conn.id, msg.chat.id.0);
         let job = Job {
-            connector: connector.to_owned(),
+            connector: conn.id.clone(),
             update_id: update.id,
             update: raw,
             attempts: 0,

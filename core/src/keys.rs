@@ -16,57 +16,59 @@
 //! | `memidx/<scope>/<path>` | a memory file's index manifest | memory store |
 //! | `poll/<connector>/offset` | the long-polling offset | admin |
 
+use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
+
 /// Prefix of every pending job.
 pub const INBOX: &str = "inbox/";
 /// Prefix of every lease.
 pub const LEASES: &str = "lease/";
 
-pub fn job(lane: &str, update_id: i64) -> String {
+pub fn job(lane: &Lane, update_id: i64) -> String {
     format!("{INBOX}{lane}/{update_id:020}")
 }
 
 /// The prefix of a lane's jobs.
-pub fn lane_jobs(lane: &str) -> String {
+pub fn lane_jobs(lane: &Lane) -> String {
     format!("{INBOX}{lane}/")
 }
 
-pub fn seen(connector: &str, update_id: i64) -> String {
+pub fn seen(connector: &ConnectorId, update_id: i64) -> String {
     format!("seen/{connector}/{update_id}")
 }
 
-pub fn lease(lane: &str) -> String {
+pub fn lease(lane: &Lane) -> String {
     format!("{LEASES}{lane}")
 }
 
-pub fn stranger(connector: &str, user: i64) -> String {
+pub fn stranger(connector: &ConnectorId, user: i64) -> String {
     format!("stranger/{connector}/{user}")
 }
 
-pub fn bot_identity(connector: &str) -> String {
+pub fn bot_identity(connector: &ConnectorId) -> String {
     format!("botinfo/{connector}")
 }
 
-pub fn session(session_key: &str) -> String {
+pub fn session(session_key: &SessionKey) -> String {
     format!("session/{session_key}")
 }
 
-pub fn summarized(session_key: &str, last_update_id: i64) -> String {
+pub fn summarized(session_key: &SessionKey, last_update_id: i64) -> String {
     format!("summarized/{session_key}/{last_update_id}")
 }
 
-pub fn consolidation_ran(scope: &str) -> String {
+pub fn consolidation_ran(scope: &Scope) -> String {
     format!("consolidation/{scope}")
 }
 
-pub fn consolidation_claim(scope: &str, note: &str) -> String {
+pub fn consolidation_claim(scope: &Scope, note: &str) -> String {
     format!("consolidating/{scope}/{note}")
 }
 
-pub fn consolidation_done(scope: &str, note: &str) -> String {
+pub fn consolidation_done(scope: &Scope, note: &str) -> String {
     format!("consolidated/{scope}/{note}")
 }
 
-pub fn memory_scopes_moved(legacy_scope: &str) -> String {
+pub fn memory_scopes_moved(legacy_scope: &Scope) -> String {
     format!("memscope/{legacy_scope}")
 }
 
@@ -74,14 +76,14 @@ pub fn memory_scopes_moved(legacy_scope: &str) -> String {
 pub const MEMORY_MANIFESTS: &str = "memidx/";
 
 /// The prefix of the index manifests under `scope` (every deeper scope included).
-pub fn memory_manifests(scope: &str) -> String {
+pub fn memory_manifests(scope: &Scope) -> String {
     format!("{MEMORY_MANIFESTS}{scope}/")
 }
 
-pub fn memory_manifest(scope: &str, path: &str) -> String {
+pub fn memory_manifest(scope: &Scope, path: &str) -> String {
     format!("{MEMORY_MANIFESTS}{scope}/{path}")
 }
 
-pub fn poll_offset(connector: &str) -> String {
+pub fn poll_offset(connector: &ConnectorId) -> String {
     format!("poll/{connector}/offset")
 }

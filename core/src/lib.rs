@@ -10,7 +10,8 @@
 //! - [`admin`]: what a shell's command line and set-up ask (webhooks, sessions, polling).
 //! - [`turn`]: processing one inbox job: decide (access, group gating, commands), the agent
 //!   turn, the checkpoint, delivery.
-//! - [`keys`]: every Kv key, built in one place.
+//! - [`keys`]: every Kv key, built in one place; [`ids`]: the typed names keys are built
+//!   from (connector, lane, session key, memory scope).
 //! - [`inbox`]: the durable inbox: exactly-once, in-order per chat, leases, retries.
 //! - [`agent`]: the model ↔ tools loop.
 //! - [`llm`]: message model, Anthropic and OpenAI adapters, the retrying fallback chain.
@@ -31,6 +32,7 @@ pub mod config;
 pub mod connector;
 pub mod drain;
 pub mod env;
+pub mod ids;
 pub mod inbox;
 pub mod ingress;
 pub mod keys;
@@ -47,6 +49,7 @@ pub mod turn;
 pub use app::App;
 pub use config::{Config, ConfigError, ConfigFiles};
 pub use env::Env;
+pub use ids::{ConnectorId, Lane, Scope, SessionKey};
 pub use inbox::Drained;
 pub use ingress::WebhookReply;
 pub use secret::Secret;

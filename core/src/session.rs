@@ -6,6 +6,7 @@
 use clawless_platform::{Kv, KvExt, PortError};
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{ConnectorId, SessionKey};
 use crate::llm::{ChatMessage, Role};
 use crate::telegram::Message;
 
@@ -45,7 +46,7 @@ impl Session {
 }
 
 /// The session key for a message.
-pub fn session_key(connector: &str, msg: &Message) -> String {
+pub fn session_key(connector: &ConnectorId, msg: &Message) -> SessionKey {
     let mut key = format!("{connector}:{}", msg.chat.id.0);
     if let Some(topic) = msg.topic() {
         key.push_str(&format!(":t{topic}"));
@@ -55,26 +56,26 @@ pub fn session_key(connector: &str, msg: &Message) -> String {
             key.push_str(&format!(":u{}", from.id.0));
         }
     }
-    key
+    SessionKey::new(key)
 }
 
-pub async fn load(kv: &dyn Kv, session: &str) -> Result<Session, PortError> {
+pub async fn load(kv: &dyn Kv, session: &SessionKey) -> Result<Session, PortError> {
     match kv.get_json::<Session>(&crate::keys::session(session)).await {
         Ok(s) => Ok(s.unwrap_or_default()),
         Err(e) if e.kind == clawless_platform::ErrorKind::Invalid => {
             // A corrupt record must not wedge the chat: start over, and say so in the log.
-            tracing::warn!(session, error = %e, "session record unreadable; starting fresh");
+            tracing::warn!(%session, error = %e, "session record unreadable; starting fresh");
             Ok(Session::default())
         }
         Err(e) => Err(e),
     }
 }
 
-pub async fn save(kv: &dyn Kv, session: &str, s: &Session) -> Result<(), PortError> {
+pub async fn save(kv: &dyn Kv, session: &SessionKey, s: &Session) -> Result<(), PortError> {
     kv.put_json(&crate::keys::session(session), s, None).await
 }
 
-pub async fn clear(kv: &dyn Kv, session: &str) -> Result<(), PortError> {
+pub async fn clear(kv: &dyn Kv, session: &SessionKey) -> Result<(), PortError> {
     kv.delete(&crate::keys::session(session)).await
 }
 

@@ -127,8 +127,11 @@ fn consolidation_promotes_daily_notes_once() {
         );
         assert!(
             !h.app
-                .memory
-                .search("assistant/main/u111111111", "where does Ana live Lisbon")
+                .memory_store()
+                .search(
+                    &"assistant/main/u111111111".into(),
+                    "where does Ana live Lisbon"
+                )
                 .await
                 .unwrap()
                 .is_empty(),
@@ -204,8 +207,8 @@ fn a_fact_told_before_new_is_recalled_after_it() {
         // Another connector or agent scope sees nothing: the memory is partitioned.
         assert!(h
             .app
-            .memory
-            .search("assistant/other/u111111111", "cat Miso")
+            .memory_store()
+            .search(&"assistant/other/u111111111".into(), "cat Miso")
             .await
             .unwrap()
             .is_empty());
@@ -249,16 +252,16 @@ fn openai_embeddings_when_configured() {
             .unwrap();
         assert_eq!(
             h.app
-                .memory
-                .reindex("assistant/main/u111111111")
+                .memory_store()
+                .reindex(&"assistant/main/u111111111".into())
                 .await
                 .unwrap(),
             1
         );
         let hits = h
             .app
-            .memory
-            .search("assistant/main/u111111111", "Ana Lisbon")
+            .memory_store()
+            .search(&"assistant/main/u111111111".into(), "Ana Lisbon")
             .await
             .unwrap();
         assert_eq!(hits.len(), 1);

@@ -301,10 +301,10 @@ fn measure(
     let memory = store(config, platform);
     let (mut at, mut para6, mut para_n, mut typo6) = ([0usize; 3], 0usize, 0usize, 0usize);
     for (i, (note, question, subject)) in pairs.iter().enumerate() {
-        let hits = block_on(memory.search(SCOPE, question)).unwrap();
+        let hits = block_on(memory.search(&SCOPE.into(), question)).unwrap();
         let rank = hits.iter().position(|h| h.text.contains(note.as_str()));
         let misspelt = question.replace(subject.as_str(), &typo(subject));
-        let hits = block_on(memory.search(SCOPE, &misspelt)).unwrap();
+        let hits = block_on(memory.search(&SCOPE.into(), &misspelt)).unwrap();
         if hits.iter().any(|h| h.text.contains(note.as_str())) {
             typo6 += 1;
         }
@@ -344,7 +344,8 @@ fn recall_on_the_fixed_corpus() {
         let path = format!("memory/{SCOPE}/memory/2026-10-{:02}.md", day + 1);
         block_on(platform.files.write(&path, text.as_bytes())).unwrap();
     }
-    let indexed = block_on(store(SearchConfig::default(), &platform).reindex(SCOPE)).unwrap();
+    let indexed =
+        block_on(store(SearchConfig::default(), &platform).reindex(&SCOPE.into())).unwrap();
     assert_eq!(indexed, 30);
 
     let hybrid = measure(&platform, 0.7, 0.3, &pairs);

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use clawless_core::Drained;
+use clawless_core::inbox::LEASE_TTL;
+use clawless_core::{keys, Drained, Lane};
 use clawless_platform::{
     async_trait, Clock, FakeClock, FakeHttp, Http, HttpRequest, HttpResponse, Kv,
 };
@@ -19,13 +20,24 @@ use clawless_testkit::llm::anthropic_text;
 use futures::executor::block_on;
 use support::{Harness, Wire, LLM};
 
+/// Another drainer takes `lane` (its lease row written as the inbox writes it).
+async fn take_lease(h: &Harness, lane: &Lane, owner: &str) {
+    let taken = h
+        .platform
+        .kv
+        .put_if_absent(&keys::lease(lane), owner.as_bytes(), Some(LEASE_TTL))
+        .await
+        .unwrap();
+    assert!(taken);
+}
+
 #[test]
 fn a_crashed_drainers_lane_is_taken_over_within_half_a_minute() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
         let lane = h.accept_only("private_text", 1).await.unwrap();
         // A drainer took the lane and died (kill -9): its lease stays behind.
-        assert!(h.app.inbox.try_lease(&lane, "dead-drainer").await.unwrap());
+        take_lease(&h, &lane, "dead-drainer").await;
         assert_eq!(h.drain(&lane).await, Drained::Busy);
         h.clock.advance(Duration::from_secs(25));
         h.script(200, anthropic_text("back"));
@@ -122,7 +134,7 @@ fn a_chat_with_a_huge_backlog_never_hides_the_others_from_the_sweep() {
             busy = h.accept_only("private_text", id).await;
         }
         let busy = busy.unwrap();
-        assert!(h.app.inbox.try_lease(&busy, "someone-else").await.unwrap());
+        take_lease(&h, &busy, "someone-else").await;
         // One update in another chat, whose lane sorts after the busy one.
         let mut other = clawless_testkit::fixtures::update("private_text", 5000);
         other["message"]["from"]["id"] = serde_json::json!(222_222_222);
@@ -185,7 +197,7 @@ impl Kv for AcceptOnRelease {
 fn an_update_accepted_while_the_drainer_lets_go_is_not_stranded() {
     block_on(async {
         let config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
-        let lane = "main:111111111";
+        let lane = &Lane::new("main:111111111");
         let late = clawless_core::inbox::Job {
             connector: "main".into(),
             update_id: 2,
@@ -207,7 +219,7 @@ fn an_update_accepted_while_the_drainer_lets_go_is_not_stranded() {
         h.script(200, anthropic_text("first"));
         h.script(200, anthropic_text("second"));
         let accepted = h.accept_only("private_text", 1).await.unwrap();
-        assert_eq!(accepted, lane);
+        assert_eq!(&accepted, lane);
         // One drain: the job that arrived as it released the lease is answered too.
         assert_eq!(h.drain(lane).await, Drained::Idle);
         assert_eq!(h.sent_texts(), ["first", "second"]);

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use clawless_core::{App, Config, ConfigError, Drained, Env};
+use clawless_core::{App, Config, ConfigError, Drained, Env, Lane};
 use clawless_platform::{FakeClock, FakeHttp, HttpRequest, HttpResponse, Platform};
 use clawless_testkit::fixtures::{BOT_ID, BOT_USERNAME, OWNER_ID};
 use clawless_testkit::spec::{call_body, method_of, spec};
@@ -119,7 +119,7 @@ impl World {
 
     /// Drains `lane` until it is idle, letting the clock run to each retry; `false` when it is
     /// still not idle after 16 rounds.
-    pub fn drain(&self, lane: &str) -> bool {
+    pub fn drain(&self, lane: &Lane) -> bool {
         for _ in 0..16 {
             match block_on(self.app.drain(lane)).expect("in-memory storage never fails") {
                 Drained::Idle => return true,

@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use super::chunk::Chunk;
+use crate::ids::Scope;
 
 /// Where manifests live in Kv.
 pub(crate) const MANIFEST_PREFIX: &str = crate::keys::MEMORY_MANIFESTS;
@@ -30,12 +31,12 @@ pub(crate) const CHUNK_BATCH: usize = 256;
 /// Ids deleted per call to the index.
 pub(crate) const DELETE_BATCH: usize = 512;
 
-pub(crate) fn manifest_key(scope: &str, path: &str) -> String {
+pub(crate) fn manifest_key(scope: &Scope, path: &str) -> String {
     crate::keys::memory_manifest(scope, path)
 }
 
 /// The id of the chunk `key` of `path` in the index.
-pub(crate) fn chunk_id(scope: &str, path: &str, key: &str) -> String {
+pub(crate) fn chunk_id(scope: &Scope, path: &str, key: &str) -> String {
     format!("{scope}#{path}#{key}")
 }
 
@@ -62,7 +63,7 @@ impl Manifest {
     }
 
     /// Every id this manifest says may be in the index.
-    pub fn all_ids(&self, scope: &str, path: &str) -> Vec<String> {
+    pub fn all_ids(&self, scope: &Scope, path: &str) -> Vec<String> {
         self.chunks
             .iter()
             .chain(&self.pending)
@@ -132,7 +133,13 @@ pub(crate) struct Plan {
 
 /// Compares the chunks of the file now with what `old` says is in the index. With another
 /// embedder than `old`'s, every chunk is added again (same ids: the upsert replaces them).
-pub(crate) fn plan(old: &Manifest, new: &[Keyed], embedder: &str, scope: &str, path: &str) -> Plan {
+pub(crate) fn plan(
+    old: &Manifest,
+    new: &[Keyed],
+    embedder: &str,
+    scope: &Scope,
+    path: &str,
+) -> Plan {
     let indexed: HashSet<&str> = if old.embedder == embedder {
         old.chunks.iter().map(String::as_str).collect()
     } else {

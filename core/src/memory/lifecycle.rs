@@ -11,6 +11,7 @@ use clawless_platform::{Clock, Kv};
 use super::digest;
 use super::scope::{is_legacy_file, legacy_scope, scope, MemoryOwner};
 use super::store::{root, MemoryError, MemoryStore};
+use crate::ids::{ConnectorId, Scope, SessionKey};
 use crate::keys;
 use crate::llm::ModelChain;
 use crate::session::Session;
@@ -29,7 +30,7 @@ pub struct Lifecycle<'a> {
 impl Lifecycle<'_> {
     /// Memories relevant to `text` in `scope`, formatted for the system prompt; empty when
     /// there are none or memory search failed (logged: a turn never fails for lack of recall).
-    pub async fn recall(&self, scope: &str, text: &str) -> String {
+    pub async fn recall(&self, scope: &Scope, text: &str) -> String {
         match self.memory.search(scope, text).await {
             Ok(hits) => {
                 let prefix = format!("{}/", root(scope));
@@ -47,7 +48,7 @@ impl Lifecycle<'_> {
                     .join("\n")
             }
             Err(e) => {
-                tracing::warn!(scope, error = %e, "memory recall failed");
+                tracing::warn!(%scope, error = %e, "memory recall failed");
                 String::new()
             }
         }
@@ -57,7 +58,13 @@ impl Lifecycle<'_> {
     /// during it, a short summary goes to today's daily note of the conversation's own scope.
     /// Once per session, even when the job around it is retried; failures are logged, never
     /// in the user's way.
-    pub async fn end_session(&self, chain: &ModelChain, scope: &str, key: &str, s: &Session) {
+    pub async fn end_session(
+        &self,
+        chain: &ModelChain,
+        scope: &Scope,
+        key: &SessionKey,
+        s: &Session,
+    ) {
         if s.messages.is_empty() || digest::wrote_memory(&s.messages) {
             return;
         }
@@ -89,12 +96,16 @@ impl Lifecycle<'_> {
         let note = note_of_day((self.clock.now_ms() / DAY_MS) as i64);
         let text = format!("## Session summary\n{summary}");
         if let Err(e) = self.memory.append(scope, &note, &text).await {
-            tracing::warn!(scope, error = %e, "could not write the session summary");
+            tracing::warn!(%scope, error = %e, "could not write the session summary");
         }
     }
 
     /// Every owner's scope of `agent` on `connector` that has memory files or index entries.
-    pub async fn scopes(&self, agent: &str, connector: &str) -> Result<Vec<String>, MemoryError> {
+    pub async fn scopes(
+        &self,
+        agent: &str,
+        connector: &ConnectorId,
+    ) -> Result<Vec<Scope>, MemoryError> {
         let base = legacy_scope(agent, connector);
         let mut owners = BTreeSet::new();
         let files_root = format!("{}/", root(&base));
@@ -115,7 +126,7 @@ impl Lifecycle<'_> {
     /// Once a day per scope: the durable points of the daily notes of the past week that were
     /// not consolidated yet are appended to `MEMORY.md` (the agent's model picks them). Two
     /// schedulers never do the same note: each is claimed with a put-if-absent.
-    pub async fn consolidate(&self, chain: &ModelChain, scope: &str) {
+    pub async fn consolidate(&self, chain: &ModelChain, scope: &Scope) {
         let today = (self.clock.now_ms() / DAY_MS) as i64;
         let ran = keys::consolidation_ran(scope);
         if self.kv.get(&ran).await.ok().flatten().as_deref() == Some(today.to_string().as_bytes()) {
@@ -125,7 +136,7 @@ impl Lifecycle<'_> {
         for day in (today - 7..today).rev() {
             if let Err(e) = self.consolidate_note(chain, scope, day).await {
                 complete = false;
-                tracing::warn!(scope, day, error = %e, "consolidation failed; retried later");
+                tracing::warn!(%scope, day, error = %e, "consolidation failed; retried later");
             }
         }
         if complete {
@@ -134,7 +145,7 @@ impl Lifecycle<'_> {
                 .put(&ran, today.to_string().as_bytes(), Some(WEEK))
                 .await
             {
-                tracing::warn!(scope, error = %e, "could not record the consolidation");
+                tracing::warn!(%scope, error = %e, "could not record the consolidation");
             }
         }
     }
@@ -142,7 +153,7 @@ impl Lifecycle<'_> {
     async fn consolidate_note(
         &self,
         chain: &ModelChain,
-        scope: &str,
+        scope: &Scope,
         day: i64,
     ) -> Result<(), String> {
         let rel = note_of_day(day);
@@ -212,7 +223,7 @@ impl Lifecycle<'_> {
     pub async fn migrate_legacy(
         &self,
         agent: &str,
-        connector: &str,
+        connector: &ConnectorId,
         owner: Option<MemoryOwner>,
     ) -> Result<usize, MemoryError> {
         let base = legacy_scope(agent, connector);
@@ -232,7 +243,7 @@ impl Lifecycle<'_> {
         if !legacy.is_empty() {
             let Some(owner) = owner else {
                 tracing::warn!(
-                    connector,
+                    %connector,
                     files = legacy.len(),
                     "memory written before it was per person has nobody to go to (no allowed users); left unread until an allowed user is set"
                 );
@@ -254,9 +265,9 @@ impl Lifecycle<'_> {
                 self.memory.index_file(&target, &new).await?;
             }
             tracing::info!(
-                connector,
+                %connector,
                 files = legacy.len(),
-                scope = target,
+                scope = %target,
                 "moved the connector's shared memory to its owner's memory"
             );
         }

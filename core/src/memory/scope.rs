@@ -6,6 +6,7 @@
 //! connector). Recall, the memory tools and session summaries only ever see the scope of the
 //! conversation they run in, so one person's notes never reach another person or a group.
 
+use crate::ids::{ConnectorId, Scope};
 use crate::telegram::Message;
 
 /// Who a memory belongs to.
@@ -55,14 +56,14 @@ impl MemoryOwner {
 }
 
 /// The scope of one owner's memory for an agent on a connector.
-pub fn scope(agent: &str, connector: &str, owner: MemoryOwner) -> String {
-    format!("{agent}/{connector}/{}", owner.segment())
+pub fn scope(agent: &str, connector: &ConnectorId, owner: MemoryOwner) -> Scope {
+    Scope::new(format!("{agent}/{connector}/{}", owner.segment()))
 }
 
 /// The scope every conversation of the connector shared before memory was per person:
 /// `<agent>/<connector>`. Only the one-time migration reads it.
-pub fn legacy_scope(agent: &str, connector: &str) -> String {
-    format!("{agent}/{connector}")
+pub fn legacy_scope(agent: &str, connector: &ConnectorId) -> Scope {
+    Scope::new(format!("{agent}/{connector}"))
 }
 
 /// Whether a path relative to the legacy root is a legacy memory file (`MEMORY.md` or
@@ -86,7 +87,10 @@ mod tests {
             assert_eq!(MemoryOwner::parse(&seg), Some(owner));
             assert!(!is_legacy_file(&format!("{seg}/MEMORY.md")));
         }
-        assert_eq!(scope("a", "main", MemoryOwner::User(7)), "a/main/u7");
+        assert_eq!(
+            scope("a", &ConnectorId::new("main"), MemoryOwner::User(7)),
+            "a/main/u7"
+        );
         assert_eq!(MemoryOwner::parse("memory"), None);
         assert_eq!(MemoryOwner::parse("MEMORY.md"), None);
     }

@@ -23,6 +23,7 @@ use super::index::{
     chunk_id, fnv, manifest_key, plan, within_cap, yield_now, Keyed, Keyer, Manifest, CHUNK_BATCH,
     DELETE_BATCH, EMBED_BATCH, MANIFEST_PREFIX,
 };
+use crate::ids::Scope;
 
 /// Hybrid search settings, `memory:` in `main.yaml` (the defaults are the design's).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,7 +144,7 @@ pub struct MemoryStore {
 }
 
 /// The directory of a scope's memory files.
-pub fn root(scope: &str) -> String {
+pub fn root(scope: &Scope) -> String {
     format!("memory/{scope}")
 }
 
@@ -166,7 +167,7 @@ impl MemoryStore {
     /// Long runs yield to the executor while chunking and between batches of embeddings, so a
     /// big file does not hold an executor thread for long. Dropping the future midway
     /// (a time budget) is safe: the next run finishes the work.
-    pub async fn index_file(&self, scope: &str, path: &str) -> Result<bool, MemoryError> {
+    pub async fn index_file(&self, scope: &Scope, path: &str) -> Result<bool, MemoryError> {
         let key = manifest_key(scope, path);
         let old: Manifest = self.kv.get_json(&key).await?.unwrap_or_default();
         let bytes = match self.files.read(path).await {
@@ -243,7 +244,7 @@ impl MemoryStore {
     /// Embeds `chunks` of `path` and writes them to both indexes.
     async fn add_chunks(
         &self,
-        scope: &str,
+        scope: &Scope,
         path: &str,
         chunks: &[&Keyed],
     ) -> Result<(), MemoryError> {
@@ -269,7 +270,7 @@ impl MemoryStore {
             let id = chunk_id(scope, path, &k.key);
             let c = &k.chunk;
             let metadata = BTreeMap::from([
-                ("scope".to_owned(), scope.to_owned()),
+                ("scope".to_owned(), scope.to_string()),
                 ("path".to_owned(), path.to_owned()),
                 (
                     "lines".to_owned(),
@@ -318,7 +319,7 @@ impl MemoryStore {
 
     /// Appends `text` (a line break added) to the memory file `rel` of `scope` and indexes it;
     /// [`MemoryError::TooLarge`] (nothing written) past `max_file_kb`.
-    pub async fn append(&self, scope: &str, rel: &str, text: &str) -> Result<(), MemoryError> {
+    pub async fn append(&self, scope: &Scope, rel: &str, text: &str) -> Result<(), MemoryError> {
         let path = format!("{}/{rel}", root(scope));
         let line = format!("{}\n", text.trim_end());
         self.check_room(&path, line.len(), false).await?;
@@ -328,7 +329,7 @@ impl MemoryStore {
     }
 
     /// Reads the memory file `rel` of `scope`; `None` when it does not exist.
-    pub async fn read(&self, scope: &str, rel: &str) -> Result<Option<String>, MemoryError> {
+    pub async fn read(&self, scope: &Scope, rel: &str) -> Result<Option<String>, MemoryError> {
         match self.files.read(&format!("{}/{rel}", root(scope))).await {
             Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
             Err(e) if e.kind == ErrorKind::NotFound => Ok(None),
@@ -341,7 +342,7 @@ impl MemoryStore {
     ///
     /// Scopes are opaque and may nest (`<scope>/<more>` is another scope, its files in a
     /// directory under this one's): files deeper than `memory/` are not this scope's.
-    pub async fn reindex(&self, scope: &str) -> Result<usize, MemoryError> {
+    pub async fn reindex(&self, scope: &Scope) -> Result<usize, MemoryError> {
         let dir = format!("{}/", root(scope));
         let ours = |path: &str| {
             path.strip_prefix(&dir).is_some_and(|rel| {
@@ -380,12 +381,12 @@ impl MemoryStore {
 
     /// Hybrid search in one scope: vector similarity and BM25 keyword scores (normalised to
     /// the best keyword hit), weighted, at least `min_score`, best first.
-    pub async fn search(&self, scope: &str, query: &str) -> Result<Vec<MemoryHit>, MemoryError> {
+    pub async fn search(&self, scope: &Scope, query: &str) -> Result<Vec<MemoryHit>, MemoryError> {
         let c = &self.config;
         // Saturating: found with the config fuzz target, `max_results * candidate_multiplier`
         // overflowed for huge settings.
         let k = c.max_results.saturating_mul(c.candidate_multiplier.max(1));
-        let filter = BTreeMap::from([("scope".to_owned(), scope.to_owned())]);
+        let filter = BTreeMap::from([("scope".to_owned(), scope.to_string())]);
         let qv = self
             .embedder
             .embed(&[query.to_owned()])

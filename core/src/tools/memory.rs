@@ -16,6 +16,7 @@ use futures::future::{select, Either};
 use serde_json::{json, Value};
 
 use super::{Tool, ToolContext, ToolError};
+use crate::ids::Scope;
 use crate::llm::ToolSpec;
 use crate::memory::store::{root, MemoryError, MemoryStore};
 use crate::tools::time::civil_from_days;
@@ -260,18 +261,18 @@ impl Tool for MemoryWrite {
 impl MemoryWrite {
     /// Indexes the file just written, waiting at most `index_budget`; the tool's answer either
     /// way, since the content is saved whatever happens to its indexing.
-    async fn index_within_budget(&self, scope: &str, path: &str, rel: &str) -> String {
+    async fn index_within_budget(&self, scope: &Scope, path: &str, rel: &str) -> String {
         let index = std::pin::pin!(self.memory.index_file(scope, path));
         let budget = self.clock.sleep(self.index_budget);
         match select(index, budget).await {
             Either::Left((Ok(_), _)) => format!("Saved to {rel}."),
             Either::Left((Err(e), _)) => {
-                tracing::warn!(scope, path, error = %e, "memory file saved, indexing failed");
+                tracing::warn!(%scope, path, error = %e, "memory file saved, indexing failed");
                 format!("Saved to {rel}. Indexing it failed ({e}), so it becomes searchable after the next re-index; nothing is lost.")
             }
             Either::Right(_) => {
                 tracing::info!(
-                    scope,
+                    %scope,
                     path,
                     "memory file saved, indexing left to the scheduled re-index"
                 );

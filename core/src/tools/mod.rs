@@ -12,6 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::ids::Scope;
 use crate::llm::ToolSpec;
 
 /// Names of the built-in tools an agent may list.
@@ -26,7 +27,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolContext {
     /// `<agent>/<connector>`: the memory partition of this conversation.
-    pub scope: String,
+    pub scope: Scope,
 }
 
 /// What the built-in tools are built from.

@@ -14,6 +14,7 @@ use clawless_platform::PortError;
 use futures::future::{select, Either};
 
 use crate::app::{App, Connector};
+use crate::ids::{Scope, SessionKey};
 use crate::inbox::{Checkpoint, Job, Lease};
 use crate::keys;
 use crate::llm::{LlmError, ModelChain};
@@ -240,8 +241,8 @@ impl App {
     /// [`crate::memory::lifecycle::Lifecycle::end_session`]).
     async fn current_session(
         &self,
-        key: &str,
-        end: Option<(&Connector, &str)>,
+        key: &SessionKey,
+        end: Option<(&Connector, &Scope)>,
     ) -> Result<session::Session, PortError> {
         let s = session::load(&*self.platform.kv, key).await?;
         let idle = self.config.session.idle_ms();

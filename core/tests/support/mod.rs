@@ -6,7 +6,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use clawless_core::{App, Config, Drained, Env};
+use clawless_core::inbox::Job;
+use clawless_core::{keys, App, Config, Drained, Env, Lane};
 use clawless_platform::{FakeClock, FakeHttp, HttpResponse, Platform};
 use clawless_testkit::fixtures::{self, BOT_ID, BOT_USERNAME, OWNER_ID};
 use clawless_testkit::spec::{call_body, method_of, spec};
@@ -168,7 +169,7 @@ impl Harness {
     }
 
     /// Accepts without draining; returns the lane.
-    pub async fn accept_only(&self, fixture: &str, update_id: i64) -> Option<String> {
+    pub async fn accept_only(&self, fixture: &str, update_id: i64) -> Option<Lane> {
         let reply = self
             .app
             .handle_webhook(
@@ -181,8 +182,16 @@ impl Harness {
         reply.lane
     }
 
-    pub async fn drain(&self, lane: &str) -> Drained {
+    pub async fn drain(&self, lane: &Lane) -> Drained {
         self.app.drain(lane).await.unwrap()
+    }
+
+    /// The first pending job of `lane`, read as the inbox stores it.
+    pub async fn head_job(&self, lane: &Lane) -> Option<Job> {
+        use clawless_platform::KvExt;
+        let kv = &self.platform.kv;
+        let key = kv.list(&keys::lane_jobs(lane), 1).await.unwrap().pop()?;
+        kv.get_json(&key).await.unwrap()
     }
 
     /// Bodies of the Bot API calls of `method`, in order.

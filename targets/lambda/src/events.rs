@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
-use clawless_core::App;
+use clawless_core::{App, Lane};
 use serde_json::{json, Value};
 
 use crate::invoke::Invoker;
@@ -54,7 +54,7 @@ impl Shell {
         match classify(&event) {
             Event::Http { method, path } => self.http(method, path, &event).await,
             Event::Drain(lane) => {
-                self.drain(lane).await;
+                self.drain(&Lane::new(lane)).await;
                 json!({"drained": lane})
             }
             Event::Schedule => {
@@ -91,17 +91,17 @@ impl Shell {
         };
         let reply = self.app.handle_webhook(connector, secret, &body).await;
         if let Some(lane) = &reply.lane {
-            if let Err(e) = self.invoker.drain_later(lane).await {
+            if let Err(e) = self.invoker.drain_later(lane.as_str()).await {
                 // Stored, so nothing is lost: the scheduled sweep will drain it.
-                tracing::error!(lane, error = %e, "self-invoke failed; the sweep will pick it up");
+                tracing::error!(%lane, error = %e, "self-invoke failed; the sweep will pick it up");
             }
         }
         response(reply.status, reply.body)
     }
 
-    async fn drain(&self, lane: &str) {
+    async fn drain(&self, lane: &Lane) {
         if let Err(e) = self.app.drain_within(lane, MAX_INLINE_WAIT).await {
-            tracing::error!(lane, error = %e, "drain failed; the sweep will retry");
+            tracing::error!(%lane, error = %e, "drain failed; the sweep will retry");
         }
     }
 }

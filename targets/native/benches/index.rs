@@ -178,9 +178,9 @@ async fn run(label: &str, app: Arc<App>, scopes: &[&'static str], first_id: i64)
             let mut took = Vec::new();
             for scope in scopes {
                 let started = Instant::now();
-                let path = format!("{}/MEMORY.md", root(scope));
+                let path = format!("{}/MEMORY.md", root(&scope.into()));
                 let (indexed, longest) = Timed {
-                    inner: Box::pin(app.memory.index_file(scope, &path)),
+                    inner: Box::pin(app.memory_store().index_file(&scope.into(), &path)),
                     longest: Duration::ZERO,
                 }
                 .await;
@@ -208,7 +208,7 @@ fn temp_data(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("clawless-bench-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     for scope in SCOPES {
-        let memory = dir.join("files").join(root(scope));
+        let memory = dir.join("files").join(root(&scope.into()));
         std::fs::create_dir_all(&memory).unwrap();
         std::fs::write(memory.join("MEMORY.md"), text).unwrap();
     }
@@ -255,7 +255,10 @@ fn main() {
                 100_000,
             )
             .await;
-            let file = data.join("files").join(root(SCOPES[0])).join("MEMORY.md");
+            let file = data
+                .join("files")
+                .join(root(&SCOPES[0].into()))
+                .join("MEMORY.md");
             let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
             std::io::Write::write_all(&mut f, b"- The spare key is under the blue pot.\n").unwrap();
             run(

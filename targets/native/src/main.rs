@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use clawless_core::admin::AdminError;
 use clawless_core::memory::scope::MemoryOwner;
+use clawless_core::SessionKey;
 use clawless_native::{listen, poll, runner, server, setup};
 
 const GRACE: Duration = Duration::from_secs(20);
@@ -276,7 +277,7 @@ async fn chat(connector: Option<&str>) -> Result<()> {
         return Err(ConfigProblem("set ANTHROPIC_API_KEY or OPENAI_API_KEY first".into()).into());
     }
     let connector = n.app.connector_id(connector)?;
-    let session = "local:terminal";
+    let session = &SessionKey::new("local:terminal");
     println!("clawless chat — /new starts over, Ctrl-D quits");
     let stdin = std::io::stdin();
     loop {

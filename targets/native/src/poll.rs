@@ -8,12 +8,12 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clawless_core::admin::AdminError;
 use clawless_core::telegram::TelegramError;
-use clawless_core::App;
+use clawless_core::{App, ConnectorId};
 
 use crate::runner::Kicker;
 
 /// Refuses to poll while a webhook is set (Telegram would answer 409 forever).
-pub async fn check_no_webhook(app: &App, connector: &str) -> Result<()> {
+pub async fn check_no_webhook(app: &App, connector: &ConnectorId) -> Result<()> {
     if let Some(url) = app.webhook_url(connector).await? {
         bail!("a webhook is set for this bot ({url}); run `clawless webhook delete` to use long polling, or `clawless serve`");
     }
@@ -22,7 +22,7 @@ pub async fn check_no_webhook(app: &App, connector: &str) -> Result<()> {
 
 pub async fn run(
     app: Arc<App>,
-    connector: String,
+    connector: ConnectorId,
     kicker: Kicker,
     stop: impl std::future::Future<Output = ()>,
 ) {
@@ -46,7 +46,7 @@ pub async fn run(
         };
         for (update, next) in updates {
             match app
-                .accept_update(&connector, update.to_string().as_bytes())
+                .accept_update(connector.as_str(), update.to_string().as_bytes())
                 .await
             {
                 Ok(Some(lane)) => kicker.kick(lane),

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_core::{App, Drained};
+use clawless_core::{App, Drained, Lane};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -16,18 +16,18 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(15);
 
 #[derive(Clone)]
 pub struct Kicker {
-    tx: mpsc::UnboundedSender<String>,
+    tx: mpsc::UnboundedSender<Lane>,
 }
 
 impl Kicker {
     /// Asks for `lane` to be drained soon.
-    pub fn kick(&self, lane: String) {
+    pub fn kick(&self, lane: Lane) {
         let _ = self.tx.send(lane);
     }
 }
 
 pub struct Runner {
-    rx: mpsc::UnboundedReceiver<String>,
+    rx: mpsc::UnboundedReceiver<Lane>,
     app: Arc<App>,
     kv: Option<Arc<SqlKv>>,
 }
@@ -81,10 +81,10 @@ impl Runner {
     }
 }
 
-async fn drain(app: &App, lane: &str) {
+async fn drain(app: &App, lane: &Lane) {
     match app.drain(lane).await {
-        Ok(Drained::RetryAt(at)) => tracing::info!(lane, retry_at = at, "lane waits for a retry"),
+        Ok(Drained::RetryAt(at)) => tracing::info!(%lane, retry_at = at, "lane waits for a retry"),
         Ok(_) => {}
-        Err(e) => tracing::warn!(lane, error = %e, "drain failed; the sweep will retry"),
+        Err(e) => tracing::warn!(%lane, error = %e, "drain failed; the sweep will retry"),
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
-use clawless_core::App;
+use clawless_core::{App, Lane};
 use futures::StreamExt;
 use worker::{event, Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent};
 
@@ -95,7 +95,7 @@ async fn read_capped(req: &mut Request) -> std::result::Result<Vec<u8>, Result<R
 
 /// Drains one lane after the response; whatever is left (a crash, a later retry) is picked up
 /// by the cron sweep.
-async fn drain(app: Arc<App>, lane: String) {
+async fn drain(app: Arc<App>, lane: Lane) {
     if let Err(e) = app.drain_within(&lane, MAX_INLINE_WAIT).await {
         worker::console_error!("lane {lane}: drain failed, the sweep will retry: {e}");
     }

@@ -39,13 +39,13 @@ fn a_plan_adds_new_chunks_and_removes_vanished_and_pending_ones() {
         ids: vec!["s#p#0".into()],
     };
     let after = keys_of("# One\nfirst\n\n# Two\nsecond, edited\n");
-    let p = plan(&old, &after, "e", "s", "p");
+    let p = plan(&old, &after, "e", &"s".into(), "p");
     assert_eq!(p.add, [1], "only the edited chunk is added");
     let mut removed = p.remove.clone();
     removed.sort();
     let mut expected = vec![
-        chunk_id("s", "p", &before[1].key),
-        chunk_id("s", "p", "stray"),
+        chunk_id(&"s".into(), "p", &before[1].key),
+        chunk_id(&"s".into(), "p", "stray"),
         "s#p#0".to_owned(),
     ];
     expected.sort();
@@ -59,7 +59,7 @@ fn a_plan_adds_new_chunks_and_removes_vanished_and_pending_ones() {
     assert_eq!(pending, expected, "added and removed keys are pending");
     assert_eq!(p.intent.ids, old.ids, "legacy ids stay until deleted");
 
-    let p = plan(&old, &after, "other", "s", "p");
+    let p = plan(&old, &after, "other", &"s".into(), "p");
     assert_eq!(p.add, [0, 1], "another embedder adds every chunk");
     assert!(p.intent.chunks.is_empty());
 }
@@ -73,7 +73,7 @@ fn manifests_of_the_first_format_still_read() {
     assert_eq!(old.ids.len(), 2);
     assert!(old.chunks.is_empty());
     assert!(old.is_current(42, "local-hash-v1-384"));
-    assert_eq!(old.all_ids("s", "p"), ["s#p#0", "s#p#1"]);
+    assert_eq!(old.all_ids(&"s".into(), "p"), ["s#p#0", "s#p#1"]);
 }
 
 #[test]

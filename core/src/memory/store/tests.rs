@@ -22,7 +22,7 @@ fn store() -> (MemoryStore, Platform) {
 fn indexes_changed_files_only_and_finds_facts() {
     block_on(async {
         let (m, p) = store();
-        let scope = "assistant/main";
+        let scope = &Scope::new("assistant/main");
         let dir = root(scope);
         p.files
             .write(
@@ -58,7 +58,7 @@ fn indexes_changed_files_only_and_finds_facts() {
 
         // Another scope sees nothing of this one.
         assert!(m
-            .search("assistant/other", "cat Miso")
+            .search(&"assistant/other".into(), "cat Miso")
             .await
             .unwrap()
             .is_empty());
@@ -94,9 +94,9 @@ fn unrelated_queries_fall_below_min_score() {
             .write("memory/a/b/MEMORY.md", b"Our cat is called Miso.\n")
             .await
             .unwrap();
-        m.reindex("a/b").await.unwrap();
+        m.reindex(&"a/b".into()).await.unwrap();
         assert!(m
-            .search("a/b", "quarterly revenue forecast spreadsheet")
+            .search(&"a/b".into(), "quarterly revenue forecast spreadsheet")
             .await
             .unwrap()
             .is_empty());
@@ -150,8 +150,8 @@ fn sections(n: usize) -> String {
 }
 
 /// Every id in the index for `scope`, from both indexes (they must agree).
-async fn indexed_ids(p: &Platform, scope: &str) -> Vec<String> {
-    let filter = BTreeMap::from([("scope".to_owned(), scope.to_owned())]);
+async fn indexed_ids(p: &Platform, scope: &Scope) -> Vec<String> {
+    let filter = BTreeMap::from([("scope".to_owned(), scope.to_string())]);
     let probe = LocalEmbedder::default().embed_one("probe");
     let mut v: Vec<String> = p
         .vectors
@@ -182,7 +182,7 @@ fn reindexing_embeds_only_the_chunks_that_changed() {
         let (mut m, p) = store();
         let counting = Counting::new("counting-v1");
         m.embedder = counting.clone();
-        let scope = "assistant/main/u123";
+        let scope = &Scope::new("assistant/main/u123");
         let path = format!("{}/MEMORY.md", root(scope));
         p.files.write(&path, sections(40).as_bytes()).await.unwrap();
         assert!(m.index_file(scope, &path).await.unwrap());
@@ -245,12 +245,12 @@ fn reindexing_embeds_only_the_chunks_that_changed() {
 fn manifests_of_the_earlier_format_are_read_and_their_chunks_replaced() {
     block_on(async {
         let (m, p) = store();
-        let scope = "assistant/main";
+        let scope = &Scope::new("assistant/main");
         let path = format!("{}/MEMORY.md", root(scope));
         // What the previous version left: chunk ids by position, a manifest listing them.
         let old_id = format!("{scope}#{path}#0");
         let meta = BTreeMap::from([
-            ("scope".to_owned(), scope.to_owned()),
+            ("scope".to_owned(), scope.to_string()),
             ("path".to_owned(), path.clone()),
             ("lines".to_owned(), "1-1".to_owned()),
             (
@@ -323,7 +323,7 @@ fn a_run_cut_short_leaves_no_chunk_that_no_manifest_names() {
     use futures::FutureExt;
     block_on(async {
         let (mut m, p) = store();
-        let scope = "assistant/main";
+        let scope = &Scope::new("assistant/main");
         let path = format!("{}/MEMORY.md", root(scope));
         p.files.write(&path, sections(10).as_bytes()).await.unwrap();
         m.index_file(scope, &path).await.unwrap();
@@ -361,7 +361,7 @@ fn a_file_over_the_cap_is_indexed_up_to_it_and_appends_past_it_are_refused() {
     block_on(async {
         let (mut m, p) = store();
         m.config.max_file_kb = 4;
-        let scope = "assistant/main";
+        let scope = &Scope::new("assistant/main");
         let path = format!("{}/MEMORY.md", root(scope));
         let mut text = String::from("# Early\nThe boat is called Albatross.\n");
         while text.len() < 6 * 1024 {
@@ -390,6 +390,7 @@ fn forgetting_the_index_makes_the_next_reindex_index_everything() {
     block_on(async {
         let (m, p) = store();
         for scope in ["a/b", "a/b/u1"] {
+            let scope = &Scope::new(scope);
             p.files
                 .write(&format!("{}/MEMORY.md", root(scope)), b"A note.\n")
                 .await
@@ -397,14 +398,14 @@ fn forgetting_the_index_makes_the_next_reindex_index_everything() {
             assert_eq!(m.reindex(scope).await.unwrap(), 1);
         }
         assert_eq!(
-            m.reindex("a/b").await.unwrap(),
+            m.reindex(&"a/b".into()).await.unwrap(),
             0,
             "a nested scope's manifests are not taken for this scope's"
         );
-        assert_eq!(m.reindex("a/b/u1").await.unwrap(), 0);
+        assert_eq!(m.reindex(&"a/b/u1".into()).await.unwrap(), 0);
         assert_eq!(forget_index(&*p.kv).await.unwrap(), 2);
-        assert_eq!(m.reindex("a/b").await.unwrap(), 1);
-        assert_eq!(m.reindex("a/b/u1").await.unwrap(), 1);
+        assert_eq!(m.reindex(&"a/b".into()).await.unwrap(), 1);
+        assert_eq!(m.reindex(&"a/b/u1".into()).await.unwrap(), 1);
     });
 }
 
@@ -414,6 +415,6 @@ fn huge_result_settings_do_not_overflow() {
     let (mut m, _p) = store();
     m.config.max_results = usize::MAX;
     m.config.candidate_multiplier = usize::MAX;
-    let hits = block_on(m.search("assistant/main", "anything")).unwrap();
+    let hits = block_on(m.search(&"assistant/main".into(), "anything")).unwrap();
     assert!(hits.is_empty());
 }

@@ -124,14 +124,25 @@ async fn an_install_from_before_index_db_indexes_its_memory_again() {
         ["kv"],
         "old index tables dropped"
     );
-    assert_eq!(n.app.memory.reindex(scope).await.unwrap(), 1);
-    let hits = n.app.memory.search(scope, "cat").await.unwrap();
+    assert_eq!(
+        n.app.memory_store().reindex(&scope.into()).await.unwrap(),
+        1
+    );
+    let hits = n
+        .app
+        .memory_store()
+        .search(&scope.into(), "cat")
+        .await
+        .unwrap();
     assert!(hits[0].text.contains("Miso"), "{hits:?}");
     drop(n);
 
     // The next start finds index.db: nothing is forgotten or indexed again.
     let n = build(&env_for(&data)).await.unwrap();
     assert_eq!(n.kv.list("memidx/", 100).await.unwrap().len(), 1);
-    assert_eq!(n.app.memory.reindex(scope).await.unwrap(), 0);
+    assert_eq!(
+        n.app.memory_store().reindex(&scope.into()).await.unwrap(),
+        0
+    );
     let _ = std::fs::remove_dir_all(&data);
 }
