@@ -77,7 +77,7 @@ impl App {
         out
     }
 
-    fn bot_of(&self, connector: &ConnectorId) -> Result<&crate::app::Connector, AdminError> {
+    fn bot_of(&self, connector: &ConnectorId) -> Result<&crate::connector::Connector, AdminError> {
         let id = self.connector_id(Some(connector.as_str()))?;
         let c = self
             .connectors

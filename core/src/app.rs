@@ -23,7 +23,7 @@ use crate::memory::store::MemoryStore;
 use crate::session;
 use crate::tools::ToolContext;
 
-pub use crate::connector::Connector;
+use crate::connector::Connector;
 
 /// The assistant: its ports, config, connectors and inbox. Built by [`App::new`].
 pub struct App {

@@ -9,8 +9,9 @@ use std::time::Duration;
 use clawless_platform::Platform;
 
 use crate::agent::Agent;
-use crate::app::{App, Connector};
+use crate::app::App;
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
+use crate::connector::Connector;
 use crate::env::{parse_user_list, Env};
 use crate::ids::ConnectorId;
 use crate::inbox::Inbox;

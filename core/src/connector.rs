@@ -9,7 +9,6 @@ use crate::ids::{ConnectorId, Scope};
 use crate::memory::scope::{scope as memory_scope, MemoryOwner};
 use crate::secret::Secret;
 use crate::telegram::{BotApi, BotIdentity, Message};
-use crate::turn::decide::Gate;
 
 /// One Telegram bot and the agent behind it.
 pub struct Connector {
@@ -56,20 +55,6 @@ impl Connector {
     /// group's in a group, or the shared one when the connector is set to share.
     pub fn memory_scope_of(&self, msg: &Message) -> Scope {
         self.memory_scope(MemoryOwner::of(msg, self.shared_memory))
-    }
-
-    /// What a decision on this connector's messages depends on.
-    pub(crate) fn gate(&self, max_input_chars: usize) -> Gate<'_> {
-        Gate {
-            allowed: &self.allowed,
-            name: self
-                .agent
-                .config
-                .name
-                .as_deref()
-                .unwrap_or(&self.agent.config.id),
-            max_input_chars,
-        }
     }
 
     /// The bot's identity if this process already knows it (no I/O).

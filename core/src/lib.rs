@@ -21,6 +21,7 @@
 //! - [`session`]: conversation history through Kv.
 //! - [`shell`]: what every shell shares: the secret header, the body cap, routing.
 //! - [`telegram`]: update types, the Bot API client, Markdown → HTML and splitting.
+//! - [`calendar`]: days since the epoch to dates (daily notes, and soon usage per day).
 //! - [`config`]: YAML config into validated types. [`env`]: settings and secrets from the
 //!   target. [`secret`]: `Secret`, never printed.
 
@@ -28,6 +29,7 @@ pub mod admin;
 pub mod agent;
 pub mod app;
 pub mod assemble;
+pub mod calendar;
 pub mod config;
 pub mod connector;
 pub mod drain;

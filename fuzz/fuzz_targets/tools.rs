@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    let prefix = format!("{}/", root(SCOPE));
+    let prefix = format!("{}/", root(&SCOPE.into()));
     let files = block_on(platform.files.list("")).unwrap_or_default();
     for f in files {
         assert!(f.starts_with(&prefix), "{f} is outside {prefix}");

@@ -9,13 +9,13 @@ use std::time::Duration;
 use clawless_platform::{Clock, Kv};
 
 use super::digest;
+use super::notes::note_of_day;
 use super::scope::{is_legacy_file, legacy_scope, scope, MemoryOwner};
 use super::store::{root, MemoryError, MemoryStore};
 use crate::ids::{ConnectorId, Scope, SessionKey};
 use crate::keys;
 use crate::llm::ModelChain;
 use crate::session::Session;
-use crate::tools::memory::note_of_day;
 
 const DAY_MS: u64 = 86_400_000;
 const WEEK: Duration = Duration::from_secs(7 * 86_400);

@@ -7,6 +7,7 @@
 //! - `index`: per-file manifests and the plan of an incremental re-index (which chunks to
 //!   embed, which to delete).
 //! - [`lifecycle`]: recall, session-end summaries, consolidation, the move to per-person memory.
+//! - [`notes`]: the names of the memory files (`MEMORY.md`, the daily notes).
 //! - [`scope`]: whose memory a conversation uses (per person, per group, or shared).
 //! - [`store`]: `MemoryStore`: incremental indexing and hybrid (vector + BM25) search.
 
@@ -15,5 +16,6 @@ pub mod digest;
 pub mod embed;
 pub(crate) mod index;
 pub mod lifecycle;
+pub mod notes;
 pub mod scope;
 pub mod store;

@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 use super::{Tool, ToolContext, ToolError};
 use crate::ids::Scope;
 use crate::llm::ToolSpec;
+use crate::memory::notes::daily_note;
 use crate::memory::store::{root, MemoryError, MemoryStore};
-use crate::tools::time::civil_from_days;
 
 /// Largest slice `memory_get` returns.
 const MAX_GET_LINES: usize = 400;
@@ -178,17 +178,6 @@ fn too_large(rel: &str, replace: bool, size: usize, after: usize, limit: usize) 
             kb(after)
         )
     })
-}
-
-/// Today's daily note, `memory/YYYY-MM-DD.md` (UTC).
-pub fn daily_note(clock: &dyn Clock) -> String {
-    note_of_day((clock.now_ms() / 86_400_000) as i64)
-}
-
-/// The daily note of a day counted from the Unix epoch.
-pub fn note_of_day(day: i64) -> String {
-    let (y, m, d) = civil_from_days(day);
-    format!("memory/{y:04}-{m:02}-{d:02}.md")
 }
 
 #[async_trait]

@@ -7,6 +7,7 @@ use clawless_platform::Clock;
 use serde_json::{json, Value};
 
 use super::{Tool, ToolContext, ToolError};
+use crate::calendar::civil_from_days;
 use crate::llm::ToolSpec;
 
 pub struct CurrentTime {
@@ -97,19 +98,6 @@ pub fn format_time(ms: u64, offset_min: i64) -> String {
         offset_min.abs() / 60,
         offset_min.abs() % 60
     )
-}
-
-/// Days since 1970-01-01 to (year, month, day): Howard Hinnant's algorithm.
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]

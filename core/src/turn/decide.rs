@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 
 use super::commands::{self, Action};
+use crate::connector::Connector;
 use crate::telegram::{BotIdentity, ChatKind, Message};
 
 /// What an update asks of us.
@@ -31,6 +32,22 @@ pub struct Gate<'a> {
     pub name: &'a str,
     /// Longer texts are cut (see `limits.max_input_chars`).
     pub max_input_chars: usize,
+}
+
+impl<'a> Gate<'a> {
+    /// What a decision on `conn`'s messages depends on.
+    pub fn of(conn: &'a Connector, max_input_chars: usize) -> Gate<'a> {
+        Gate {
+            allowed: &conn.allowed,
+            name: conn
+                .agent
+                .config
+                .name
+                .as_deref()
+                .unwrap_or(&conn.agent.config.id),
+            max_input_chars,
+        }
+    }
 }
 
 const NO_CONTENT: &str =

@@ -7,7 +7,8 @@ use std::time::Duration;
 use clawless_platform::PortError;
 
 use super::Step;
-use crate::app::{App, Connector};
+use crate::app::App;
+use crate::connector::Connector;
 use crate::inbox::{Job, Lease};
 use crate::session;
 use crate::telegram::api::Target;

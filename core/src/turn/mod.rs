@@ -13,7 +13,8 @@ use std::time::Duration;
 use clawless_platform::PortError;
 use futures::future::{select, Either};
 
-use crate::app::{App, Connector};
+use crate::app::App;
+use crate::connector::Connector;
 use crate::ids::{Scope, SessionKey};
 use crate::inbox::{Checkpoint, Job, Lease};
 use crate::keys;
@@ -147,7 +148,7 @@ impl App {
             true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
             false => None,
         };
-        let gate = conn.gate(self.config.limits.max_input_chars);
+        let gate = decide::Gate::of(conn, self.config.limits.max_input_chars);
         let decision = decide::decide(msg, me.as_ref(), &gate);
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
         let text = match decision {
