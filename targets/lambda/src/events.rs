@@ -106,8 +106,16 @@ impl Shell {
     }
 }
 
+/// A Function URL response. `isBase64Encoded` and `cookies` are optional for AWS, but
+/// `cargo lambda watch` (running the function locally) refuses a response without them.
 fn response(status: u16, body: &str) -> Value {
-    json!({"statusCode": status, "headers": {"content-type": "text/plain"}, "body": body})
+    json!({
+        "statusCode": status,
+        "headers": {"content-type": "text/plain"},
+        "body": body,
+        "isBase64Encoded": false,
+        "cookies": [],
+    })
 }
 
 /// The request body, base64-decoded when the Function URL encoded it; a body over
