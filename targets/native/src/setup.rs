@@ -10,9 +10,8 @@ use clawless_core::{App, Config, ConfigFiles, Env};
 use clawless_platform::{Clock, Platform};
 
 use crate::fs::FsFiles;
-use crate::index::{SqlText, SqlVectors};
 use crate::listen::Limits;
-use crate::store::{Db, SqlKv, KV_SCHEMA};
+use crate::store::{Db, SqlKv, SqlText, SqlVectors, KV_SCHEMA};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 
 /// Everything `main` needs: the app and the concrete store (for housekeeping).
