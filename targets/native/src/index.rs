@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use clawless_platform::sql;
 use clawless_platform::text::fts5_sql;
 use clawless_platform::{Kv, PortError};
 use futures::executor::block_on;
@@ -58,10 +59,7 @@ pub async fn drop_legacy_tables(kv_db: &Db) -> Result<usize, PortError> {
                 let mut dropped = 0;
                 for table in LEGACY_TABLES {
                     let mut rows = c
-                        .query(
-                            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                            params![table],
-                        )
+                        .query(sql::HAS_TABLE, params![table])
                         .await
                         .map_err(db_err)?;
                     if rows.next().await.map_err(db_err)?.is_some() {

@@ -4,16 +4,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_platform::kv::{expiry, validate_key};
+use clawless_platform::sql;
 use clawless_platform::{async_trait, Clock, Kv, PortError};
 use futures::executor::block_on;
 use libsql::{params, Connection, Value};
 
 use super::{db_err, read_bytes, read_i64, Db};
 
-/// The Kv database's schema.
-pub const KV_SCHEMA: [&str; 1] = [
-    "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at INTEGER)",
-];
+/// The Kv database's schema: the `kv` table D1 has too ([`sql::kv`]).
+pub const KV_SCHEMA: [&str; 1] = [sql::kv::SCHEMA];
 
 /// The live value of `key`, expired rows read as absent.
 fn current(conn: &Connection, key: &str, now: u64) -> Result<Option<Vec<u8>>, PortError> {
@@ -45,14 +44,16 @@ fn write(
     block_on(async {
         match value {
             Some(v) => {
-                let exp = expires.map(|e| Value::Integer(e as i64)).unwrap_or(Value::Null);
+                let exp = expires
+                    .map(|e| Value::Integer(e as i64))
+                    .unwrap_or(Value::Null);
                 conn.execute(
-                    "INSERT INTO kv (key, value, expires_at) VALUES (?1, ?2, ?3) ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                    sql::kv::PUT,
                     vec![Value::Text(key.to_owned()), Value::Blob(v.to_vec()), exp],
                 )
                 .await
             }
-            None => conn.execute("DELETE FROM kv WHERE key = ?1", params![key]).await,
+            None => conn.execute(sql::kv::DELETE, params![key]).await,
         }
         .map(drop)
         .map_err(db_err)
@@ -80,11 +81,7 @@ impl SqlKv {
         let now = self.clock.now_ms() as i64;
         self.db
             .call(move |c| {
-                block_on(c.execute(
-                    "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?1",
-                    params![now],
-                ))
-                .map_err(db_err)
+                block_on(c.execute(sql::kv::PURGE_EXPIRED, params![now])).map_err(db_err)
             })
             .await
     }
@@ -130,10 +127,7 @@ impl Kv for SqlKv {
             .call(move |c| {
                 block_on(async {
                     let mut rows = c
-                        .query(
-                            "SELECT key FROM kv WHERE key >= ?1 AND key > ?4 AND substr(key, 1, length(?1)) = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY key LIMIT ?3",
-                            params![prefix, now, limit, after],
-                        )
+                        .query(sql::kv::LIST_AFTER, params![prefix, now, limit, after])
                         .await
                         .map_err(db_err)?;
                     let mut out = Vec::new();

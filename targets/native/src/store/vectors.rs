@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use clawless_platform::sql;
 use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
 use clawless_platform::{async_trait, PortError, VectorHit, VectorRecord, Vectors};
 use futures::executor::block_on;
@@ -45,10 +46,7 @@ fn ensure_loaded(
     }
     let mut m = Mirror::default();
     block_on(async {
-        let mut rows = c
-            .query("SELECT id, vec, metadata FROM vectors", ())
-            .await
-            .map_err(db_err)?;
+        let mut rows = c.query(sql::vectors::ALL, ()).await.map_err(db_err)?;
         while let Some(row) = rows.next().await.map_err(db_err)? {
             let id = read_bytes(row.get_value(0).map_err(db_err)?)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -76,7 +74,9 @@ impl Vectors for SqlVectors {
         self.db
             .call(move |c| {
                 ensure_loaded(c, &mirror)?;
-                let mut dim = lock(&mirror).as_ref().and_then(|m| (m.dim > 0).then_some(m.dim));
+                let mut dim = lock(&mirror)
+                    .as_ref()
+                    .and_then(|m| (m.dim > 0).then_some(m.dim));
                 for r in &records {
                     validate_vector(&r.vector, dim)?;
                     dim = Some(r.vector.len());
@@ -84,10 +84,16 @@ impl Vectors for SqlVectors {
                 in_transaction(c, || {
                     block_on(async {
                         for r in &records {
-                            let meta = serde_json::to_string(&r.metadata).map_err(|e| PortError::invalid(e.to_string()))?;
+                            let meta = serde_json::to_string(&r.metadata)
+                                .map_err(|e| PortError::invalid(e.to_string()))?;
                             c.execute(
-                                "INSERT INTO vectors (id, dim, vec, metadata) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec, metadata = excluded.metadata",
-                                vec![Value::Text(r.id.clone()), Value::Integer(r.vector.len() as i64), Value::Blob(to_blob(&r.vector)), Value::Text(meta)],
+                                sql::vectors::UPSERT,
+                                vec![
+                                    Value::Text(r.id.clone()),
+                                    Value::Integer(r.vector.len() as i64),
+                                    Value::Blob(to_blob(&r.vector)),
+                                    Value::Text(meta),
+                                ],
                             )
                             .await
                             .map_err(db_err)?;
@@ -164,7 +170,7 @@ impl Vectors for SqlVectors {
                 in_transaction(c, || {
                     block_on(async {
                         for id in &ids {
-                            c.execute("DELETE FROM vectors WHERE id = ?1", params![id.clone()])
+                            c.execute(sql::vectors::DELETE, params![id.clone()])
                                 .await
                                 .map_err(db_err)?;
                         }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use clawless_platform::kv::validate_key;
+use clawless_platform::sql;
 use clawless_platform::{Clock, Kv, Result};
 
 use super::{Arg, Cell, D1};
@@ -30,12 +31,7 @@ impl D1Kv {
 
     /// Deletes expired rows (run by the scheduled job); how many went.
     pub async fn purge_expired(&self) -> Result<usize> {
-        self.d1
-            .run(
-                "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?1",
-                &[self.now()],
-            )
-            .await
+        self.d1.run(sql::kv::PURGE_EXPIRED, &[self.now()]).await
     }
 }
 
@@ -57,7 +53,7 @@ impl Kv for D1Kv {
         validate_key(key)?;
         self.d1
             .run(
-                "INSERT INTO kv (key, value, expires_at) VALUES (?1, ?2, ?3) ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                sql::kv::PUT,
                 &[Arg::Text(key), Arg::Blob(value), self.expiry(ttl)],
             )
             .await
@@ -67,7 +63,7 @@ impl Kv for D1Kv {
     async fn delete(&self, key: &str) -> Result<()> {
         validate_key(key)?;
         self.d1
-            .run("DELETE FROM kv WHERE key = ?1", &[Arg::Text(key)])
+            .run(sql::kv::DELETE, &[Arg::Text(key)])
             .await
             .map(drop)
     }
@@ -81,8 +77,13 @@ impl Kv for D1Kv {
         let rows = self
             .d1
             .rows(
-                "SELECT key FROM kv WHERE key >= ?1 AND key > ?4 AND substr(key, 1, length(?1)) = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY key LIMIT ?3",
-                &[Arg::Text(prefix), self.now(), Arg::Int(limit as i64), Arg::Text(after)],
+                sql::kv::LIST_AFTER,
+                &[
+                    Arg::Text(prefix),
+                    self.now(),
+                    Arg::Int(limit as i64),
+                    Arg::Text(after),
+                ],
             )
             .await?;
         Ok(rows

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use clawless_platform::sql;
 use clawless_platform::text::fts5_sql;
 use clawless_platform::{PortError, Result};
 use js_sys::{Array, ArrayBuffer, Uint8Array};
@@ -34,9 +35,9 @@ pub use text::D1Text;
 pub use vectors::D1Vectors;
 
 /// The schema, created on first use by each isolate (`IF NOT EXISTS`: one cheap round trip).
-/// The text index is in the layout shared with native ([`fts5_sql`]).
+/// The Kv table and the text index are the ones native has too ([`sql::kv`], [`fts5_sql`]).
 pub const SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at INTEGER)",
+    sql::kv::SCHEMA,
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, data BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec BLOB NOT NULL, metadata TEXT NOT NULL)",
     fts5_sql::SCHEMA[0],
@@ -126,12 +127,7 @@ impl D1 {
     }
 
     async fn has_table(&self, name: &str) -> Result<bool> {
-        let rows = self
-            .rows(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                &[Arg::Text(name)],
-            )
-            .await?;
+        let rows = self.rows(sql::HAS_TABLE, &[Arg::Text(name)]).await?;
         Ok(!rows.is_empty())
     }
 

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use clawless_platform::sql;
 use clawless_platform::vectors::{cosine, from_blob, matches, rank, to_blob, validate_vector};
 use clawless_platform::{Result, VectorHit, VectorRecord, Vectors};
 
@@ -40,7 +41,7 @@ impl Vectors for D1Vectors {
             .zip(&encoded)
             .map(|(r, (blob, meta))| {
                 (
-                    "INSERT INTO vectors (id, dim, vec, metadata) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec, metadata = excluded.metadata",
+                    sql::vectors::UPSERT,
                     vec![
                         Arg::Text(&r.id),
                         Arg::Int(r.vector.len() as i64),
@@ -60,10 +61,7 @@ impl Vectors for D1Vectors {
         filter: &BTreeMap<String, String>,
     ) -> Result<Vec<VectorHit>> {
         validate_vector(vector, self.stored_dim().await?)?;
-        let rows = self
-            .0
-            .rows("SELECT id, vec, metadata FROM vectors", &[])
-            .await?;
+        let rows = self.0.rows(sql::vectors::ALL, &[]).await?;
         let mut hits = Vec::new();
         for row in &rows {
             let metadata = metadata_of(row.get(2));
@@ -87,7 +85,7 @@ impl Vectors for D1Vectors {
     async fn delete(&self, ids: &[String]) -> Result<()> {
         let statements = ids
             .iter()
-            .map(|id| ("DELETE FROM vectors WHERE id = ?1", vec![Arg::Text(id)]))
+            .map(|id| (sql::vectors::DELETE, vec![Arg::Text(id)]))
             .collect();
         self.0.batch(statements).await
     }
