@@ -156,6 +156,10 @@ impl Kv for DynamoKv {
             Err((false, e)) => Err(e),
         }
     }
+
+    // `purge_expired` keeps the port's default (nothing, 0): the table's TTL attribute `exp`
+    // has DynamoDB delete expired items itself, without a write charged to us, and until it
+    // does, every read filters on `expms`.
 }
 
 impl DynamoKv {

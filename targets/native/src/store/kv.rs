@@ -75,16 +75,6 @@ impl SqlKv {
     pub fn db(&self) -> &Db {
         &self.db
     }
-
-    /// Deletes expired rows; returns how many.
-    pub async fn purge_expired(&self) -> Result<u64, PortError> {
-        let now = self.clock.now_ms() as i64;
-        self.db
-            .call(move |c| {
-                block_on(c.execute(sql::kv::PURGE_EXPIRED, params![now])).map_err(db_err)
-            })
-            .await
-    }
 }
 
 #[async_trait]
@@ -164,6 +154,15 @@ impl Kv for SqlKv {
                 }
                 write(c, &key, new.as_deref(), exp)?;
                 Ok(true)
+            })
+            .await
+    }
+
+    async fn purge_expired(&self) -> Result<u64, PortError> {
+        let now = self.clock.now_ms() as i64;
+        self.db
+            .call(move |c| {
+                block_on(c.execute(sql::kv::PURGE_EXPIRED, params![now])).map_err(db_err)
             })
             .await
     }

@@ -28,11 +28,6 @@ impl D1Kv {
     fn now(&self) -> Arg<'static> {
         Arg::Int(self.clock.now_ms() as i64)
     }
-
-    /// Deletes expired rows (run by the scheduled job); how many went.
-    pub async fn purge_expired(&self) -> Result<usize> {
-        self.d1.run(sql::kv::PURGE_EXPIRED, &[self.now()]).await
-    }
 }
 
 #[async_trait]
@@ -131,5 +126,10 @@ impl Kv for D1Kv {
             (None, None) => return Ok(self.get(key).await?.is_none()),
         };
         Ok(changed == 1)
+    }
+
+    async fn purge_expired(&self) -> Result<u64> {
+        let purged = self.d1.run(sql::kv::PURGE_EXPIRED, &[self.now()]).await?;
+        Ok(purged as u64)
     }
 }
