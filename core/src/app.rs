@@ -54,6 +54,10 @@ impl App {
     pub fn memory_store(&self) -> &MemoryStore {
         &self.memory
     }
+
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
 }
 
 impl App {
@@ -75,12 +79,18 @@ impl App {
         missing
     }
 
-    /// The scheduled job every shell runs (native timer, Lambda schedule, Worker cron): the
-    /// [`App::sweep`], then memory files edited by hand are re-indexed in every scope (after
-    /// the one-time move of memory from before it was per person), then (once a day)
-    /// [`App::consolidate`].
+    /// The scheduled job every shell runs (native timer, Lambda schedule, Worker cron): expired
+    /// Kv rows purged through the port
+    /// ([`Kv::purge_expired`](clawless_platform::Kv::purge_expired)), the [`App::sweep`], then
+    /// memory files edited by hand are re-indexed in every scope (after the one-time move of
+    /// memory from before it was per person), then (once a day) [`App::consolidate`].
     /// Errors are logged, not returned: one failing part does not stop the others.
     pub async fn scheduled(&self) -> Option<u64> {
+        match self.platform.kv.purge_expired().await {
+            Ok(0) => {}
+            Ok(rows) => tracing::debug!(rows, "purged expired Kv rows"),
+            Err(e) => tracing::warn!(error = %e, "purging expired Kv rows failed"),
+        }
         let next = match self.sweep().await {
             Ok(next) => next,
             Err(e) => {

@@ -1,6 +1,6 @@
 //! Recovery within a minute: a dead drainer's lease lapses in seconds, a live one keeps its
-//! lane through a slow model call by renewing beside it, and the sweep drains lanes side by
-//! side.
+//! lane through a slow model call by renewing beside it, the sweep drains lanes side by side,
+//! and the scheduled job purges expired Kv rows without ever stopping for it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -148,6 +148,93 @@ fn a_chat_with_a_huge_backlog_never_hides_the_others_from_the_sweep() {
         h.app.sweep().await.unwrap();
         assert_eq!(h.sent_texts(), ["not forgotten"]);
     });
+}
+
+#[test]
+fn the_scheduled_job_purges_expired_rows_and_goes_on_when_purging_fails() {
+    block_on(async {
+        for fail in [false, true] {
+            let config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
+            let purges = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let seen = purges.clone();
+            let h = Harness::with_ports(Wire::Anthropic, config, move |platform, _, _| {
+                platform.kv = Arc::new(PurgeWatch {
+                    inner: platform.kv.clone(),
+                    fail,
+                    purges: seen,
+                });
+            });
+            let kv = &h.platform.kv;
+            kv.put("scratch/old", b"x", Some(Duration::from_secs(1)))
+                .await
+                .unwrap();
+            h.clock.advance(Duration::from_secs(2));
+            h.accept_only("private_text", 1).await.unwrap();
+            h.script(200, anthropic_text("answered"));
+            h.app.scheduled().await;
+            let purges = purges.lock().unwrap().clone();
+            assert_eq!(purges.len(), 1, "one purge per scheduled run");
+            if fail {
+                assert_eq!(purges[0], None);
+            } else {
+                assert!(purges[0] >= Some(1), "the expired row went: {purges:?}");
+            }
+            assert_eq!(
+                h.sent_texts(),
+                ["answered"],
+                "the sweep runs after the purge (purge failing: {fail})"
+            );
+        }
+    });
+}
+
+/// A Kv whose purges are recorded (`None` when it fails them, as `fail` asks).
+struct PurgeWatch {
+    inner: Arc<dyn Kv>,
+    fail: bool,
+    purges: Arc<std::sync::Mutex<Vec<Option<u64>>>>,
+}
+
+#[async_trait]
+impl Kv for PurgeWatch {
+    async fn get(&self, key: &str) -> clawless_platform::Result<Option<Vec<u8>>> {
+        self.inner.get(key).await
+    }
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: Option<Duration>,
+    ) -> clawless_platform::Result<()> {
+        self.inner.put(key, value, ttl).await
+    }
+    async fn delete(&self, key: &str) -> clawless_platform::Result<()> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
+        self.inner.list(prefix, limit).await
+    }
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<Duration>,
+    ) -> clawless_platform::Result<bool> {
+        self.inner.compare_and_swap(key, expected, new, ttl).await
+    }
+    async fn purge_expired(&self) -> clawless_platform::Result<u64> {
+        let result = if self.fail {
+            Err(clawless_platform::PortError::unavailable("purge refused"))
+        } else {
+            self.inner.purge_expired().await
+        };
+        self.purges
+            .lock()
+            .unwrap()
+            .push(result.as_ref().ok().copied());
+        result
+    }
 }
 
 /// A Kv that, when a lane's lease is released, first stores one more job in that lane: an

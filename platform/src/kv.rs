@@ -79,6 +79,19 @@ pub trait Kv: Send + Sync {
     async fn put_if_absent(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Result<bool> {
         self.compare_and_swap(key, None, Some(value), ttl).await
     }
+
+    /// Removes the stored rows of expired keys; returns how many it removed. The core's
+    /// scheduled job calls it (`App::scheduled`), so no shell needs its store's handle.
+    ///
+    /// # Behavior
+    /// Removes keys whose TTL has passed by the platform clock, and only those: keys without a
+    /// TTL and keys still live stay. It reclaims space and nothing else: reads (`get`, `list`,
+    /// `compare_and_swap`) never return an expired key, purged or not. The default removes
+    /// nothing and returns 0, for stores that delete expired items themselves (DynamoDB's TTL)
+    /// or never outlive the process; adapters that keep expired rows override it.
+    async fn purge_expired(&self) -> Result<u64> {
+        Ok(0)
+    }
 }
 
 /// JSON helpers over any [`Kv`].
@@ -231,6 +244,13 @@ impl Kv for MemoryKv {
         }
         Ok(true)
     }
+
+    async fn purge_expired(&self) -> Result<u64> {
+        let mut map = self.lock();
+        let before = map.len();
+        map.retain(|_, e| self.live(e));
+        Ok((before - map.len()) as u64)
+    }
 }
 
 /// Conformance suite for [`Kv`] adapters. `clock` must be the clock the adapter expires by;
@@ -247,6 +267,7 @@ pub mod conformance {
         listing(kv, ns).await;
         cas(kv, ns).await;
         ttl(kv, clock, ns).await;
+        purge(kv, clock, ns).await;
         json(kv, ns).await;
         concurrent_put_if_absent(kv, ns).await;
     }
@@ -396,6 +417,54 @@ pub mod conformance {
         );
     }
 
+    /// Purging removes what has expired and nothing else; whether an adapter purges at all
+    /// (the default does nothing), what reads return is the same.
+    async fn purge(kv: &dyn Kv, clock: &dyn Clock, ns: &str) {
+        let gone = format!("{ns}/purge/gone");
+        let live = format!("{ns}/purge/live");
+        let forever = format!("{ns}/purge/forever");
+        kv.put(&gone, b"short", Some(Duration::from_secs(1)))
+            .await
+            .unwrap();
+        kv.put(&live, b"long", Some(Duration::from_secs(3600)))
+            .await
+            .unwrap();
+        kv.put(&forever, b"always", None).await.unwrap();
+        kv.purge_expired().await.unwrap();
+        assert_eq!(
+            kv.get(&gone).await.unwrap().as_deref(),
+            Some(&b"short"[..]),
+            "a purge before the TTL keeps the key"
+        );
+        clock.sleep(Duration::from_millis(1100)).await;
+        kv.purge_expired().await.unwrap();
+        assert_eq!(
+            kv.get(&gone).await.unwrap(),
+            None,
+            "purged key reads as absent"
+        );
+        assert_eq!(
+            kv.list(&format!("{ns}/purge/"), 10).await.unwrap(),
+            [forever.clone(), live.clone()],
+            "only the expired key left the listing"
+        );
+        assert_eq!(kv.get(&live).await.unwrap().as_deref(), Some(&b"long"[..]));
+        assert_eq!(
+            kv.get(&forever).await.unwrap().as_deref(),
+            Some(&b"always"[..])
+        );
+        assert!(
+            kv.put_if_absent(&gone, b"again", None).await.unwrap(),
+            "a purged key can be written again"
+        );
+        kv.purge_expired().await.unwrap();
+        assert_eq!(
+            kv.get(&gone).await.unwrap().as_deref(),
+            Some(&b"again"[..]),
+            "a purge leaves a key without a TTL"
+        );
+    }
+
     async fn json(kv: &dyn Kv, ns: &str) {
         let k = format!("{ns}/json");
         kv.put_json(&k, &serde_json::json!({"a": [1, 2]}), None)
@@ -433,5 +502,24 @@ mod tests {
         let clock = Arc::new(FakeClock::new(1_700_000_000_000));
         let kv = MemoryKv::new(clock.clone());
         futures::executor::block_on(conformance::run(&kv, &*clock, "t"));
+    }
+
+    #[test]
+    fn memory_kv_purges_only_expired_keys() {
+        let clock = Arc::new(FakeClock::new(1_700_000_000_000));
+        let kv = MemoryKv::new(clock.clone());
+        futures::executor::block_on(async {
+            kv.put("a", b"1", Some(Duration::from_secs(1)))
+                .await
+                .unwrap();
+            kv.put("b", b"2", Some(Duration::from_secs(10)))
+                .await
+                .unwrap();
+            kv.put("c", b"3", None).await.unwrap();
+            assert_eq!(kv.purge_expired().await.unwrap(), 0);
+            clock.sleep(Duration::from_secs(2)).await;
+            assert_eq!(kv.purge_expired().await.unwrap(), 1);
+            assert_eq!(kv.lock().len(), 2, "the expired row is gone from the map");
+        });
     }
 }

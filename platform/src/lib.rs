@@ -8,6 +8,8 @@
 //! - [`vectors`]: vector upsert / top-k query / delete.
 //! - [`text`]: keyword search (BM25) over documents with metadata.
 //! - [`clock`]: wall-clock time and sleeping (core never reads the system clock itself).
+//! - [`sql`]: the SQL statements the SQLite adapters (libsql on native, D1 on the Worker) share;
+//!   the FTS5 text index's are [`text::fts5_sql`].
 //! - `native_io` (feature `native-io`): reqwest Http and system Clock for tokio shells.
 //! - [`Platform`]: the ports gathered as `Arc<dyn Port>` for injection.
 //!
@@ -25,6 +27,7 @@ pub mod http;
 pub mod kv;
 #[cfg(feature = "native-io")]
 pub mod native_io;
+pub mod sql;
 pub mod text;
 pub mod vectors;
 

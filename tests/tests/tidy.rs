@@ -1,7 +1,7 @@
 //! Tidy checks over the repository: every Rust file opens with a `//!` line saying what lives
 //! there, no file is over 600 lines, `clawless-core` depends on no runtime crate and reads no
-//! env or clock, Kv keys are spelt only in its keys module, and its modules import each other
-//! in one direction.
+//! env or clock, Kv keys are spelt only in its keys module, its modules import each other in
+//! one direction, and `clawless-platform` names a runtime crate only as an optional dependency.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -74,6 +74,176 @@ fn core_depends_on_no_runtime_crate() {
             "core/Cargo.toml [dependencies] names {banned}"
         );
     }
+}
+
+/// Crates that tie a build to a runtime (an executor, an HTTP stack, a cloud SDK, a
+/// database): the ports' crate may name them only as optional dependencies, behind features
+/// the wasm32 build never enables. An `aws-` prefix covers every AWS SDK crate.
+const RUNTIME_CRATES: [&str; 8] = [
+    "tokio",
+    "reqwest",
+    "worker",
+    "aws-",
+    "libsql",
+    "lambda_runtime",
+    "hyper",
+    "axum",
+];
+
+/// `(name, optional)` of every dependency a manifest declares outside `[dev-dependencies]` and
+/// `[build-dependencies]`: `[dependencies]` and `[target.….dependencies]`, as `name = …`
+/// lines, `name.key = …` lines or `[dependencies.name]` tables. A renamed dependency
+/// (`package = "…"`) is named by its real crate. Enough TOML for Cargo manifests.
+fn declared_dependencies(manifest: &str) -> Vec<(String, bool)> {
+    let mut deps: Vec<(String, bool)> = Vec::new();
+    // The section: a list of dependencies, or one dependency's table.
+    let mut list = false;
+    let mut table: Option<usize> = None;
+    for line in manifest.lines() {
+        let line = line.split(" #").next().unwrap_or("").trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']').trim();
+            let (path, name) = match header.rsplit_once(".dependencies.") {
+                Some((path, name)) => (format!("{path}.dependencies"), Some(name)),
+                None => match header.strip_prefix("dependencies.") {
+                    Some(name) => ("dependencies".to_owned(), Some(name)),
+                    None => (header.to_owned(), None),
+                },
+            };
+            let is_deps = path == "dependencies"
+                || (path.starts_with("target.") && path.ends_with(".dependencies"));
+            list = is_deps && name.is_none();
+            table = match name {
+                Some(name) if is_deps => {
+                    deps.push((name.trim_matches('"').to_owned(), false));
+                    Some(deps.len() - 1)
+                }
+                _ => None,
+            };
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if let Some(i) = table {
+            match key {
+                "optional" => deps[i].1 = value == "true",
+                "package" => deps[i].0 = value.trim_matches('"').to_owned(),
+                _ => {}
+            }
+        } else if list {
+            let (name, field) = match key.split_once('.') {
+                Some((name, field)) => (name.trim(), Some(field.trim())),
+                None => (key, None),
+            };
+            let name = name.trim_matches('"');
+            let inline = |field: &str| {
+                value
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .find(|(k, _)| k.trim() == field)
+                    .map(|(_, v)| v.trim().trim_matches('"').to_owned())
+            };
+            let (real, optional) = match field {
+                Some("optional") => (name.to_owned(), value == "true"),
+                Some("package") => (value.trim_matches('"').to_owned(), false),
+                Some(_) => (name.to_owned(), false),
+                None => (
+                    inline("package").unwrap_or_else(|| name.to_owned()),
+                    inline("optional").as_deref() == Some("true"),
+                ),
+            };
+            // `name.key = …` lines add to one dependency.
+            match deps.iter_mut().find(|(n, _)| *n == name || *n == real) {
+                Some(dep) => {
+                    dep.1 |= optional;
+                    if field == Some("package") {
+                        dep.0 = real;
+                    }
+                }
+                None => deps.push((real, optional)),
+            }
+        }
+    }
+    deps
+}
+
+/// The runtime crates among `manifest`'s non-optional dependencies.
+fn required_runtime_crates(manifest: &str) -> Vec<String> {
+    declared_dependencies(manifest)
+        .into_iter()
+        .filter(|(name, optional)| {
+            !optional
+                && RUNTIME_CRATES.iter().any(|banned| {
+                    name == banned || (banned.ends_with('-') && name.starts_with(banned))
+                })
+        })
+        .map(|(name, _)| name)
+        .collect()
+}
+
+#[test]
+fn platform_depends_on_no_runtime_crate_unless_optional() {
+    let path = root().join("platform/Cargo.toml");
+    let manifest = std::fs::read_to_string(&path).unwrap();
+    let deps = declared_dependencies(&manifest);
+    assert!(
+        deps.iter().any(|(name, _)| name == "serde_json"),
+        "{} read wrong: {deps:?}",
+        path.display()
+    );
+    let required = required_runtime_crates(&manifest);
+    assert!(
+        required.is_empty(),
+        "{} depends on {} without `optional = true`: the ports' crate must build without a \
+         runtime (put it behind a feature, as native-io does with tokio)",
+        path.display(),
+        required.join(", ")
+    );
+}
+
+#[test]
+fn the_runtime_crate_check_reads_every_form_of_dependency() {
+    let manifest = r#"
+[package]
+name = "x"
+tokio = "1"
+
+[features]
+native = ["dep:reqwest"]
+
+[dependencies]
+serde = "1"
+tokio = { workspace = true, features = ["rt"] }
+reqwest = { workspace = true, optional = true }
+aws-config.workspace = true
+hyper.workspace = true
+hyper.optional = true
+rt = { package = "lambda_runtime", version = "1" }
+
+[dependencies.libsql]
+version = "0.10"
+
+[dependencies.axum]
+version = "0.8"
+optional = true
+
+[target.'cfg(target_arch = "wasm32")'.dependencies]
+worker = "0.8"
+
+[dev-dependencies]
+tokio = "1"
+"#;
+    assert_eq!(
+        required_runtime_crates(manifest),
+        ["tokio", "aws-config", "lambda_runtime", "libsql", "worker"]
+    );
 }
 
 #[test]

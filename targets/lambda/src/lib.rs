@@ -3,7 +3,8 @@
 //! schedule; state in one DynamoDB table.
 //!
 //! # Layout
-//! - [`dynamo`]: the Kv, Vectors and Files ports over one DynamoDB table.
+//! - [`dynamo`]: the Kv, Vectors, TextIndex and Files ports over one DynamoDB table, one port
+//!   per file.
 //! - [`events`]: dispatch of the three event kinds (Function URL, drain, schedule).
 //! - [`invoke`]: the asynchronous self-invocation that runs the work after the ack.
 //! - [`setup`]: environment → `App` (the only place that reads env vars).

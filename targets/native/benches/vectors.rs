@@ -14,7 +14,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use clawless_native::index::{open_db, SqlVectors};
+use clawless_native::index::open_db;
+use clawless_native::store::SqlVectors;
 use clawless_platform::vectors::cosine;
 use clawless_platform::{VectorRecord, Vectors};
 

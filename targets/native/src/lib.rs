@@ -2,10 +2,11 @@
 //! drive the core (long polling, the webhook server, the background drainer).
 //!
 //! # Layout
-//! - [`store`]: libsql on disk: the database thread ([`store::Db`]) and the Kv port
-//!   (`clawless.db`).
-//! - [`index`]: the memory index in `index.db`, on a thread of its own: the Vectors and
-//!   TextIndex (FTS5) ports.
+//! - [`store`]: libsql on disk: the database thread ([`store::Db`]) and the adapters over it,
+//!   one port per file: [`store::kv`] (`clawless.db`), [`store::vectors`] and [`store::text`]
+//!   (FTS5) (the memory index).
+//! - [`index`]: the memory index database, `index.db`, on a thread of its own: its schema,
+//!   and starting it over when the file is new.
 //! - [`vecindex`]: the int8 in-memory mirror the Vectors port scans before an exact re-rank.
 //! - [`fs`]: the Files port over a directory.
 //! - Http and Clock come from `clawless_platform::native_io` (shared with the Lambda).

@@ -205,7 +205,7 @@ async fn run_polling() -> Result<()> {
     let n = build().await?;
     require_ready(&n)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (kicker, runner) = runner::new(n.app.clone(), Some(n.kv.clone()));
+    let (kicker, runner) = runner::new(n.app.clone());
     let mut pollers = Vec::new();
     for id in n.app.connector_ids() {
         poll::check_no_webhook(&n.app, &id).await?;
@@ -248,7 +248,7 @@ async fn serve(addr: &str) -> Result<()> {
         .with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (kicker, runner) = runner::new(n.app.clone(), Some(n.kv.clone()));
+    let (kicker, runner) = runner::new(n.app.clone());
     let mut rx = stop_rx.clone();
     let run = tokio::spawn(runner.run(
         async move {

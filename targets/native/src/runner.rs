@@ -1,6 +1,6 @@
 //! The background drainer: lanes named by the ack path are drained on tokio tasks, a timer
-//! sweeps for retries and leftovers (and re-indexes memory files edited by hand), and shutdown
-//! waits for work in flight.
+//! runs the scheduled job (`App::scheduled`: retries and leftovers, expired Kv rows, memory
+//! files edited by hand), and shutdown waits for work in flight.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +8,6 @@ use std::time::Duration;
 use clawless_core::{App, Drained, Lane};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-
-use crate::store::SqlKv;
 
 /// How often pending work is looked for when nothing asked.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(15);
@@ -29,12 +27,11 @@ impl Kicker {
 pub struct Runner {
     rx: mpsc::UnboundedReceiver<Lane>,
     app: Arc<App>,
-    kv: Option<Arc<SqlKv>>,
 }
 
-pub fn new(app: Arc<App>, kv: Option<Arc<SqlKv>>) -> (Kicker, Runner) {
+pub fn new(app: Arc<App>) -> (Kicker, Runner) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (Kicker { tx }, Runner { rx, app, kv })
+    (Kicker { tx }, Runner { rx, app })
 }
 
 impl Runner {
@@ -60,13 +57,7 @@ impl Runner {
                 }
                 _ = tokio::time::sleep_until(next_sweep) => {
                     let app = self.app.clone();
-                    let kv = self.kv.clone();
-                    tasks.spawn(async move {
-                        if let Some(kv) = kv {
-                            if let Err(e) = kv.purge_expired().await { tracing::warn!(error = %e, "purge failed"); }
-                        }
-                        app.scheduled().await;
-                    });
+                    tasks.spawn(async move { app.scheduled().await; });
                     next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
                 }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}

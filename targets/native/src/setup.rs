@@ -10,16 +10,15 @@ use clawless_core::{App, Config, ConfigFiles, Env};
 use clawless_platform::{Clock, Platform};
 
 use crate::fs::FsFiles;
-use crate::index::{SqlText, SqlVectors};
 use crate::listen::Limits;
-use crate::store::{Db, SqlKv, KV_SCHEMA};
+use crate::store::{Db, SqlKv, SqlText, SqlVectors, KV_SCHEMA};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 
-/// Everything `main` needs: the app and the concrete store (for housekeeping).
+/// Everything `main` needs: the app, and the two database threads (for tests and tools).
 pub struct Native {
     pub app: Arc<App>,
-    /// The Kv on `clawless.db`.
-    pub kv: Arc<SqlKv>,
+    /// The Kv's database, `clawless.db`.
+    pub kv_db: Db,
     /// The memory index's database, `index.db`: a file and a thread apart from the Kv's.
     pub index_db: Db,
     pub config_source: String,
@@ -139,7 +138,7 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
     let app = App::new(platform, config, env, instance).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(Native {
         app: Arc::new(app),
-        kv,
+        kv_db: db,
         index_db,
         config_source,
     })

@@ -1,4 +1,4 @@
-//! The in-memory search side of [`crate::index::SqlVectors`]: every stored vector quantized to
+//! The in-memory search side of [`crate::store::SqlVectors`]: every stored vector quantized to
 //! int8 (one scale per vector, after normalising), scanned in full for each query, and the best
 //! candidates re-ranked exactly from their f32 rows in libsql.
 //!

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_native::fs::FsFiles;
-use clawless_native::index::{open_db, SqlText, SqlVectors};
-use clawless_native::store::{Db, SqlKv, KV_SCHEMA};
+use clawless_native::index::open_db;
+use clawless_native::store::{Db, SqlKv, SqlText, SqlVectors, KV_SCHEMA};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 use clawless_platform::{clock, files, http, kv, text, vectors, Files};
 

@@ -110,9 +110,6 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
             return;
         }
     };
-    if let Err(e) = shell.kv.purge_expired().await {
-        worker::console_error!("purge failed: {e}");
-    }
     let next = shell.app.scheduled().await;
     worker::console_log!("scheduled job done; next retry at {next:?}");
 }

@@ -25,7 +25,6 @@ pub(crate) const CONFIG_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/con
 
 pub struct Shell {
     pub app: Arc<App>,
-    pub kv: Arc<D1Kv>,
 }
 
 thread_local! {
@@ -55,10 +54,6 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
     let d1 = D1::new(db);
     d1.ensure_schema().await.map_err(|e| e.to_string())?;
     let clock: Arc<dyn Clock> = Arc::new(WorkerClock);
-    let kv = Arc::new(D1Kv {
-        d1: d1.clone(),
-        clock: clock.clone(),
-    });
     let index = Reflect::get(env.as_ref(), &JsValue::from_str(VECTORIZE_BINDING))
         .unwrap_or(JsValue::UNDEFINED);
     let vectors: Arc<dyn Vectors> = if index.is_object() {
@@ -67,7 +62,10 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
         Arc::new(D1Vectors(d1.clone()))
     };
     let platform = Platform {
-        kv: kv.clone(),
+        kv: Arc::new(D1Kv {
+            d1: d1.clone(),
+            clock: clock.clone(),
+        }),
         files: Arc::new(D1Files(d1.clone())),
         http: Arc::new(FetchHttp),
         vectors,
@@ -96,10 +94,7 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
             "not configured: the bot cannot answer until this is set: {missing}"
         );
     }
-    let shell = Arc::new(Shell {
-        app: Arc::new(app),
-        kv,
-    });
+    let shell = Arc::new(Shell { app: Arc::new(app) });
     SHELL.with(|s| *s.borrow_mut() = Some(shell.clone()));
     Ok(shell)
 }

@@ -1,6 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use std::collections::BTreeMap;
+
+use clawless_platform::{TextDoc, TextIndex};
+
+use crate::store::{in_transaction, SqlText};
 
 fn doc(i: usize) -> TextDoc {
     TextDoc {

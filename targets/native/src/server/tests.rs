@@ -26,7 +26,7 @@ fn webhook(body_timeout: Duration) -> Webhook {
     ]);
     let config = Config::load(&clawless_core::config::embedded()).unwrap();
     let app = Arc::new(App::new(platform, config, &env, "unit").unwrap());
-    let (kicker, _runner) = crate::runner::new(app.clone(), None);
+    let (kicker, _runner) = crate::runner::new(app.clone());
     Webhook::new(app, kicker, body_timeout)
 }
 

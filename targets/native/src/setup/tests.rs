@@ -68,7 +68,7 @@ async fn describe(db: &Db) -> (String, Vec<String>, std::thread::ThreadId) {
 async fn the_kv_and_the_memory_index_are_two_files_on_two_threads() {
     let data = temp_dir("split");
     let n = build(&env_for(&data)).await.unwrap();
-    let (kv_file, kv_tables, kv_thread) = describe(n.kv.db()).await;
+    let (kv_file, kv_tables, kv_thread) = describe(&n.kv_db).await;
     let (index_file, index_tables, index_thread) = describe(&n.index_db).await;
     assert!(kv_file.ends_with("clawless.db"), "{kv_file}");
     assert!(index_file.ends_with("index.db"), "{index_file}");
@@ -111,16 +111,28 @@ async fn an_install_from_before_index_db_indexes_its_memory_again() {
     }
     let n = build(&env_for(&data)).await.unwrap();
     assert!(
-        n.kv.list("memidx/", 100).await.unwrap().is_empty(),
+        n.app
+            .platform()
+            .kv
+            .list("memidx/", 100)
+            .await
+            .unwrap()
+            .is_empty(),
         "manifests forgotten"
     );
     assert_eq!(
-        n.kv.get("inbox/keep").await.unwrap().as_deref(),
+        n.app
+            .platform()
+            .kv
+            .get("inbox/keep")
+            .await
+            .unwrap()
+            .as_deref(),
         Some(&b"1"[..]),
         "the rest of the Kv is kept"
     );
     assert_eq!(
-        describe(n.kv.db()).await.1,
+        describe(&n.kv_db).await.1,
         ["kv"],
         "old index tables dropped"
     );
@@ -139,7 +151,16 @@ async fn an_install_from_before_index_db_indexes_its_memory_again() {
 
     // The next start finds index.db: nothing is forgotten or indexed again.
     let n = build(&env_for(&data)).await.unwrap();
-    assert_eq!(n.kv.list("memidx/", 100).await.unwrap().len(), 1);
+    assert_eq!(
+        n.app
+            .platform()
+            .kv
+            .list("memidx/", 100)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(
         n.app.memory_store().reindex(&scope.into()).await.unwrap(),
         0

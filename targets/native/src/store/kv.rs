@@ -1,0 +1,169 @@
+//! The Kv port over the `kv` table of `clawless.db`, on its [`Db`] thread.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_platform::kv::{expiry, validate_key};
+use clawless_platform::sql;
+use clawless_platform::{async_trait, Clock, Kv, PortError};
+use futures::executor::block_on;
+use libsql::{params, Connection, Value};
+
+use super::{db_err, read_bytes, read_i64, Db};
+
+/// The Kv database's schema: the `kv` table D1 has too ([`sql::kv`]).
+pub const KV_SCHEMA: [&str; 1] = [sql::kv::SCHEMA];
+
+/// The live value of `key`, expired rows read as absent.
+fn current(conn: &Connection, key: &str, now: u64) -> Result<Option<Vec<u8>>, PortError> {
+    block_on(async {
+        let mut rows = conn
+            .query(
+                "SELECT value, expires_at FROM kv WHERE key = ?1",
+                params![key],
+            )
+            .await
+            .map_err(db_err)?;
+        let Some(row) = rows.next().await.map_err(db_err)? else {
+            return Ok(None);
+        };
+        let exp = read_i64(row.get_value(1).map_err(db_err)?);
+        if exp.is_some_and(|e| e as u64 <= now) {
+            return Ok(None);
+        }
+        Ok(read_bytes(row.get_value(0).map_err(db_err)?))
+    })
+}
+
+fn write(
+    conn: &Connection,
+    key: &str,
+    value: Option<&[u8]>,
+    expires: Option<u64>,
+) -> Result<(), PortError> {
+    block_on(async {
+        match value {
+            Some(v) => {
+                let exp = expires
+                    .map(|e| Value::Integer(e as i64))
+                    .unwrap_or(Value::Null);
+                conn.execute(
+                    sql::kv::PUT,
+                    vec![Value::Text(key.to_owned()), Value::Blob(v.to_vec()), exp],
+                )
+                .await
+            }
+            None => conn.execute(sql::kv::DELETE, params![key]).await,
+        }
+        .map(drop)
+        .map_err(db_err)
+    })
+}
+
+/// Kv over the `kv` table.
+pub struct SqlKv {
+    db: Db,
+    clock: Arc<dyn Clock>,
+}
+
+impl SqlKv {
+    pub fn new(db: Db, clock: Arc<dyn Clock>) -> Self {
+        Self { db, clock }
+    }
+
+    /// The database thread this Kv runs on.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+#[async_trait]
+impl Kv for SqlKv {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
+        validate_key(key)?;
+        let (key, now) = (key.to_owned(), self.clock.now_ms());
+        self.db.call(move |c| current(c, &key, now)).await
+    }
+
+    async fn put(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Result<(), PortError> {
+        validate_key(key)?;
+        let (key, value, exp) = (key.to_owned(), value.to_vec(), expiry(&*self.clock, ttl));
+        self.db
+            .call(move |c| write(c, &key, Some(&value), exp))
+            .await
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), PortError> {
+        validate_key(key)?;
+        let key = key.to_owned();
+        self.db.call(move |c| write(c, &key, None, None)).await
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, PortError> {
+        // Every key sorts after "": the whole prefix.
+        self.list_after(prefix, "", limit).await
+    }
+
+    async fn list_after(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, PortError> {
+        let (prefix, after) = (prefix.to_owned(), after.to_owned());
+        let now = self.clock.now_ms() as i64;
+        let limit = limit.min(i64::MAX as usize) as i64;
+        self.db
+            .call(move |c| {
+                block_on(async {
+                    let mut rows = c
+                        .query(sql::kv::LIST_AFTER, params![prefix, now, limit, after])
+                        .await
+                        .map_err(db_err)?;
+                    let mut out = Vec::new();
+                    while let Some(row) = rows.next().await.map_err(db_err)? {
+                        if let Some(k) = read_bytes(row.get_value(0).map_err(db_err)?) {
+                            out.push(String::from_utf8_lossy(&k).into_owned());
+                        }
+                    }
+                    Ok(out)
+                })
+            })
+            .await
+    }
+
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<Duration>,
+    ) -> Result<bool, PortError> {
+        validate_key(key)?;
+        let (key, now, exp) = (
+            key.to_owned(),
+            self.clock.now_ms(),
+            expiry(&*self.clock, ttl),
+        );
+        let (expected, new) = (expected.map(<[u8]>::to_vec), new.map(<[u8]>::to_vec));
+        // Atomic: the database thread runs one closure at a time.
+        self.db
+            .call(move |c| {
+                if current(c, &key, now)? != expected {
+                    return Ok(false);
+                }
+                write(c, &key, new.as_deref(), exp)?;
+                Ok(true)
+            })
+            .await
+    }
+
+    async fn purge_expired(&self) -> Result<u64, PortError> {
+        let now = self.clock.now_ms() as i64;
+        self.db
+            .call(move |c| {
+                block_on(c.execute(sql::kv::PURGE_EXPIRED, params![now])).map_err(db_err)
+            })
+            .await
+    }
+}
