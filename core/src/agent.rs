@@ -1,5 +1,7 @@
 //! The agent turn: the model ↔ tools loop with a round limit, repeat detection, per-tool
-//! timeouts and truncated results. Tool errors go back to the model, not to the user.
+//! timeouts and truncated results. Tool errors go back to the model, not to the user. Each
+//! call passes the agent's policy first (allow, ask, deny by tool and level); a call that
+//! asks stops the turn as a serialisable [`RunState`] that resumes once it is answered.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -7,11 +9,12 @@ use std::time::Duration;
 
 use clawless_platform::Clock;
 use futures::future::{select, Either};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, Rule};
 use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::{Level, ToolContext, ToolRegistry};
 
 /// Tool results longer than this are cut (at a character boundary) with a note.
 pub const MAX_TOOL_RESULT: usize = 64 * 1024;
@@ -33,9 +36,75 @@ pub struct TurnOutput {
     pub messages: Vec<ChatMessage>,
 }
 
+/// What became of a call that needed an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Approved,
+    Denied,
+    /// Nobody answered within the expiry.
+    Expired,
+    /// A new message arrived in the chat first.
+    Superseded,
+}
+
+impl Verdict {
+    /// What the model is told instead of the tool's result; `None` when the call runs.
+    fn refusal(self, tool: &str) -> Option<String> {
+        match self {
+            Verdict::Approved => None,
+            Verdict::Denied => Some(format!("The user denied {tool}; it was not run. Do not ask for it again in this answer; say what you would have done instead.")),
+            Verdict::Expired => Some(format!("Nobody approved {tool} in time; it was not run. Finish your answer without it.")),
+            Verdict::Superseded => Some(format!("The user sent a new message before approving {tool}; it was not run. Finish this answer briefly without it.")),
+        }
+    }
+}
+
+/// A turn in progress, serialisable so it can wait for an approval in storage and resume in
+/// another process (the `RunState` of the OpenAI Agents SDK; Cloudflare's `waitForApproval`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// The system prompt with the memories recalled at the start of the turn.
+    pub system: String,
+    /// This turn's messages so far, the user's first. The history before it is the session's.
+    pub messages: Vec<ChatMessage>,
+    /// Model calls made.
+    pub round: u32,
+    /// `tool\0input` → calls so far (repeat detection).
+    #[serde(default)]
+    pub seen: BTreeMap<String, usize>,
+    /// Tool-use id → the answer to its approval.
+    #[serde(default)]
+    pub verdicts: BTreeMap<String, Verdict>,
+    /// Once set (expired, superseded), every further call that would ask is refused so.
+    #[serde(default)]
+    pub closing: Option<Verdict>,
+}
+
+/// A tool call waiting for an approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    pub level: Level,
+}
+
+/// Where a turn stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Done(TurnOutput),
+    /// `call` needs an approval; nothing of its round has run.
+    Ask {
+        state: RunState,
+        call: PendingCall,
+    },
+}
+
 impl Agent {
     /// Runs one user turn to a final answer. `recall` (memories found for this turn) is
-    /// appended to the system prompt when not empty.
+    /// appended to the system prompt when not empty. A call that would need an approval is
+    /// refused (this is the terminal chat's path; Telegram turns use [`Agent::run`]).
     pub async fn run_turn(
         &self,
         history: &[ChatMessage],
@@ -43,11 +112,17 @@ impl Agent {
         ctx: &ToolContext,
         recall: &str,
     ) -> Result<TurnOutput, LlmError> {
-        let mut messages: Vec<ChatMessage> = history.to_vec();
-        let start = messages.len();
-        messages.push(user);
-        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-        let tools = self.tools.specs();
+        let mut state = self.begin(user, recall);
+        state.closing = Some(Verdict::Denied);
+        match self.run(history, state, ctx).await? {
+            Step::Done(out) => Ok(out),
+            // Unreachable with `closing` set; refuse rather than panic.
+            Step::Ask { state, .. } => Ok(Agent::cancel(state, "Stopped: this needs an approval.")),
+        }
+    }
+
+    /// The state of a new turn.
+    pub fn begin(&self, user: ChatMessage, recall: &str) -> RunState {
         let system = if recall.trim().is_empty() {
             self.config.system_prompt.clone()
         } else {
@@ -56,42 +131,127 @@ impl Agent {
                 self.config.system_prompt.trim_end()
             )
         };
-        for _round in 0..self.config.max_rounds {
-            let request = ChatRequest {
-                model: String::new(),
-                system: system.clone(),
-                messages: messages.clone(),
-                tools: tools.clone(),
-                max_tokens: self.config.max_tokens,
-            };
-            let response = self.chain.chat(&request).await?;
-            let calls: Vec<(String, String, Value)> = response
-                .message
-                .tool_uses()
-                .map(|(id, n, i)| (id.to_owned(), n.to_owned(), i.clone()))
-                .collect();
-            messages.push(response.message);
-            if calls.is_empty() {
-                let reply = messages.last().map(ChatMessage::text).unwrap_or_default();
-                let reply = if reply.trim().is_empty() {
-                    "(The model returned an empty answer.)".to_owned()
-                } else {
-                    reply
+        RunState {
+            system,
+            messages: vec![user],
+            round: 0,
+            seen: BTreeMap::new(),
+            verdicts: BTreeMap::new(),
+            closing: None,
+        }
+    }
+
+    /// Runs the turn from `state` until it answers or a call needs an approval. A state
+    /// that stopped at [`Step::Ask`] resumes here once its verdict is in `state.verdicts`.
+    pub async fn run(
+        &self,
+        history: &[ChatMessage],
+        mut state: RunState,
+        ctx: &ToolContext,
+    ) -> Result<Step, LlmError> {
+        let tools = self.tools.specs();
+        loop {
+            let resuming = state
+                .messages
+                .last()
+                .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
+            if !resuming {
+                if state.round >= self.config.max_rounds {
+                    // The last round paired every tool_use with a result; close the turn
+                    // with an explanation the user sees.
+                    let reply = format!(
+                        "I stopped after {} rounds of tool calls without reaching an answer. Try asking in smaller steps.",
+                        self.config.max_rounds
+                    );
+                    state
+                        .messages
+                        .push(ChatMessage::assistant_text(reply.clone()));
+                    return Ok(Step::Done(TurnOutput {
+                        reply,
+                        messages: state.messages,
+                    }));
+                }
+                let mut messages = history.to_vec();
+                messages.extend(state.messages.iter().cloned());
+                let request = ChatRequest {
+                    model: String::new(),
+                    system: state.system.clone(),
+                    messages,
+                    tools: tools.clone(),
+                    max_tokens: self.config.max_tokens,
                 };
-                return Ok(TurnOutput {
-                    reply,
-                    messages: messages.split_off(start),
-                });
+                let response = self.chain.chat(&request).await?;
+                state.round += 1;
+                let answered = response.message.tool_uses().next().is_none();
+                state.messages.push(response.message);
+                if answered {
+                    let reply = state
+                        .messages
+                        .last()
+                        .map(ChatMessage::text)
+                        .unwrap_or_default();
+                    let reply = if reply.trim().is_empty() {
+                        "(The model returned an empty answer.)".to_owned()
+                    } else {
+                        reply
+                    };
+                    return Ok(Step::Done(TurnOutput {
+                        reply,
+                        messages: state.messages,
+                    }));
+                }
+            }
+            let calls: Vec<(String, String, Value)> = state
+                .messages
+                .last()
+                .map(|m| {
+                    m.tool_uses()
+                        .map(|(id, n, i)| (id.to_owned(), n.to_owned(), i.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            // Every approval of the round first: nothing runs until all are answered.
+            let mut rules = Vec::with_capacity(calls.len());
+            for (id, name, input) in &calls {
+                let level = self.tools.get(name).map_or(Level::Unsafe, |t| t.level());
+                let rule = self.rule(name, level);
+                if rule == Rule::Ask
+                    && !ctx.granted.contains(name)
+                    && !state.verdicts.contains_key(id)
+                {
+                    if let Some(closing) = state.closing {
+                        state.verdicts.insert(id.clone(), closing);
+                    } else {
+                        let call = PendingCall {
+                            id: id.clone(),
+                            name: name.clone(),
+                            input: input.clone(),
+                            level,
+                        };
+                        return Ok(Step::Ask { state, call });
+                    }
+                }
+                rules.push(rule);
             }
             let mut results = Vec::with_capacity(calls.len());
-            for (id, name, input) in calls {
-                let key = format!("{name}\u{0}{input}");
-                let count = seen.entry(key).or_default();
-                *count += 1;
-                let (content, is_error) = if *count > MAX_IDENTICAL_CALLS {
-                    ("This exact call was already made twice in this turn; it was not run again. Use the earlier results.".to_owned(), true)
-                } else {
-                    self.call_tool(ctx, &name, input).await
+            for ((id, name, input), rule) in calls.into_iter().zip(rules) {
+                let refusal = match rule {
+                    Rule::Deny => Some(format!(
+                        "{name} is not allowed for this assistant; it was not run."
+                    )),
+                    _ => state.verdicts.get(&id).and_then(|v| v.refusal(&name)),
+                };
+                let (content, is_error) = match refusal {
+                    Some(text) => (text, true),
+                    None => {
+                        let count = state.seen.entry(format!("{name}\u{0}{input}")).or_default();
+                        *count += 1;
+                        if *count > MAX_IDENTICAL_CALLS {
+                            ("This exact call was already made twice in this turn; it was not run again. Use the earlier results.".to_owned(), true)
+                        } else {
+                            self.call_tool(ctx, &name, input).await
+                        }
+                    }
                 };
                 results.push(Block::ToolResult {
                     tool_use_id: id,
@@ -99,21 +259,49 @@ impl Agent {
                     is_error,
                 });
             }
-            messages.push(ChatMessage {
+            state.messages.push(ChatMessage {
                 role: Role::User,
                 content: results,
             });
         }
-        // Out of rounds: the history must still pair every tool_use with a result, which the
-        // last round did; close the turn with an explanation the user sees.
-        let reply = format!(
-            "I stopped after {} rounds of tool calls without reaching an answer. Try asking in smaller steps.",
-            self.config.max_rounds
-        );
-        messages.push(ChatMessage::assistant_text(reply.clone()));
-        Ok(TurnOutput {
-            reply,
-            messages: messages.split_off(start),
+    }
+
+    /// Ends a turn without another model call (`/stop`): every call still waiting is closed
+    /// with `why`, which is also the reply.
+    pub fn cancel(mut state: RunState, why: &str) -> TurnOutput {
+        let open: Vec<String> = match state.messages.last() {
+            Some(m) if m.role == Role::Assistant => {
+                m.tool_uses().map(|(id, _, _)| id.to_owned()).collect()
+            }
+            _ => Vec::new(),
+        };
+        if !open.is_empty() {
+            state.messages.push(ChatMessage {
+                role: Role::User,
+                content: open
+                    .into_iter()
+                    .map(|id| Block::ToolResult {
+                        tool_use_id: id,
+                        content: why.to_owned(),
+                        is_error: true,
+                    })
+                    .collect(),
+            });
+        }
+        state.messages.push(ChatMessage::assistant_text(why));
+        TurnOutput {
+            reply: why.to_owned(),
+            messages: state.messages,
+        }
+    }
+
+    /// What a call of `name` at `level` needs under this agent's policy.
+    pub fn rule(&self, name: &str, level: Level) -> Rule {
+        let p = &self.config.policy;
+        p.tools.get(name).copied().unwrap_or(match level {
+            Level::Safe => p.safe,
+            Level::Guarded => p.guarded,
+            Level::Unsafe => p.unsafe_,
         })
     }
 

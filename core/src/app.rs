@@ -176,6 +176,7 @@ impl App {
         let recall = self.lifecycle().recall(scope, text).await;
         let ctx = ToolContext {
             scope: scope.clone(),
+            granted: Default::default(),
         };
         conn.agent
             .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)

@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::store::SearchConfig;
 
+pub mod policy;
+
+pub use policy::{ApprovalConfig, PolicyConfig, Rule};
+
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
 /// files embedded at build time.
 #[derive(Debug, Clone, Default)]
@@ -147,6 +151,8 @@ struct MainFile {
     memory: SearchConfig,
     #[serde(default)]
     limits: LimitsConfig,
+    #[serde(default)]
+    approvals: ApprovalConfig,
 }
 
 #[cfg(feature = "yaml")]
@@ -174,6 +180,9 @@ pub struct AgentConfig {
     pub max_tokens: u32,
     #[serde(default = "default_tool_timeout")]
     pub tool_timeout_secs: u64,
+    /// What each tool may do without asking (see [`policy`]).
+    #[serde(default)]
+    pub policy: PolicyConfig,
     /// Filled from `prompts/<id>/system.md`.
     #[serde(skip)]
     pub system_prompt: String,
@@ -238,6 +247,9 @@ pub struct Config {
     /// Input and output bounds per message.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// How long approvals wait and grants last.
+    #[serde(default)]
+    pub approvals: ApprovalConfig,
     /// connector id → agent id, every connector present.
     pub routing: BTreeMap<String, String>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -440,6 +452,7 @@ impl Config {
             inbox: main.inbox,
             memory: main.memory,
             limits: main.limits,
+            approvals: main.approvals,
             routing: table,
             agents,
             providers,
@@ -502,6 +515,15 @@ fn validate_agent(
                 path,
                 format!("tools[{i}]"),
                 format!("unknown tool {t:?}"),
+            ));
+        }
+    }
+    for name in a.policy.tools.keys() {
+        if !a.tools.contains(name) {
+            return Err(err(
+                path,
+                format!("policy.tools.{name}"),
+                format!("{name:?} is not in this agent's tools: list it there first"),
             ));
         }
     }

@@ -51,6 +51,9 @@ pub struct Job {
     pub not_before_ms: u64,
     #[serde(default)]
     pub checkpoint: Option<Checkpoint>,
+    /// The turn, stopped at a call that waits for an approval (see [`crate::turn::approval`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<Box<crate::turn::approval::Suspended>>,
 }
 
 /// The answer, once decided: what to send, how much was sent, and the session turn to apply.
@@ -122,6 +125,24 @@ impl Inbox {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The job after `key` in `lane`, if any: what arrived while the head waits.
+    pub async fn next_after(
+        &self,
+        lane: &Lane,
+        key: &str,
+    ) -> Result<Option<(String, Job)>, PortError> {
+        let Some(next) = self
+            .kv
+            .list_after(&keys::lane_jobs(lane), key, 1)
+            .await?
+            .into_iter()
+            .next()
+        else {
+            return Ok(None);
+        };
+        Ok(self.kv.get_json::<Job>(&next).await?.map(|job| (next, job)))
     }
 
     pub async fn save(&self, key: &str, job: &Job) -> Result<(), PortError> {
@@ -252,6 +273,7 @@ mod tests {
             attempts: 0,
             not_before_ms: 0,
             checkpoint: None,
+            suspended: None,
         };
         let lane = Lane::new("main:1");
         let key = keys::job(&lane, 1);

@@ -111,6 +111,17 @@ impl App {
         };
         let msg = match &update.kind {
             UpdateKind::Message(m) => m,
+            UpdateKind::CallbackQuery(q) => {
+                // A button tap goes to its chat's lane, whoever tapped: the turn waiting
+                // there answers it (an alert when it is not theirs to answer).
+                let Some(chat) = q.message.as_ref().map(|m| m.chat.id.0) else {
+                    tracing::info!(%connector, update_id = update.id, "button on a message too old to name its chat; dropped");
+                    return Ok(None);
+                };
+                return self
+                    .enqueue(conn, Lane::of_chat(&conn.id, chat), update.id, raw)
+                    .await;
+            }
             UpdateKind::EditedMessage(_) => {
                 tracing::info!(
                     connector,
@@ -157,20 +168,28 @@ impl App {
             return Ok(None); // already told once
         }
         let lane = Lane::of_chat(&conn.id, msg.chat.id.0);
+        self.enqueue(conn, lane, update.id, raw).await
+    }
+
+    /// Stores the update as a job in `lane`; `None` when it was already accepted.
+    async fn enqueue(
+        &self,
+        conn: &crate::connector::Connector,
+        lane: Lane,
+        update_id: i64,
+        raw: Value,
+    ) -> Result<Option<Lane>, PortError> {
         let job = Job {
             connector: conn.id.clone(),
-            update_id: update.id,
+            update_id,
             update: raw,
             attempts: 0,
             not_before_ms: 0,
             checkpoint: None,
+            suspended: None,
         };
         if !self.inbox.accept(&lane, &job).await? {
-            tracing::info!(
-                connector,
-                update_id = update.id,
-                "duplicate delivery dropped"
-            );
+            tracing::info!(connector = %conn.id, update_id, "duplicate delivery dropped");
             return Ok(None);
         }
         Ok(Some(lane))

@@ -15,6 +15,7 @@
 //! | `memscope/<agent>/<connector>` | the connector's memory moved to per-person scopes | memory lifecycle |
 //! | `memidx/<scope>/<path>` | a memory file's index manifest | memory store |
 //! | `poll/<connector>/offset` | the long-polling offset | admin |
+//! | `grant/<connector>/<chat>/<tool>` | "allow for a while": a tool runs without asking in a chat, with a TTL | turn (approvals) |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
 
@@ -82,6 +83,15 @@ pub fn memory_manifests(scope: &Scope) -> String {
 
 pub fn memory_manifest(scope: &Scope, path: &str) -> String {
     format!("{MEMORY_MANIFESTS}{scope}/{path}")
+}
+
+/// The prefix of a chat's grants.
+pub fn grants(connector: &ConnectorId, chat: i64) -> String {
+    format!("grant/{connector}/{chat}/")
+}
+
+pub fn grant(connector: &ConnectorId, chat: i64, tool: &str) -> String {
+    format!("{}{tool}", grants(connector, chat))
 }
 
 pub fn poll_offset(connector: &ConnectorId) -> String {

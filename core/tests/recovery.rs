@@ -292,6 +292,7 @@ fn an_update_accepted_while_the_drainer_lets_go_is_not_stranded() {
             attempts: 0,
             not_before_ms: 0,
             checkpoint: None,
+            suspended: None,
         };
         let job = (
             format!("inbox/{lane}/{:020}", 2),

@@ -52,12 +52,14 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
 fn ctx() -> ToolContext {
     ToolContext {
         scope: "a/main".into(),
+        granted: Default::default(),
     }
 }
 
 fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
     let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(1_700_000_000_000));
     let config = AgentConfig {
+        policy: Default::default(),
         id: "a".into(),
         name: None,
         models: vec!["p/m".into()],
@@ -147,6 +149,10 @@ struct Stuck;
 
 #[async_trait]
 impl crate::tools::Tool for Stuck {
+    fn level(&self) -> crate::tools::Level {
+        crate::tools::Level::Safe
+    }
+
     fn spec(&self) -> crate::llm::ToolSpec {
         crate::llm::ToolSpec {
             name: "stuck".into(),

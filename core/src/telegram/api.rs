@@ -11,6 +11,8 @@ use crate::secret::Secret;
 
 pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// The update types the bot asks Telegram for (webhook and long polling alike).
+pub const ALLOWED_UPDATES: [&str; 3] = ["message", "edited_message", "callback_query"];
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TelegramError {
@@ -152,6 +154,53 @@ impl BotApi {
         Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
     }
 
+    /// Sends a message with one row of inline buttons, `(label, callback_data)` each.
+    /// Returns the new message id.
+    pub async fn send_buttons(
+        &self,
+        to: Target,
+        text: &str,
+        buttons: &[(&str, String)],
+    ) -> Result<i64, TelegramError> {
+        let row: Vec<Value> = buttons
+            .iter()
+            .map(|(label, data)| json!({ "text": label, "callback_data": data }))
+            .collect();
+        let mut body = json!({
+            "chat_id": to.chat_id,
+            "text": text,
+            "reply_markup": { "inline_keyboard": [row] },
+        });
+        if let Some(t) = to.thread_id {
+            body["message_thread_id"] = json!(t);
+        }
+        let v = self.call("sendMessage", body).await?;
+        Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
+    }
+
+    /// Replaces a message's text (and drops its buttons).
+    pub async fn edit_text(
+        &self,
+        chat_id: i64,
+        message_id: i64,
+        text: &str,
+    ) -> Result<(), TelegramError> {
+        let body = json!({ "chat_id": chat_id, "message_id": message_id, "text": text });
+        self.call("editMessageText", body).await.map(drop)
+    }
+
+    /// Answers a button tap (Telegram shows a spinner until then); `alert` shows `text` in
+    /// a dialog instead of a passing notice.
+    pub async fn answer_callback(
+        &self,
+        id: &str,
+        text: &str,
+        alert: bool,
+    ) -> Result<(), TelegramError> {
+        let body = json!({ "callback_query_id": id, "text": text, "show_alert": alert });
+        self.call("answerCallbackQuery", body).await.map(drop)
+    }
+
     /// Sends `content` as a document named `filename`, with a caption (multipart upload).
     /// Returns the new message id.
     pub async fn send_document(
@@ -198,7 +247,7 @@ impl BotApi {
         offset: i64,
         timeout_secs: u64,
     ) -> Result<Vec<Value>, TelegramError> {
-        let body = json!({ "offset": offset, "timeout": timeout_secs, "allowed_updates": ["message", "edited_message"] });
+        let body = json!({ "offset": offset, "timeout": timeout_secs, "allowed_updates": ALLOWED_UPDATES });
         let v = self
             .call_with_timeout("getUpdates", body, Duration::from_secs(timeout_secs + 15))
             .await?;
@@ -209,7 +258,7 @@ impl BotApi {
         let body = json!({
             "url": url,
             "secret_token": secret.expose(),
-            "allowed_updates": ["message", "edited_message"],
+            "allowed_updates": ALLOWED_UPDATES,
             "drop_pending_updates": false,
         });
         self.call("setWebhook", body).await.map(drop)

@@ -26,6 +26,8 @@ pub struct Update {
 pub enum UpdateKind {
     Message(Message),
     EditedMessage(Message),
+    /// A tap on an inline button (the approval buttons).
+    CallbackQuery(CallbackQuery),
     /// Any update type clawless does not handle, kept whole.
     Unknown(Value),
 }
@@ -69,6 +71,16 @@ pub struct MessageEntity {
     pub length: usize,
     /// The user of a `text_mention`.
     pub user: Option<User>,
+}
+
+/// A tap on an inline keyboard button.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CallbackQuery {
+    pub id: String,
+    pub from: User,
+    /// The message with the button (absent when it is too old for Telegram to include).
+    pub message: Option<Box<Message>>,
+    pub data: Option<String>,
 }
 
 /// Telegram's own account that posts a linked channel's messages into its discussion group.
@@ -206,6 +218,8 @@ impl Update {
             UpdateKind::Message(Message::deserialize(m)?)
         } else if let Some(m) = value.get("edited_message") {
             UpdateKind::EditedMessage(Message::deserialize(m)?)
+        } else if let Some(q) = value.get("callback_query") {
+            UpdateKind::CallbackQuery(CallbackQuery::deserialize(q)?)
         } else {
             UpdateKind::Unknown(value.clone())
         };
@@ -215,6 +229,16 @@ impl Update {
     pub fn message(&self) -> Option<&Message> {
         match &self.kind {
             UpdateKind::Message(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The chat an update belongs to: a message's, or that of the message a tapped button
+    /// is on.
+    pub fn chat(&self) -> Option<&Chat> {
+        match &self.kind {
+            UpdateKind::Message(m) => Some(&m.chat),
+            UpdateKind::CallbackQuery(q) => q.message.as_ref().map(|m| &m.chat),
             _ => None,
         }
     }

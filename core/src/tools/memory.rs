@@ -15,7 +15,7 @@ use clawless_platform::{Clock, ErrorKind};
 use futures::future::{select, Either};
 use serde_json::{json, Value};
 
-use super::{Tool, ToolContext, ToolError};
+use super::{Level, Tool, ToolContext, ToolError};
 use crate::ids::Scope;
 use crate::llm::ToolSpec;
 use crate::memory::notes::daily_note;
@@ -60,6 +60,10 @@ pub struct MemorySearch(pub Arc<MemoryStore>);
 
 #[async_trait]
 impl Tool for MemorySearch {
+    fn level(&self) -> Level {
+        Level::Safe
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_search".into(),
@@ -100,6 +104,10 @@ pub struct MemoryGet(pub Arc<MemoryStore>);
 
 #[async_trait]
 impl Tool for MemoryGet {
+    fn level(&self) -> Level {
+        Level::Safe
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_get".into(),
@@ -182,6 +190,10 @@ fn too_large(rel: &str, replace: bool, size: usize, after: usize, limit: usize) 
 
 #[async_trait]
 impl Tool for MemoryWrite {
+    fn level(&self) -> Level {
+        Level::Guarded
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_write".into(),

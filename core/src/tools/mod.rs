@@ -23,11 +23,27 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "memory_write",
 ];
 
-/// What a tool call may depend on besides its input: whose memory it is.
+/// What a tool call may depend on besides its input: whose memory it is, and which tools
+/// this chat granted for a while ("Allow for 30 min").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolContext {
-    /// `<agent>/<connector>`: the memory partition of this conversation.
+    /// `<agent>/<connector>/<owner>`: the memory partition of this conversation.
     pub scope: Scope,
+    /// Tools that run without asking in this chat until their grant expires.
+    pub granted: std::collections::BTreeSet<String>,
+}
+
+/// What a tool can affect, which decides what it needs before it runs (see
+/// [`crate::config::policy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Reads only the assistant's own data; no outside effect.
+    Safe,
+    /// Writes the assistant's own data, or reads the network.
+    Guarded,
+    /// Has effects outside the assistant (commands, messages to other chats, MCP tools).
+    Unsafe,
 }
 
 /// What the built-in tools are built from.
@@ -46,6 +62,8 @@ pub struct ToolError(pub String);
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
+    /// What the tool can affect; every tool says so.
+    fn level(&self) -> Level;
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<String, ToolError>;
 }
 

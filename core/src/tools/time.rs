@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use clawless_platform::Clock;
 use serde_json::{json, Value};
 
-use super::{Tool, ToolContext, ToolError};
+use super::{Level, Tool, ToolContext, ToolError};
 use crate::calendar::civil_from_days;
 use crate::llm::ToolSpec;
 
@@ -16,6 +16,10 @@ pub struct CurrentTime {
 
 #[async_trait]
 impl Tool for CurrentTime {
+    fn level(&self) -> Level {
+        Level::Safe
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "current_time".into(),

@@ -8,6 +8,13 @@ pub enum Action {
     Help,
     /// Ends the session (its summary goes to memory) and starts a fresh one.
     NewSession,
+    /// Cancels the turn waiting for an approval (answered where the wait is resolved;
+    /// alone, it says nothing waits).
+    Stop,
+    /// Lists what waits for an approval and what is granted in this chat.
+    Approvals,
+    /// Ends this chat's grants.
+    Revoke,
 }
 
 /// One command: its name (without the slash), what `/help` says of it, what it does.
@@ -24,6 +31,21 @@ pub const COMMANDS: &[Command] = &[
         name: "new",
         help: "start a fresh conversation",
         action: Action::NewSession,
+    },
+    Command {
+        name: "stop",
+        help: "cancel what waits for your approval",
+        action: Action::Stop,
+    },
+    Command {
+        name: "approve",
+        help: "what waits for approval, and what is allowed for now",
+        action: Action::Approvals,
+    },
+    Command {
+        name: "revoke",
+        help: "end what you allowed for now",
+        action: Action::Revoke,
     },
     Command {
         name: "help",
@@ -65,6 +87,9 @@ pub fn help_text(assistant: &str) -> String {
     )
 }
 
+/// What `/stop` answers when nothing waits.
+pub const NOTHING_TO_STOP: &str = "Nothing is waiting for your approval.";
+
 /// What `/new` answers.
 pub const NEW_SESSION_REPLY: &str = "Started a fresh conversation.";
 
@@ -85,7 +110,7 @@ mod tests {
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),
-            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/help: this message"
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/help: this message"
         );
     }
 }

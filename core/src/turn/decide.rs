@@ -21,6 +21,10 @@ pub enum Decision {
     NewSession(String),
     /// A turn for the agent, with the text it reads.
     Turn(String),
+    /// `/approve`: list this chat's grants (and what waits).
+    Approvals,
+    /// `/revoke`: end this chat's grants.
+    Revoke,
 }
 
 /// The connector's settings a decision depends on.
@@ -112,6 +116,9 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
         return match cmd.action {
             Action::Help => Decision::Reply(commands::help_text(gate.name)),
             Action::NewSession => Decision::NewSession(commands::NEW_SESSION_REPLY.into()),
+            Action::Stop => Decision::Reply(commands::NOTHING_TO_STOP.into()),
+            Action::Approvals => Decision::Approvals,
+            Action::Revoke => Decision::Revoke,
         };
     }
     let body = body.trim();

@@ -3,15 +3,14 @@
 //! "typing…" beside it; the answer is checkpointed in the job before anything is sent; then
 //! [`deliver`] applies the session turn once and sends each part once.
 
+pub mod approval;
 pub mod commands;
 pub mod decide;
 mod deliver;
 
-use std::pin::pin;
 use std::time::Duration;
 
 use clawless_platform::PortError;
-use futures::future::{select, Either};
 
 use crate::app::App;
 use crate::connector::Connector;
@@ -21,7 +20,7 @@ use crate::keys;
 use crate::llm::{LlmError, ModelChain};
 use crate::session;
 use crate::telegram::api::Target;
-use crate::telegram::render::{document_part, plain_parts, render_parts};
+use crate::telegram::render::plain_parts;
 use crate::telegram::{BotIdentity, Message, TelegramError, Update};
 use decide::Decision;
 
@@ -63,6 +62,15 @@ impl Failure {
     }
 }
 
+/// What deciding on (or resuming) a job came to.
+pub(super) enum Reply {
+    /// Nothing to send.
+    Nothing,
+    Send(Checkpoint),
+    /// The turn waits for an approval.
+    Ask(Box<approval::Suspended>),
+}
+
 /// How processing a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Step {
@@ -92,6 +100,18 @@ impl App {
             self.inbox.finish(key, &job).await?;
             return Ok(Step::Done);
         };
+        if let crate::telegram::UpdateKind::CallbackQuery(q) = &update.kind {
+            // A tap that no waiting turn consumed: a stale or repeated button.
+            if let Err(e) = conn
+                .bot
+                .answer_callback(&q.id, "This request is no longer waiting.", false)
+                .await
+            {
+                tracing::debug!(error = %e, "answerCallbackQuery failed");
+            }
+            self.inbox.finish(key, &job).await?;
+            return Ok(Step::Done);
+        }
         let Some(msg) = update.message() else {
             self.inbox.finish(key, &job).await?;
             return Ok(Step::Done);
@@ -101,17 +121,34 @@ impl App {
             thread_id: msg.topic(),
         };
         if job.checkpoint.is_none() {
-            let answer = self.answer(conn, msg, &job).await;
+            let answer = match job.suspended.clone() {
+                Some(s) => match self
+                    .await_answer(key, &mut job, conn, target, lease)
+                    .await?
+                {
+                    approval::Wait::Until(at) => return Ok(Step::RetryAt(at)),
+                    approval::Wait::LostLease => return Ok(Step::LostLease),
+                    approval::Wait::Answered => {
+                        let s = job.suspended.clone().unwrap_or(s);
+                        self.resume(conn, msg, &s).await
+                    }
+                },
+                None => self.answer(conn, msg, &job).await,
+            };
             if !self.inbox.hold(lease).await? {
                 tracing::warn!(key, "lane taken by another drainer; answer discarded");
                 return Ok(Step::LostLease);
             }
             match answer {
-                Ok(Some(cp)) => {
+                Ok(Reply::Send(cp)) => {
+                    job.suspended = None;
                     job.checkpoint = Some(cp);
                     self.inbox.save(key, &job).await?;
                 }
-                Ok(None) => {
+                Ok(Reply::Ask(s)) => {
+                    return self.suspend(key, &mut job, conn, target, *s, lease).await;
+                }
+                Ok(Reply::Nothing) => {
                     self.inbox.finish(key, &job).await?;
                     return Ok(Step::Done);
                 }
@@ -123,6 +160,7 @@ impl App {
                     }
                     tracing::error!(key, %reason, "turn failed for the last time; telling the user");
                     let text = format!("Sorry, I could not answer that: {}", failure.user);
+                    job.suspended = None;
                     job.checkpoint = Some(Checkpoint {
                         parts: plain_parts(&text),
                         sent: 0,
@@ -137,13 +175,8 @@ impl App {
         self.deliver(key, &mut job, conn, target, lease).await
     }
 
-    /// Decides and, for a turn, runs the agent. `Ok(None)`: nothing to send.
-    async fn answer(
-        &self,
-        conn: &Connector,
-        msg: &Message,
-        job: &Job,
-    ) -> Result<Option<Checkpoint>, Failure> {
+    /// Decides and, for a turn, runs the agent.
+    async fn answer(&self, conn: &Connector, msg: &Message, job: &Job) -> Result<Reply, Failure> {
         let me = match decide::needs_identity(msg) {
             true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
             false => None,
@@ -154,7 +187,7 @@ impl App {
         let text = match decision {
             Decision::Ignore(why) => {
                 tracing::debug!(update_id = job.update_id, why, "not answered");
-                return Ok(None);
+                return Ok(Reply::Nothing);
             }
             Decision::Stranger(user) => {
                 let first = self
@@ -164,11 +197,15 @@ impl App {
                     .await
                     .map_err(Failure::storage)?;
                 if !first {
-                    return Ok(None);
+                    return Ok(Reply::Nothing);
                 }
                 format!("Sorry, this is a private assistant. Your Telegram user id is {user}; its owner can add it to allowed_users.")
             }
             Decision::Reply(text) => text,
+            Decision::Approvals | Decision::Revoke => self
+                .grants_reply(conn, msg.chat.id.0, decision == Decision::Revoke)
+                .await
+                .map_err(Failure::storage)?,
             Decision::NewSession(text) => {
                 let key = session::session_key(&conn.id, msg);
                 let old = session::load(&*self.platform.kv, &key)
@@ -183,41 +220,15 @@ impl App {
                 text
             }
             Decision::Turn(text) => {
-                let key = session::session_key(&conn.id, msg);
                 let scope = conn.memory_scope_of(msg);
-                let s = self
-                    .current_session(&key, Some((conn, &scope)))
-                    .await
-                    .map_err(Failure::storage)?;
-                let target = Target {
-                    chat_id: msg.chat.id.0,
-                    thread_id: msg.topic(),
-                };
-                // "typing…" is shown beside the turn, never awaited before it.
-                // Polled first, so its request is under way before the turn's first await.
-                let out = match select(
-                    pin!(self.keep_typing(conn, target)),
-                    pin!(self.agent_turn(conn, &scope, &s.messages, &text)),
-                )
-                .await
-                {
-                    Either::Left((never, _)) => match never {},
-                    Either::Right((out, _)) => out,
-                }
-                .map_err(|e| Failure::model(&e, &conn.agent.chain))?;
-                let mut parts = render_parts(&out.reply);
-                if parts.len() > self.config.limits.max_reply_parts {
-                    parts = vec![document_part(&out.reply)];
-                }
-                return Ok(Some(Checkpoint {
-                    parts,
-                    sent: 0,
-                    reply_to,
-                    session_turn: Some((key, out.messages)),
-                }));
+                let recall = self.lifecycle().recall(&scope, &text).await;
+                let run = conn
+                    .agent
+                    .begin(crate::llm::ChatMessage::user_text(text), &recall);
+                return self.run_agent(conn, msg, run).await;
             }
         };
-        Ok(Some(Checkpoint {
+        Ok(Reply::Send(Checkpoint {
             parts: plain_parts(&text),
             sent: 0,
             reply_to,

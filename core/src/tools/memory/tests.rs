@@ -60,6 +60,7 @@ fn memory(p: &Platform, embedder: Arc<dyn EmbeddingProvider>, config: SearchConf
 fn ctx() -> ToolContext {
     ToolContext {
         scope: "assistant/main".into(),
+        granted: Default::default(),
     }
 }
 
@@ -96,6 +97,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
     let (p, _, _) = Platform::in_memory();
     let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(1_700_000_000_000));
     let config = AgentConfig {
+        policy: Default::default(),
         id: "assistant".into(),
         name: None,
         models: vec!["p/m".into()],

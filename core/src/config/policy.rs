@@ -1,0 +1,87 @@
+//! What an agent's tools may do without asking: `policy:` in `agents.d/*.yaml`, and how long
+//! an approval waits and a grant lasts (`approvals:` in `main.yaml`).
+//!
+//! ```yaml
+//! policy:
+//!   safe: allow        # reads the assistant's own data only
+//!   guarded: allow     # writes the assistant's own data, or reads the network
+//!   unsafe: ask        # effects outside the assistant
+//!   tools:
+//!     memory_write: ask
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a call needs before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rule {
+    /// Runs.
+    Allow,
+    /// Waits for an allowed user to tap "Allow" in Telegram.
+    Ask,
+    /// Never runs; the model is told so.
+    Deny,
+}
+
+/// An agent's policy: a rule per capability level, and per tool where it differs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    pub safe: Rule,
+    pub guarded: Rule,
+    #[serde(rename = "unsafe")]
+    pub unsafe_: Rule,
+    /// Tool name → rule, over its level's.
+    pub tools: BTreeMap<String, Rule>,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self {
+            safe: Rule::Allow,
+            guarded: Rule::Allow,
+            unsafe_: Rule::Ask,
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+impl PolicyConfig {
+    /// Whether some call could ever need an approval.
+    pub fn may_ask(&self) -> bool {
+        [self.safe, self.guarded, self.unsafe_].contains(&Rule::Ask)
+            || self.tools.values().any(|r| *r == Rule::Ask)
+    }
+}
+
+/// `approvals:` in `main.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalConfig {
+    /// An unanswered approval is denied after this long.
+    pub expiry_minutes: u64,
+    /// How long "Allow for …" lets a tool run in a chat without asking.
+    pub grant_minutes: u64,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        Self {
+            expiry_minutes: 30,
+            grant_minutes: 30,
+        }
+    }
+}
+
+impl ApprovalConfig {
+    pub fn expiry_ms(&self) -> u64 {
+        self.expiry_minutes.saturating_mul(60_000)
+    }
+
+    pub fn grant_ttl(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.grant_minutes.saturating_mul(60))
+    }
+}

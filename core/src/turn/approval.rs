@@ -1,0 +1,584 @@
+//! Approvals in Telegram: a turn whose tool call needs one is suspended in its inbox job (the
+//! agent's [`RunState`] and the pending call), the chat gets a message with three buttons,
+//! and the job waits at the head of its lane. Whatever arrives next in the lane answers it:
+//!
+//! ```text
+//!                 ┌─ tap by the asker or the owner ─▶ Allowed once / for a while / Denied ─┐
+//! Suspended ──────┼─ tap by anyone else ──▶ "not yours" alert, still waiting               ├─▶ resumed once
+//! (job at head,   ├─ a new message ───────▶ Superseded (the new message is answered next)  │   (the model is
+//!  buttons sent)  ├─ /stop ───────────────▶ Stopped (no further model call)                │    told, the turn
+//!                 └─ the expiry passes ───▶ Expired (the scheduled sweep comes back then) ─┘    finishes)
+//! ```
+//!
+//! The answer is written into the job under the lane's lease before the tap's own job is
+//! finished, so a replayed or duplicate tap finds nothing waiting; the approval message is
+//! edited to show the outcome. Nothing here waits in memory: any invocation on any shell that
+//! drains the lane resumes the turn.
+
+use std::pin::pin;
+
+use clawless_platform::PortError;
+use futures::future::{select, Either};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Checkpoint, Failure, Reply, Step};
+use crate::agent::{Agent, PendingCall, RunState, Step as AgentStep, Verdict};
+use crate::app::App;
+use crate::connector::Connector;
+use crate::ids::Lane;
+use crate::inbox::{Job, Lease};
+use crate::keys;
+use crate::session;
+use crate::telegram::api::Target;
+use crate::telegram::render::{document_part, render_parts};
+use crate::telegram::{Message, Update, UpdateKind};
+use crate::tools::ToolContext;
+
+/// A suspended turn bigger than this is not kept (a DynamoDB item holds 400 KB): the call is
+/// refused instead.
+pub const MAX_SUSPENDED_BYTES: usize = 256 * 1024;
+/// At most this many characters of a call's arguments are shown in the approval message.
+const MAX_SHOWN_ARGS: usize = 800;
+
+/// What was answered, and by whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    AllowOnce,
+    /// Allowed, and the tool runs without asking in this chat for `approvals.grant_minutes`.
+    AllowForAWhile,
+    Deny,
+    Expired,
+    Superseded,
+    /// `/stop`: the turn ends without another model call.
+    Stopped,
+}
+
+impl Outcome {
+    fn verdict(self) -> Verdict {
+        match self {
+            Outcome::AllowOnce | Outcome::AllowForAWhile => Verdict::Approved,
+            Outcome::Deny | Outcome::Stopped => Verdict::Denied,
+            Outcome::Expired => Verdict::Expired,
+            Outcome::Superseded => Verdict::Superseded,
+        }
+    }
+
+    fn from_button(code: &str) -> Option<Outcome> {
+        match code {
+            "o" => Some(Outcome::AllowOnce),
+            "g" => Some(Outcome::AllowForAWhile),
+            "d" => Some(Outcome::Deny),
+            _ => None,
+        }
+    }
+}
+
+/// A turn waiting for an approval, kept in its job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suspended {
+    /// Names this approval in the buttons: `<update id>.<model round>`.
+    pub id: String,
+    pub run: RunState,
+    pub call: PendingCall,
+    /// Who may answer besides the connector's owner: whose message started the turn.
+    pub asker: i64,
+    /// The approval message, once sent.
+    pub message_id: Option<i64>,
+    pub expires_ms: u64,
+    pub answer: Option<(Outcome, Option<String>)>,
+}
+
+/// What the wait for an answer ended with.
+pub(super) enum Wait {
+    /// Nobody answered yet: come back at this instant (the expiry).
+    Until(u64),
+    Answered,
+    LostLease,
+}
+
+impl App {
+    /// Suspends the job's turn at `s`: the state is stored first, then the approval message
+    /// is sent and its id stored.
+    pub(super) async fn suspend(
+        &self,
+        key: &str,
+        job: &mut Job,
+        conn: &Connector,
+        target: Target,
+        s: Suspended,
+        lease: Lease<'_>,
+    ) -> Result<Step, PortError> {
+        let expires = s.expires_ms;
+        job.suspended = Some(Box::new(s));
+        self.inbox.save(key, job).await?;
+        tracing::info!(key, "turn waits for an approval");
+        match self.send_approval(key, job, conn, target, lease).await? {
+            Wait::LostLease => Ok(Step::LostLease),
+            _ => Ok(Step::RetryAt(expires)),
+        }
+    }
+
+    /// Sends the approval message if it was not sent yet (a failed send is tried again at the
+    /// next drain; the expiry still runs).
+    async fn send_approval(
+        &self,
+        key: &str,
+        job: &mut Job,
+        conn: &Connector,
+        target: Target,
+        lease: Lease<'_>,
+    ) -> Result<Wait, PortError> {
+        let Some(s) = job.suspended.as_deref() else {
+            return Ok(Wait::Answered);
+        };
+        if s.message_id.is_some() {
+            return Ok(Wait::Until(s.expires_ms));
+        }
+        let minutes = self.config.approvals.grant_minutes;
+        let text = approval_text(&s.call, self.config.approvals.expiry_minutes);
+        let buttons = [
+            ("Allow once", format!("ap:{}:o", s.id)),
+            (
+                &*format!("Allow for {minutes} min"),
+                format!("ap:{}:g", s.id),
+            ),
+            ("Deny", format!("ap:{}:d", s.id)),
+        ];
+        let expires = s.expires_ms;
+        match conn.bot.send_buttons(target, &text, &buttons).await {
+            Ok(id) => {
+                if !self.inbox.hold(lease).await? {
+                    return Ok(Wait::LostLease);
+                }
+                if let Some(s) = job.suspended.as_deref_mut() {
+                    s.message_id = Some(id);
+                }
+                self.inbox.save(key, job).await?;
+            }
+            Err(e) => {
+                tracing::warn!(key, error = %e, "approval message not sent; tried again at the next drain")
+            }
+        }
+        Ok(Wait::Until(expires))
+    }
+
+    /// Looks for the answer to the job's approval: already given, expired, or in the jobs
+    /// behind it in the lane (taps are consumed here; a new message supersedes).
+    pub(super) async fn await_answer(
+        &self,
+        key: &str,
+        job: &mut Job,
+        conn: &Connector,
+        target: Target,
+        lease: Lease<'_>,
+    ) -> Result<Wait, PortError> {
+        loop {
+            let Some(s) = job.suspended.as_deref() else {
+                return Ok(Wait::Answered);
+            };
+            if s.answer.is_some() {
+                return Ok(Wait::Answered);
+            }
+            if self.platform.clock.now_ms() >= s.expires_ms {
+                return self
+                    .record(key, job, conn, Outcome::Expired, None, lease)
+                    .await;
+            }
+            if s.message_id.is_none() {
+                if let Wait::LostLease = self.send_approval(key, job, conn, target, lease).await? {
+                    return Ok(Wait::LostLease);
+                }
+            }
+            let lane: &Lane = lease.lane;
+            let Some((next_key, next)) = self.inbox.next_after(lane, key).await? else {
+                let at = job.suspended.as_deref().map_or(0, |s| s.expires_ms);
+                return Ok(Wait::Until(at));
+            };
+            let update = Update::from_value(&next.update);
+            match update.as_ref().map(|u| &u.kind) {
+                Ok(UpdateKind::CallbackQuery(q)) => {
+                    let Some(s) = job.suspended.as_deref() else {
+                        return Ok(Wait::Answered);
+                    };
+                    let (id, code) = parse_button(q.data.as_deref().unwrap_or(""));
+                    let outcome = (id == s.id).then(|| Outcome::from_button(code)).flatten();
+                    let from = q.from.id.0;
+                    let may = (from == s.asker || conn.owner == Some(from))
+                        && conn.allowed.contains(&from);
+                    let (text, alert) = match outcome {
+                        None => ("This request is no longer waiting.", false),
+                        Some(_) if !may => ("This approval is not yours.", true),
+                        Some(Outcome::Deny) => ("Denied.", false),
+                        Some(_) => ("Allowed.", false),
+                    };
+                    if let (Some(outcome), true) = (outcome, may) {
+                        let by = Some(q.from.first_name.clone()).filter(|n| !n.is_empty());
+                        if let Wait::LostLease =
+                            self.record(key, job, conn, outcome, by, lease).await?
+                        {
+                            return Ok(Wait::LostLease);
+                        }
+                    }
+                    if let Err(e) = conn.bot.answer_callback(&q.id, text, alert).await {
+                        tracing::warn!(error = %e, "answerCallbackQuery failed");
+                    }
+                    self.inbox.finish(&next_key, &next).await?;
+                }
+                Ok(UpdateKind::Message(m)) if is_stop(m) => {
+                    let wait = self
+                        .record(key, job, conn, Outcome::Stopped, None, lease)
+                        .await?;
+                    // The /stop is answered by the stopped turn's reply.
+                    self.inbox.finish(&next_key, &next).await?;
+                    return Ok(wait);
+                }
+                _ => {
+                    return self
+                        .record(key, job, conn, Outcome::Superseded, None, lease)
+                        .await
+                }
+            }
+        }
+    }
+
+    /// Stores the answer in the job (under the lease), keeps a grant, and edits the approval
+    /// message to show the outcome.
+    async fn record(
+        &self,
+        key: &str,
+        job: &mut Job,
+        conn: &Connector,
+        outcome: Outcome,
+        by: Option<String>,
+        lease: Lease<'_>,
+    ) -> Result<Wait, PortError> {
+        if !self.inbox.hold(lease).await? {
+            return Ok(Wait::LostLease);
+        }
+        let Some(s) = job.suspended.as_deref_mut() else {
+            return Ok(Wait::Answered);
+        };
+        s.answer = Some((outcome, by.clone()));
+        let (tool, message_id) = (s.call.name.clone(), s.message_id);
+        self.inbox.save(key, job).await?;
+        let chat = chat_of(job);
+        if outcome == Outcome::AllowForAWhile {
+            let grant = keys::grant(&conn.id, chat, &tool);
+            let ttl = self.config.approvals.grant_ttl();
+            if let Err(e) = self.platform.kv.put(&grant, b"1", Some(ttl)).await {
+                tracing::warn!(error = %e, "grant not stored; the next call asks again");
+            }
+        }
+        tracing::info!(key, tool, ?outcome, "approval answered");
+        if let Some(id) = message_id {
+            let text = outcome_text(
+                outcome,
+                &tool,
+                by.as_deref(),
+                self.config.approvals.grant_minutes,
+            );
+            if let Err(e) = conn.bot.edit_text(chat, id, &text).await {
+                tracing::debug!(error = %e, "approval message not edited");
+            }
+        }
+        Ok(Wait::Answered)
+    }
+
+    /// Resumes an answered turn: the agent runs on from its state with the verdict.
+    pub(super) async fn resume(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        s: &Suspended,
+    ) -> Result<Reply, Failure> {
+        let Some((outcome, _)) = s.answer else {
+            return Ok(Reply::Nothing);
+        };
+        let mut run = s.run.clone();
+        if outcome == Outcome::Stopped {
+            let out = Agent::cancel(run, "Stopped.");
+            return Ok(self.turn_reply(conn, msg, out.reply, out.messages));
+        }
+        run.verdicts.insert(s.call.id.clone(), outcome.verdict());
+        if matches!(outcome, Outcome::Expired | Outcome::Superseded) {
+            run.closing = Some(outcome.verdict());
+        }
+        self.run_agent(conn, msg, run).await
+    }
+
+    /// Runs the agent from `run` for `msg`'s conversation, with "typing…" beside it.
+    pub(super) async fn run_agent(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        run: RunState,
+    ) -> Result<Reply, Failure> {
+        let key = session::session_key(&conn.id, msg);
+        let scope = conn.memory_scope_of(msg);
+        let history = self
+            .current_session(&key, Some((conn, &scope)))
+            .await
+            .map_err(Failure::storage)?
+            .messages;
+        let granted = if conn.agent.config.policy.may_ask() {
+            let prefix = keys::grants(&conn.id, msg.chat.id.0);
+            let keys = self
+                .platform
+                .kv
+                .list(&prefix, 100)
+                .await
+                .map_err(Failure::storage)?;
+            keys.iter()
+                .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
+                .collect()
+        } else {
+            Default::default()
+        };
+        let ctx = ToolContext { scope, granted };
+        let target = Target {
+            chat_id: msg.chat.id.0,
+            thread_id: msg.topic(),
+        };
+        let round = run.round;
+        let step = match select(
+            pin!(self.keep_typing(conn, target)),
+            pin!(conn.agent.run(&history, run, &ctx)),
+        )
+        .await
+        {
+            Either::Left((never, _)) => match never {},
+            Either::Right((step, _)) => step,
+        }
+        .map_err(|e| Failure::model(&e, &conn.agent.chain))?;
+        match step {
+            AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages)),
+            AgentStep::Ask { mut state, call } => {
+                let size = serde_json::to_vec(&state).map_or(usize::MAX, |b| b.len());
+                if size > MAX_SUSPENDED_BYTES {
+                    // Too big to keep while waiting: refuse the call and go on.
+                    tracing::warn!(size, "turn too large to wait for an approval; call refused");
+                    state.verdicts.insert(call.id, Verdict::Denied);
+                    return Box::pin(self.run_agent(conn, msg, state)).await;
+                }
+                let from = msg.from.as_ref().map_or(0, |u| u.id.0);
+                let now = self.platform.clock.now_ms();
+                Ok(Reply::Ask(Box::new(Suspended {
+                    id: format!("{}.{}", msg.message_id, state.round.max(round)),
+                    run: state,
+                    call,
+                    asker: from,
+                    message_id: None,
+                    expires_ms: now.saturating_add(self.config.approvals.expiry_ms()),
+                    answer: None,
+                })))
+            }
+        }
+    }
+
+    /// The checkpoint of a finished agent turn.
+    fn turn_reply(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        reply: String,
+        messages: Vec<crate::llm::ChatMessage>,
+    ) -> Reply {
+        let mut parts = render_parts(&reply);
+        if parts.len() > self.config.limits.max_reply_parts {
+            parts = vec![document_part(&reply)];
+        }
+        Reply::Send(Checkpoint {
+            parts,
+            sent: 0,
+            reply_to: (!msg.is_private()).then_some(msg.message_id),
+            session_turn: Some((session::session_key(&conn.id, msg), messages)),
+        })
+    }
+
+    /// `/approve` and `/revoke`: this chat's grants, listed or ended.
+    pub(super) async fn grants_reply(
+        &self,
+        conn: &Connector,
+        chat: i64,
+        revoke: bool,
+    ) -> Result<String, PortError> {
+        let prefix = keys::grants(&conn.id, chat);
+        let granted = self.platform.kv.list(&prefix, 100).await?;
+        let names: Vec<&str> = granted
+            .iter()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .collect();
+        if revoke {
+            for k in &granted {
+                self.platform.kv.delete(k).await?;
+            }
+            return Ok(match names.is_empty() {
+                true => "Nothing was allowed for now.".to_owned(),
+                false => format!("Ended: {}. They ask again next time.", names.join(", ")),
+            });
+        }
+        let tools = conn.agent.tools.names();
+        let asks: Vec<&str> = tools
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !names.contains(n))
+            .filter(|n| {
+                let level = conn.agent.tools.get(n).map(|t| t.level());
+                level.is_some_and(|l| conn.agent.rule(n, l) == crate::config::Rule::Ask)
+            })
+            .collect();
+        let mut out = String::new();
+        out.push_str(&match names.is_empty() {
+            true => "Nothing is allowed without asking right now.".to_owned(),
+            false => format!(
+                "Allowed without asking for now (up to {} min from when you allowed it): {}. /revoke ends that.",
+                self.config.approvals.grant_minutes,
+                names.join(", ")
+            ),
+        });
+        if !asks.is_empty() {
+            out.push_str(&format!("\nAsks before running: {}.", asks.join(", ")));
+        }
+        Ok(out)
+    }
+}
+
+/// The chat of a job's update (0 when unreadable).
+fn chat_of(job: &Job) -> i64 {
+    Update::from_value(&job.update)
+        .ok()
+        .and_then(|u| u.chat().map(|c| c.id.0))
+        .unwrap_or(0)
+}
+
+/// `ap:<id>:<code>` → `(id, code)`.
+fn parse_button(data: &str) -> (&str, &str) {
+    let rest = data.strip_prefix("ap:").unwrap_or("");
+    rest.rsplit_once(':').unwrap_or(("", ""))
+}
+
+fn is_stop(m: &Message) -> bool {
+    super::commands::parse(m.text().unwrap_or(""))
+        .and_then(|(name, _)| super::commands::find(&name))
+        .is_some_and(|c| c.action == super::commands::Action::Stop)
+}
+
+/// The approval message: the tool, its level and its arguments (secrets redacted, long
+/// values cut), and the expiry.
+pub fn approval_text(call: &PendingCall, expiry_minutes: u64) -> String {
+    let level = match call.level {
+        crate::tools::Level::Safe => "reads",
+        crate::tools::Level::Guarded => "writes my own data or reads the web",
+        crate::tools::Level::Unsafe => "acts outside the assistant",
+    };
+    format!(
+        "🔐 Approval needed\nI want to run {} ({level}) with:\n{}\n\nNot answered within {expiry_minutes} min counts as Deny.",
+        call.name,
+        shown_args(&call.input)
+    )
+}
+
+/// A call's arguments as shown to the approver.
+pub fn shown_args(input: &Value) -> String {
+    let mut shown = redact(input);
+    cut_strings(&mut shown);
+    let text = serde_json::to_string_pretty(&shown).unwrap_or_default();
+    if text.chars().count() <= MAX_SHOWN_ARGS {
+        return text;
+    }
+    let cut: String = text.chars().take(MAX_SHOWN_ARGS).collect();
+    format!("{cut}\n… (cut)")
+}
+
+/// The value with every field whose name suggests a secret replaced.
+fn redact(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let lower = k.to_ascii_lowercase();
+                    let secret = [
+                        "token",
+                        "secret",
+                        "password",
+                        "passwd",
+                        "api_key",
+                        "apikey",
+                        "authorization",
+                        "cookie",
+                    ]
+                    .iter()
+                    .any(|s| lower.contains(s));
+                    (
+                        k.clone(),
+                        if secret {
+                            Value::from("•••")
+                        } else {
+                            redact(v)
+                        },
+                    )
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        other => other.clone(),
+    }
+}
+
+fn cut_strings(v: &mut Value) {
+    match v {
+        Value::String(s) if s.chars().count() > 200 => {
+            let cut: String = s.chars().take(200).collect();
+            *s = format!("{cut}…");
+        }
+        Value::Object(map) => map.values_mut().for_each(cut_strings),
+        Value::Array(items) => items.iter_mut().for_each(cut_strings),
+        _ => {}
+    }
+}
+
+/// What the approval message says once answered.
+fn outcome_text(outcome: Outcome, tool: &str, by: Option<&str>, grant_minutes: u64) -> String {
+    let by = by.map(|b| format!(" by {b}")).unwrap_or_default();
+    match outcome {
+        Outcome::AllowOnce => format!("✅ {tool}: allowed once{by}."),
+        Outcome::AllowForAWhile => {
+            format!("✅ {tool}: allowed for {grant_minutes} min{by}.")
+        }
+        Outcome::Deny => format!("❌ {tool}: denied{by}."),
+        Outcome::Expired => format!("⌛ {tool}: nobody answered in time; not run."),
+        Outcome::Superseded => format!("↪️ {tool}: not run, a new message came first."),
+        Outcome::Stopped => format!("⏹ {tool}: stopped with /stop."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secrets_are_redacted_and_long_values_cut() {
+        let shown = shown_args(&json!({
+            "url": "https://example.com",
+            "headers": {"Authorization": "Bearer abc123", "x": "y"},
+            "api_key": "sk-live-123",
+            "body": "z".repeat(5000),
+        }));
+        assert!(
+            !shown.contains("abc123") && !shown.contains("sk-live-123"),
+            "{shown}"
+        );
+        assert!(shown.contains("https://example.com"));
+        assert!(shown.chars().count() < 1000, "{}", shown.len());
+    }
+
+    #[test]
+    fn buttons_parse() {
+        assert_eq!(parse_button("ap:12.1:o"), ("12.1", "o"));
+        assert_eq!(parse_button("garbage"), ("", ""));
+        assert_eq!(Outcome::from_button("x"), None);
+    }
+}
