@@ -80,8 +80,7 @@ fn last_tool_result(h: &Harness) -> Value {
         .unwrap()
         .iter()
         .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .filter(|b| b["type"] == "tool_result")
-        .next_back()
+        .rfind(|b| b["type"] == "tool_result")
         .expect("a tool result")
 }
 
