@@ -57,6 +57,58 @@ async fn scenarios_on_native() {
     scenarios::run_all(&Native { bot, f }).await;
 }
 
+/// `clawless` long polling as a [`Shell`]: what a webhook would have received is handed out
+/// by the fake Bot API's getUpdates instead.
+struct Polling {
+    _bot: Bot,
+    f: Arc<Fakes>,
+}
+
+impl Shell for Polling {
+    fn name(&self) -> &str {
+        "native long polling"
+    }
+    fn fakes(&self) -> &Fakes {
+        &self.f
+    }
+    fn secret(&self) -> &str {
+        SECRET
+    }
+    fn post<'a>(&'a self, body: String, _secret: Option<&'a str>) -> Status<'a> {
+        Box::pin(async move {
+            let update = serde_json::from_str(&body).expect("an update");
+            self.f.updates.lock().unwrap().push(update);
+            200
+        })
+    }
+    fn skip(&self, scenario: &str) -> Option<&'static str> {
+        match scenario {
+            "a_wrong_secret_is_refused" => Some("long polling has no webhook secret"),
+            "unhandled_updates_are_acknowledged" => {
+                Some("getUpdates hands out updates, never a raw body that is not JSON")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The shared scenarios again, on one `clawless` that long-polls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios_on_native_long_polling() {
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("e2e-poll-scenarios");
+    let child = clawless(&data, &tg, &llm_url)
+        .env("TELEGRAM_ALLOWED_USERS", scenarios::allowed_users())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let bot = Bot {
+        child,
+        url: String::new(),
+    };
+    scenarios::run_all(&Polling { _bot: bot, f }).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_and_restart_loses_nothing_and_repeats_nothing() {
     let (f, tg, llm_url) = fakes().await;

@@ -193,7 +193,8 @@ impl<'a> Ctx<'a> {
 }
 
 /// Runs every scenario on `shell`, one after the other, and reports each by name; panics at the
-/// end naming every scenario that failed, or when a Bot API call broke the spec.
+/// end naming every scenario that failed, or when a Bot API call broke the spec or a message
+/// was over 4096 UTF-16 units.
 pub async fn run_all(shell: &dyn Shell) {
     let mut failed = Vec::new();
     for (i, scenario) in all().iter().enumerate() {
@@ -222,7 +223,16 @@ pub async fn run_all(shell: &dyn Shell) {
             }
         }
     }
-    let violations = shell.fakes().violations.lock().unwrap().clone();
+    let mut violations = shell.fakes().violations.lock().unwrap().clone();
+    for body in shell.fakes().sent() {
+        let text = body["text"].as_str().unwrap_or("");
+        if text.encode_utf16().count() > 4096 {
+            violations.push(format!(
+                "a message over 4096 UTF-16 units to {}",
+                body["chat_id"]
+            ));
+        }
+    }
     assert!(
         failed.is_empty() && violations.is_empty(),
         "on {}: failed scenarios {failed:?}; Bot API spec violations {violations:?}",
