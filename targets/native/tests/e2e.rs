@@ -9,39 +9,17 @@ mod common;
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clawless_core::shell::MAX_UPDATE_BYTES;
 use clawless_testkit::fixtures::OWNER_ID;
-use clawless_testkit::scenarios::{self, Shell, Status};
-use clawless_testkit::servers::{fakes, recall_after_new, text_update, until, Fakes};
+use clawless_testkit::scenarios;
+use clawless_testkit::servers::{fakes, recall_after_new, text_update, until};
 use common::bot::{
-    clawless, exited_within, post_body, post_update, sigterm, start_bot, start_bot_with, Bot,
-    Serve, SECRET,
+    clawless, exited_within, post_update, sigterm, start_bot, start_bot_with, Bot, Serve, SECRET,
 };
 use common::raw::{webhook_head, Raw};
-
-/// The binary as a [`Shell`] for the shared scenarios.
-struct Native {
-    bot: Bot,
-    f: Arc<Fakes>,
-}
-
-impl Shell for Native {
-    fn name(&self) -> &str {
-        "native"
-    }
-    fn fakes(&self) -> &Fakes {
-        &self.f
-    }
-    fn secret(&self) -> &str {
-        SECRET
-    }
-    fn post<'a>(&'a self, body: String, secret: Option<&'a str>) -> Status<'a> {
-        Box::pin(post_body(&self.bot, body, secret))
-    }
-}
+use common::shells::{Native, Polling};
 
 /// Every shared scenario (`clawless_testkit::scenarios`) on one running `clawless serve`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,41 +33,6 @@ async fn scenarios_on_native() {
     };
     let bot = start_bot_with(&data, &tg, &llm_url, how).await;
     scenarios::run_all(&Native { bot, f }).await;
-}
-
-/// `clawless` long polling as a [`Shell`]: what a webhook would have received is handed out
-/// by the fake Bot API's getUpdates instead.
-struct Polling {
-    _bot: Bot,
-    f: Arc<Fakes>,
-}
-
-impl Shell for Polling {
-    fn name(&self) -> &str {
-        "native long polling"
-    }
-    fn fakes(&self) -> &Fakes {
-        &self.f
-    }
-    fn secret(&self) -> &str {
-        SECRET
-    }
-    fn post<'a>(&'a self, body: String, _secret: Option<&'a str>) -> Status<'a> {
-        Box::pin(async move {
-            let update = serde_json::from_str(&body).expect("an update");
-            self.f.updates.lock().unwrap().push(update);
-            200
-        })
-    }
-    fn skip(&self, scenario: &str) -> Option<&'static str> {
-        match scenario {
-            "a_wrong_secret_is_refused" => Some("long polling has no webhook secret"),
-            "unhandled_updates_are_acknowledged" => {
-                Some("getUpdates hands out updates, never a raw body that is not JSON")
-            }
-            _ => None,
-        }
-    }
 }
 
 /// The shared scenarios again, on one `clawless` that long-polls.
@@ -106,7 +49,7 @@ async fn scenarios_on_native_long_polling() {
         child,
         url: String::new(),
     };
-    scenarios::run_all(&Polling { _bot: bot, f }).await;
+    scenarios::run_all(&Polling { bot, f }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
