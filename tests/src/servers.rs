@@ -1,7 +1,7 @@
 //! Fake Bot API and model servers on 127.0.0.1 for the shells' end-to-end tests (feature
 //! `servers`): every Bot API call is checked against the spec, the model is scripted by what
-//! it is asked ("remember: X" → memory_write, "time" → a tool call, "long" → 6000+ characters,
-//! else an echo), and either side fails once on request (the `*_ONCE` markers).
+//! it is asked ("remember: X" → memory_write, "time" → a tool call, "long" → 6000+
+//! characters, else an echo), and either side fails once on request (the `*_ONCE` markers).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -183,8 +183,10 @@ fn refusal(f: &Fakes, body: &Value) -> Option<(axum::http::StatusCode, Json<Valu
     if f.first_failure(text, SEND_429_ONCE) {
         return Some((
             axum::http::StatusCode::TOO_MANY_REQUESTS,
-            Json(json!({"ok": false, "error_code": 429,
-                "description": "Too Many Requests: retry after 1", "parameters": {"retry_after": 1}})),
+            Json(json!({
+                "ok": false, "error_code": 429, "description": "Too Many Requests: retry after 1",
+                "parameters": {"retry_after": 1}
+            })),
         ));
     }
     None

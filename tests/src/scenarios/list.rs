@@ -25,7 +25,8 @@ macro_rules! scenarios {
                 Box::pin(async move $body)
             }
         )*
-        pub(super) const ALL: &[Scenario] = &[$(Scenario { name: stringify!($name), run: $name }),*];
+        pub(super) const ALL: &[Scenario] =
+            &[$(Scenario { name: stringify!($name), run: $name }),*];
     };
 }
 
@@ -75,7 +76,8 @@ scenarios! {
         for w in words {
             c.post(&c.text(&format!("in order {w}"))).await;
         }
-        let expected: Vec<String> = words.iter().map(|w| format!("You said: in order {w}")).collect();
+        let expected: Vec<String> =
+            words.iter().map(|w| format!("You said: in order {w}")).collect();
         assert_eq!(c.answers(c.user, words.len(), LIMIT).await, expected);
         let asked: Vec<&str> = c
             .asked("in order ")
