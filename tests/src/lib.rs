@@ -6,9 +6,13 @@
 //! - [`fixtures`]: real-format Telegram updates under `tests/fixtures/updates/`.
 //! - [`llm`]: provider responses in the Anthropic and OpenAI wire formats.
 //! - `servers` (feature `servers`): fake Bot API and model servers on 127.0.0.1.
+//! - `scenarios` (feature `servers`): the end-to-end scenarios every shell's harness runs
+//!   against those fakes (`scenarios::run_all`).
 
 pub mod fixtures;
 pub mod llm;
+#[cfg(feature = "servers")]
+pub mod scenarios;
 #[cfg(feature = "servers")]
 pub mod servers;
 pub mod spec;

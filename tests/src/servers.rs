@@ -1,10 +1,11 @@
 //! Fake Bot API and model servers on 127.0.0.1 for the shells' end-to-end tests (feature
 //! `servers`): every Bot API call is checked against the spec, the model is scripted by what
-//! it is asked ("remember: X" → memory_write, "time" → a tool call, "long" → 6000+ characters,
-//! else an echo).
+//! it is asked ("remember: X" → memory_write, "time" → a tool call, "long" → 6000+
+//! characters, else an echo), and either side fails once on request (the `*_ONCE` markers).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -33,7 +34,20 @@ pub struct Fakes {
     pub send_hang: AtomicBool,
     /// Updates handed out by getUpdates.
     pub updates: Mutex<Vec<Value>>,
+    /// sendMessage calls refused on purpose (a `SEND_*_ONCE` marker), by body.
+    pub send_refused: Mutex<Vec<Value>>,
+    /// Texts that already failed once (model questions and sent texts with a marker).
+    failed_once: Mutex<HashSet<String>>,
 }
+
+/// In a question: the model answers it with HTTP 500 the first time it is asked.
+pub const MODEL_500_ONCE: &str = "model fails once with 500";
+/// In a question: the model answers it with HTTP 429 and `retry-after: 1` the first time.
+pub const MODEL_429_ONCE: &str = "model fails once with 429";
+/// In a sent text: the Bot API refuses its first sendMessage with 502 Bad Gateway.
+pub const SEND_502_ONCE: &str = "send fails once with 502";
+/// In a sent text: the Bot API refuses its first sendMessage with 429, `retry_after` 1.
+pub const SEND_429_ONCE: &str = "send fails once with 429";
 
 impl Fakes {
     pub fn sent(&self) -> Vec<Value> {
@@ -52,6 +66,17 @@ impl Fakes {
             .map(|b| b["text"].as_str().unwrap_or("").to_owned())
             .collect()
     }
+    /// The sendMessage bodies refused on purpose for `chat`.
+    pub fn refused_to(&self, chat: i64) -> usize {
+        let refused = self.send_refused.lock().unwrap();
+        refused.iter().filter(|b| b["chat_id"] == chat).count()
+    }
+
+    /// Whether `text` carries `marker` and has not failed yet (it has now).
+    fn first_failure(&self, text: &str, marker: &str) -> bool {
+        text.contains(marker) && self.failed_once.lock().unwrap().insert(text.to_owned())
+    }
+
     pub fn llm_count(&self, needle: &str) -> usize {
         // The question is the last message of the request that first asks it.
         let reqs = self.llm_requests.lock().unwrap();
@@ -85,38 +110,6 @@ impl Fakes {
         );
         assert!(!sent[0].contains("overloaded"), "no raw body: {sent:?}");
     }
-
-    /// The end state every shell's scenario test checks, after a short settle: `greeting`
-    /// reached the model once (re-deliveries and a 401 with the same text did not add to it),
-    /// the stranger never reached it, the group got one answer, every message fits 4096 UTF-16
-    /// units, and no Bot API call broke the spec.
-    pub async fn assert_scenario_outcome(&self, greeting: &str) {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(self.llm_count(greeting), 1, "{greeting:?} answered once");
-        // The stranger's words (fixture `stranger_private`: "hello bot") never reached the
-        // model, and what the stranger got is the notice with their id, not an answer.
-        assert_eq!(
-            self.llm_count("hello bot"),
-            0,
-            "the stranger never reached the model"
-        );
-        let to_stranger = self.sent_to(fixtures::STRANGER_ID);
-        assert!(
-            to_stranger.len() == 1
-                && to_stranger[0].contains("private assistant")
-                && to_stranger[0].contains(&fixtures::STRANGER_ID.to_string()),
-            "the stranger got one notice with their id: {to_stranger:?}"
-        );
-        assert_eq!(self.sent_to(fixtures::GROUP_ID), ["You said: what is 2+2?"]);
-        assert!(self.sent().iter().all(|b| b["text"]
-            .as_str()
-            .unwrap_or("")
-            .encode_utf16()
-            .count()
-            <= 4096));
-        let violations = self.violations.lock().unwrap();
-        assert!(violations.is_empty(), "{violations:?}");
-    }
 }
 
 async fn bot_api(
@@ -124,18 +117,26 @@ async fn bot_api(
     axum::extract::Path(method): axum::extract::Path<String>,
     headers: axum::http::HeaderMap,
     raw: axum::body::Bytes,
-) -> Json<Value> {
+) -> (axum::http::StatusCode, Json<Value>) {
+    let ok = axum::http::StatusCode::OK;
     let content_type = headers.get("content-type").and_then(|v| v.to_str().ok());
     let body = crate::spec::call_body(content_type, &raw);
     let method = method.rsplit('/').next().unwrap_or("").to_owned();
     if let Err(v) = spec().check_call(&method, &body) {
         f.violations.lock().unwrap().push(v.clone());
-        return Json(json!({"ok": false, "error_code": 400, "description": v}));
+        return (
+            ok,
+            Json(json!({"ok": false, "error_code": 400, "description": v})),
+        );
     }
     if method == "sendMessage" {
         *f.send_attempts.lock().unwrap() += 1;
         while f.send_hang.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if let Some(refusal) = refusal(&f, &body) {
+            f.send_refused.lock().unwrap().push(body);
+            return refusal;
         }
     }
     if method == "getUpdates" {
@@ -152,7 +153,7 @@ async fn bot_api(
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         f.calls.lock().unwrap().push((method, body));
-        return Json(json!({"ok": true, "result": ready}));
+        return (ok, Json(json!({"ok": true, "result": ready})));
     }
     let result = match method.as_str() {
         "getWebhookInfo" => {
@@ -167,32 +168,67 @@ async fn bot_api(
         _ => json!(true),
     };
     f.calls.lock().unwrap().push((method, body));
-    Json(json!({"ok": true, "result": result}))
+    (ok, Json(json!({"ok": true, "result": result})))
+}
+
+/// The refusal a marked sendMessage gets the first time (none after).
+fn refusal(f: &Fakes, body: &Value) -> Option<(axum::http::StatusCode, Json<Value>)> {
+    let text = body["text"].as_str().unwrap_or("");
+    if f.first_failure(text, SEND_502_ONCE) {
+        return Some((
+            axum::http::StatusCode::BAD_GATEWAY,
+            Json(json!({"ok": false, "error_code": 502, "description": "Bad Gateway"})),
+        ));
+    }
+    if f.first_failure(text, SEND_429_ONCE) {
+        return Some((
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            Json(json!({
+                "ok": false, "error_code": 429, "description": "Too Many Requests: retry after 1",
+                "parameters": {"retry_after": 1}
+            })),
+        ));
+    }
+    None
 }
 
 /// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "time" asks for the
-/// clock tool, "long" writes 6000+ characters, "model down" always gets a 500, anything else
-/// is echoed.
+/// clock tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
+/// marker fails the first time, anything else is echoed.
 async fn llm(
     State(f): State<Arc<Fakes>>,
     Json(req): Json<Value>,
-) -> (axum::http::StatusCode, Json<Value>) {
+) -> (axum::http::StatusCode, axum::http::HeaderMap, Json<Value>) {
     f.llm_requests.lock().unwrap().push(req.clone());
     while f.llm_hang.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let msgs = req["messages"].as_array().cloned().unwrap_or_default();
     let last = msgs.last().cloned().unwrap_or(Value::Null);
-    if last["content"][0]["text"]
-        .as_str()
-        .is_some_and(|t| t.contains("model down"))
-    {
+    let asked = last["content"][0]["text"].as_str().unwrap_or("");
+    let overloaded =
+        || Json(json!({"type": "error", "error": {"type": "api_error", "message": "overloaded"}}));
+    if asked.contains("model down") || f.first_failure(asked, MODEL_500_ONCE) {
         return (
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({"type": "error", "error": {"type": "api_error", "message": "overloaded"}})),
+            axum::http::HeaderMap::new(),
+            overloaded(),
         );
     }
-    (axum::http::StatusCode::OK, Json(answer(&last)))
+    if f.first_failure(asked, MODEL_429_ONCE) {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert("retry-after", axum::http::HeaderValue::from_static("1"));
+        return (
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            headers,
+            overloaded(),
+        );
+    }
+    (
+        axum::http::StatusCode::OK,
+        axum::http::HeaderMap::new(),
+        Json(answer(&last)),
+    )
 }
 
 /// What the scripted model answers to the last message.
@@ -242,6 +278,14 @@ pub async fn until(what: &str, cond: impl Fn() -> bool) {
 pub fn text_update(id: i64, text: &str) -> Value {
     let mut u = fixtures::update("private_text", id);
     u["message"]["text"] = json!(text);
+    u
+}
+
+/// A private text from `user` (in the private chat with them).
+pub fn text_update_from(user: i64, id: i64, text: &str) -> Value {
+    let mut u = text_update(id, text);
+    u["message"]["from"]["id"] = json!(user);
+    u["message"]["chat"]["id"] = json!(user);
     u
 }
 
@@ -314,34 +358,48 @@ where
     F: Fn(Value) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let owner = fixtures::OWNER_ID;
-    let before = f.sent_to(owner).len();
-    post(text_update(
-        first_id,
-        "remember: My sister Ana lives in Lisbon.",
-    ))
-    .await;
+    recall_after_new_as(f, fixtures::OWNER_ID, first_id, post).await;
+}
+
+/// [`recall_after_new`] in the private chat of `user` (an allowed user).
+pub async fn recall_after_new_as<F, Fut>(f: &Fakes, user: i64, first_id: i64, post: F)
+where
+    F: Fn(Value) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let before = f.sent_to(user).len();
+    let say = |id: i64, text: &str| text_update_from(user, id, text);
+    post(say(first_id, "remember: My sister Ana lives in Lisbon.")).await;
     until("the memory_write answer", || {
-        f.sent_to(owner).len() == before + 1
+        f.sent_to(user).len() == before + 1
     })
     .await;
     assert!(
-        f.sent_to(owner)[before].starts_with("Tool said: "),
+        f.sent_to(user)[before].starts_with("Tool said: "),
         "{:?}",
-        f.sent_to(owner)
+        f.sent_to(user)
     );
-    post(text_update(first_id + 1, "/new")).await;
-    until("the /new answer", || f.sent_to(owner).len() == before + 2).await;
-    post(text_update(first_id + 2, "where does my sister live?")).await;
-    until("the answer", || f.sent_to(owner).len() == before + 3).await;
+    post(say(first_id + 1, "/new")).await;
+    until("the /new answer", || f.sent_to(user).len() == before + 2).await;
+    let question = "where does my sister live?";
+    post(say(first_id + 2, question)).await;
+    until("the answer", || f.sent_to(user).len() == before + 3).await;
     let reqs = f.llm_requests.lock().unwrap().clone();
-    let last = reqs.last().unwrap();
+    let asked = reqs
+        .iter()
+        .rfind(|r| {
+            r["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .is_some_and(|m| m.to_string().contains(question))
+        })
+        .expect("the question reached the model");
     assert_eq!(
-        last["messages"].as_array().unwrap().len(),
+        asked["messages"].as_array().unwrap().len(),
         1,
         "a new session: no history"
     );
-    let system = last["system"].as_str().unwrap();
+    let system = asked["system"].as_str().unwrap();
     assert!(
         system.contains("Relevant memories") && system.contains("Lisbon"),
         "{system}"

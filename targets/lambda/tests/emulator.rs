@@ -1,6 +1,7 @@
 //! The real `bootstrap` under a Lambda Runtime API emulator (this file's own, with the Invoke
 //! API the self-invocation calls), with moto for DynamoDB and the fake Bot API and model on
-//! 127.0.0.1: the same scenarios as the native end-to-end tests.
+//! 127.0.0.1: the shared scenarios (`clawless_testkit::scenarios`), crash recovery through
+//! the schedule, and the error reply of a failing model.
 //!
 //! The binary is `CLAWLESS_LAMBDA_BOOTSTRAP` when set (`.ci/run` points it at the release
 //! build), else the one cargo built for this test.
@@ -10,81 +11,80 @@
 mod common;
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
-use clawless_testkit::servers::{fakes, recall_after_new, text_update, until};
-use common::emulator::{start_emulator, start_function, SECRET};
+use clawless_testkit::fixtures::OWNER_ID;
+use clawless_testkit::scenarios::{self, Shell, Status};
+use clawless_testkit::servers::{fakes, text_update, until, Fakes};
+use common::emulator::{start_emulator, start_function, start_function_with, Emulator, SECRET};
 use serde_json::Value;
 
+/// The function under the emulator as a [`Shell`] for the shared scenarios: a webhook is a
+/// Function URL event, invoked synchronously.
+struct Lambda {
+    emu: Arc<Emulator>,
+    f: Arc<Fakes>,
+}
+
+impl Shell for Lambda {
+    fn name(&self) -> &str {
+        "lambda"
+    }
+    fn fakes(&self) -> &Fakes {
+        &self.f
+    }
+    fn secret(&self) -> &str {
+        SECRET
+    }
+    fn post<'a>(&'a self, body: String, secret: Option<&'a str>) -> Status<'a> {
+        Box::pin(async move {
+            let mut event = common::url_event("/telegram/main", &Value::Null, secret);
+            event["body"] = Value::from(body);
+            let status = self.emu.invoke(event).await["statusCode"].as_u64();
+            status.and_then(|s| u16::try_from(s).ok()).unwrap_or(0)
+        })
+    }
+}
+
+/// Every shared scenario (`clawless_testkit::scenarios`) on one bootstrap process, then what
+/// only the Lambda has: each answered chat was drained by an asynchronous self-invocation, and
+/// the schedule event sweeps.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bootstrap_under_the_runtime_emulator() {
+async fn scenarios_on_lambda() {
     let moto = common::moto();
     let client = common::dynamo_client(&moto).await;
     common::create_table(&client, "clawless-e2e").await;
     let (f, tg, llm) = fakes().await;
     let (emu, runtime) = start_emulator().await;
-    let _function = start_function(&runtime, &moto.url, "clawless-e2e", &tg, &llm);
-    let post = |update: Value, secret: Option<&'static str>| {
-        let emu = emu.clone();
-        async move {
-            emu.invoke(common::url_event("/telegram/main", &update, secret))
-                .await
-        }
-    };
+    let users = scenarios::allowed_users();
+    let env = [("TELEGRAM_ALLOWED_USERS", users.as_str())];
+    let _function = start_function_with(&runtime, &moto.url, "clawless-e2e", &tg, &llm, &env);
+    let lambda = Lambda { emu, f };
+    scenarios::run_all(&lambda).await;
 
-    // A wrong secret: 401, no model call, no invocation.
-    let r = post(text_update(1, "hello"), Some("wrong")).await;
-    assert_eq!(r["statusCode"], 401);
-
-    // A private reply, through the self-invocation.
-    let r = post(text_update(2, "hello lambda"), Some(SECRET)).await;
-    assert_eq!(r["statusCode"], 200);
-    until("the private reply", || f.sent_to(OWNER_ID).len() == 1).await;
-    assert_eq!(f.sent_to(OWNER_ID), ["You said: hello lambda"]);
-    assert_eq!(
-        emu.async_invokes.lock().unwrap()[0]["clawless"]["drain"],
-        format!("main:{OWNER_ID}")
-    );
-
-    // A duplicate is acknowledged and answered once.
-    assert_eq!(
-        post(text_update(2, "hello lambda"), Some(SECRET)).await["statusCode"],
-        200
-    );
-    // A tool round trip and a long reply.
-    post(text_update(3, "what time is it"), Some(SECRET)).await;
-    until("the tool answer", || f.sent_to(OWNER_ID).len() == 2).await;
-    assert!(f.sent_to(OWNER_ID)[1].starts_with("Tool said: "));
-    post(text_update(4, "something long please"), Some(SECRET)).await;
-    until("the long answer in parts", || {
-        f.sent_to(OWNER_ID).len() >= 4
-    })
-    .await;
-    // A stranger and group gating.
-    post(fixtures::update("stranger_private", 5), Some(SECRET)).await;
-    post(fixtures::update("group_no_mention", 6), Some(SECRET)).await;
-    post(fixtures::update("group_mention", 7), Some(SECRET)).await;
-    until("the stranger notice and the group answer", || {
-        f.sent_to(STRANGER_ID).len() == 1 && f.sent_to(GROUP_ID).len() == 1
-    })
-    .await;
-
-    // Memory: a fact told in one session is recalled after /new.
-    recall_after_new(&f, 20, |u| {
-        let post = &post;
-        async move {
-            post(u, Some(SECRET)).await;
-        }
-    })
-    .await;
-
-    // The scheduled event sweeps.
+    let drained: Vec<String> = lambda
+        .emu
+        .async_invokes
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["clawless"]["drain"]
+                .as_str()
+                .expect("a drain event")
+                .to_owned()
+        })
+        .collect();
+    for body in lambda.f.sent() {
+        let lane = format!("main:{}", body["chat_id"]);
+        assert!(
+            drained.contains(&lane),
+            "{lane} answered without a drain invocation"
+        );
+    }
     let scheduled: Value = serde_json::from_str(common::SCHEDULED).unwrap();
-    assert_eq!(emu.invoke(scheduled).await["swept"], true);
-
-    f.assert_scenario_outcome("hello lambda").await;
-    assert_eq!(f.llm_count("hello"), 1, "the 401 never reached the model");
+    assert_eq!(lambda.emu.invoke(scheduled).await["swept"], true);
 }
 
 /// An invocation killed (SIGKILL) while the model is thinking loses nothing and answers once:

@@ -1,6 +1,7 @@
 //! The real `clawless` binary over HTTP on 127.0.0.1, with in-process fake Bot API and LLM
-//! servers: the webhook path end to end, kill -9 + restart recovery, and the listener's
-//! defences (checks before reads, caps, timeouts, shutdown deadline).
+//! servers: the shared scenarios (`clawless_testkit::scenarios`) on one running server,
+//! kill -9 + restart recovery, long polling, the command line, and the listener's defences
+//! (checks before reads, caps, timeouts, shutdown deadline).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -11,62 +12,44 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clawless_core::shell::MAX_UPDATE_BYTES;
-use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
+use clawless_testkit::fixtures::OWNER_ID;
+use clawless_testkit::scenarios;
 use clawless_testkit::servers::{fakes, recall_after_new, text_update, until};
 use common::bot::{
     clawless, exited_within, post_update, sigterm, start_bot, start_bot_with, Bot, Serve, SECRET,
 };
 use common::raw::{webhook_head, Raw};
+use common::shells::{Native, Polling};
 
+/// Every shared scenario (`clawless_testkit::scenarios`) on one running `clawless serve`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn webhook_end_to_end() {
+async fn scenarios_on_native() {
     let (f, tg, llm_url) = fakes().await;
     let data = common::temp_dir("e2e");
-    let bot = start_bot(&data, &tg, &llm_url).await;
+    let users = scenarios::allowed_users();
+    let how = Serve {
+        env: &[("TELEGRAM_ALLOWED_USERS", &users)],
+        ..Serve::default()
+    };
+    let bot = start_bot_with(&data, &tg, &llm_url, how).await;
+    scenarios::run_all(&Native { bot, f }).await;
+}
 
-    assert_eq!(
-        post_update(&bot, &text_update(1, "hello"), Some("wrong")).await,
-        401
-    );
-    assert_eq!(post_update(&bot, &text_update(1, "hello"), None).await, 401);
-
-    let started = Instant::now();
-    assert_eq!(
-        post_update(&bot, &text_update(2, "hello there"), Some(SECRET)).await,
-        200
-    );
-    let ack = started.elapsed();
-    until("a private reply", || f.sent_to(OWNER_ID).len() == 1).await;
-    assert_eq!(f.sent_to(OWNER_ID), ["You said: hello there"]);
-    assert!(ack < Duration::from_secs(2), "ack took {ack:?}");
-    assert_eq!(f.llm_count("hello"), 1, "the 401s never reached the model");
-
-    // A duplicate delivery is answered once.
-    assert_eq!(
-        post_update(&bot, &text_update(2, "hello there"), Some(SECRET)).await,
-        200
-    );
-    // The tool round trip.
-    post_update(&bot, &text_update(3, "what time is it"), Some(SECRET)).await;
-    until("the tool answer", || f.sent_to(OWNER_ID).len() == 2).await;
-    assert!(
-        f.sent_to(OWNER_ID)[1].starts_with("Tool said: ")
-            && f.sent_to(OWNER_ID)[1].contains("UTC+00:00")
-    );
-    // A long reply is split into valid messages.
-    post_update(&bot, &text_update(4, "write something long"), Some(SECRET)).await;
-    until("the long answer", || f.sent_to(OWNER_ID).len() >= 4).await;
-    // A stranger: one reply, no model call.
-    post_update(&bot, &fixtures::update("stranger_private", 5), Some(SECRET)).await;
-    post_update(&bot, &fixtures::update("stranger_private", 6), Some(SECRET)).await;
-    until("the stranger notice", || f.sent_to(STRANGER_ID).len() == 1).await;
-    // Groups: only when mentioned.
-    post_update(&bot, &fixtures::update("group_no_mention", 7), Some(SECRET)).await;
-    post_update(&bot, &fixtures::update("group_mention", 8), Some(SECRET)).await;
-    until("the group answer", || f.sent_to(GROUP_ID).len() == 1).await;
-    f.assert_scenario_outcome("hello there").await;
-    assert_eq!(f.sent_to(OWNER_ID)[0], "You said: hello there");
-    assert_eq!(f.sent_to(STRANGER_ID).len(), 1);
+/// The shared scenarios again, on one `clawless` that long-polls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios_on_native_long_polling() {
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("e2e-poll-scenarios");
+    let child = clawless(&data, &tg, &llm_url)
+        .env("TELEGRAM_ALLOWED_USERS", scenarios::allowed_users())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let bot = Bot {
+        child,
+        url: String::new(),
+    };
+    scenarios::run_all(&Polling { bot, f }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

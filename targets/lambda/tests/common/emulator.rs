@@ -177,6 +177,18 @@ pub fn bootstrap() -> String {
 
 /// Starts the bootstrap against the emulator, moto's `table`, and the fakes.
 pub fn start_function(runtime: &str, moto: &str, table: &str, tg: &str, llm: &str) -> Function {
+    start_function_with(runtime, moto, table, tg, llm, &[])
+}
+
+/// [`start_function`] with `env` added last (overriding the defaults).
+pub fn start_function_with(
+    runtime: &str,
+    moto: &str,
+    table: &str,
+    tg: &str,
+    llm: &str,
+    env: &[(&str, &str)],
+) -> Function {
     let runtime = runtime.trim_start_matches("http://");
     let child = Command::new(bootstrap())
         .env_clear()
@@ -197,6 +209,7 @@ pub fn start_function(runtime: &str, moto: &str, table: &str, tg: &str, llm: &st
         .env("ANTHROPIC_API_KEY", "sk-lambda")
         .env("ANTHROPIC_BASE_URL", llm)
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
         .spawn()

@@ -107,10 +107,14 @@ pub async fn start_bot_with(data: &std::path::Path, tg: &str, llm: &str, how: Se
 }
 
 pub async fn post_update(bot: &Bot, update: &Value, secret: Option<&str>) -> u16 {
+    post_body(bot, update.to_string(), secret).await
+}
+
+pub async fn post_body(bot: &Bot, body: String, secret: Option<&str>) -> u16 {
     let mut req = reqwest::Client::new()
         .post(format!("{}/telegram/main", bot.url))
         .header("content-type", "application/json")
-        .body(update.to_string());
+        .body(body);
     if let Some(s) = secret {
         req = req.header("X-Telegram-Bot-Api-Secret-Token", s);
     }

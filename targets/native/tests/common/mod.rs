@@ -4,6 +4,7 @@
 
 pub mod bot;
 pub mod raw;
+pub mod shells;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};

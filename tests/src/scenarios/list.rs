@@ -1,0 +1,251 @@
+//! The scenarios themselves: what is posted, and what the fakes must have seen. Each text is
+//! unique across the list (the model's log is searched by it) and avoids the words the fake
+//! model reacts to ("time", "long", "remember: ", "model down") unless it means them.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{Ctx, Scenario};
+use crate::servers::{
+    recall_after_new_as, MODEL_429_ONCE, MODEL_500_ONCE, SEND_429_ONCE, SEND_502_ONCE,
+};
+
+/// How long an answer may take.
+const LIMIT: Duration = Duration::from_secs(20);
+/// How long an answer may take when a job is retried after a backoff: native retries at its
+/// next sweep (every 15 s), the serverless shells inline.
+const RETRY_LIMIT: Duration = Duration::from_secs(40);
+
+macro_rules! scenarios {
+    ($($(#[doc = $doc:literal])* fn $name:ident($c:ident) $body:block)*) => {
+        $(
+            $(#[doc = $doc])*
+            fn $name<'a>($c: &'a Ctx<'a>) -> futures::future::LocalBoxFuture<'a, ()> {
+                Box::pin(async move $body)
+            }
+        )*
+        pub(super) const ALL: &[Scenario] =
+            &[$(Scenario { name: stringify!($name), run: $name }),*];
+    };
+}
+
+scenarios! {
+    /// A private text is acknowledged at once and answered once, in HTML, unquoted.
+    fn private_text_is_answered_once(c) {
+        let started = Instant::now();
+        c.post(&c.text("hello there")).await;
+        let ack = started.elapsed();
+        assert!(ack < Duration::from_secs(2), "ack took {ack:?}");
+        assert_eq!(c.answers(c.user, 1, LIMIT).await, ["You said: hello there"]);
+        assert_eq!(c.asked("hello there").len(), 1);
+        let body = &c.bodies_to(c.user)[0];
+        assert_eq!(body["parse_mode"], "HTML");
+        assert!(body.get("reply_parameters").is_none(), "private replies are not quoted");
+    }
+
+    /// A wrong or missing secret is 401 and stores nothing: the same update with the secret is
+    /// then answered once.
+    fn a_wrong_secret_is_refused(c) {
+        let update = c.text("a secret handshake");
+        for secret in [Some("wrong"), None] {
+            assert_eq!(c.post_raw(update.to_string(), secret).await, 401, "{secret:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(c.asked("secret handshake").is_empty(), "a 401 never reaches the model");
+        assert!(c.sent_to(c.user).is_empty());
+        c.post(&update).await;
+        assert_eq!(c.answers(c.user, 1, LIMIT).await, ["You said: a secret handshake"]);
+        assert_eq!(c.asked("secret handshake").len(), 1);
+    }
+
+    /// An update delivered again while pending, and again after its answer, is answered once.
+    fn a_duplicate_delivery_is_answered_once(c) {
+        let update = c.text("only once please");
+        c.post(&update).await;
+        c.post(&update).await;
+        c.answers(c.user, 1, LIMIT).await;
+        c.post(&update).await;
+        assert_eq!(c.answers(c.user, 1, LIMIT).await, ["You said: only once please"]);
+        assert_eq!(c.asked("only once please").len(), 1);
+    }
+
+    /// Several updates of one chat, posted back to back, are asked and answered in order.
+    fn one_chat_is_answered_in_order(c) {
+        let words = ["alpha", "bravo", "charlie", "delta"];
+        for w in words {
+            c.post(&c.text(&format!("in order {w}"))).await;
+        }
+        let expected: Vec<String> =
+            words.iter().map(|w| format!("You said: in order {w}")).collect();
+        assert_eq!(c.answers(c.user, words.len(), LIMIT).await, expected);
+        let asked: Vec<&str> = c
+            .asked("in order ")
+            .iter()
+            .map(|r| words.into_iter().find(|w| question(r).contains(w)).unwrap_or("?"))
+            .collect();
+        assert_eq!(asked, words, "the model was asked in order, each once");
+    }
+
+    /// A mention in a forum topic is answered in that topic, quoting the question, and
+    /// "typing…" is shown there too.
+    fn a_forum_topic_is_answered_in_its_topic(c) {
+        c.post(&c.fixture("forum_topic_mention")).await;
+        assert_eq!(c.answers(c.group, 1, LIMIT).await, ["You said: summarise the topic"]);
+        let body = &c.bodies_to(c.group)[0];
+        assert_eq!(body["message_thread_id"], 5, "{body}");
+        assert_eq!(body["reply_parameters"]["message_id"], 30, "{body}");
+        let typing = c.calls_to("sendChatAction", c.group);
+        assert!(
+            !typing.is_empty() && typing.iter().all(|b| b["message_thread_id"] == 5),
+            "typing in the topic: {typing:?}"
+        );
+    }
+
+    /// A stranger gets one notice with their id, however often they write, and never reaches
+    /// the model.
+    fn a_stranger_is_refused_without_the_model(c) {
+        c.post(&c.fixture("stranger_private")).await;
+        c.post(&c.fixture("stranger_private")).await;
+        let sent = c.answers(c.stranger, 1, LIMIT).await;
+        assert!(
+            sent.len() == 1
+                && sent[0].contains("private assistant")
+                && sent[0].contains(&c.stranger.to_string()),
+            "one notice with their id: {sent:?}"
+        );
+        assert!(c.asked("hello bot").is_empty(), "the stranger never reached the model");
+    }
+
+    /// In a group, messages without a mention (from members or strangers) are ignored; a
+    /// mention is answered once, quoting the question, without the mention.
+    fn a_group_message_needs_a_mention(c) {
+        c.post(&c.fixture("group_no_mention")).await;
+        c.post(&c.fixture("stranger_group_no_mention")).await;
+        c.post(&c.fixture("group_mention")).await;
+        assert_eq!(c.answers(c.group, 1, LIMIT).await, ["You said: what is 2+2?"]);
+        assert_eq!(c.bodies_to(c.group)[0]["reply_parameters"]["message_id"], 21);
+        assert!(c.asked("lunch at noon").is_empty(), "no mention, no model");
+        assert!(c.sent_to(c.stranger).is_empty(), "no notice for an unaddressed group message");
+    }
+
+    /// History is kept between turns; `/new` answers without the model's words and the next
+    /// question starts a session without history.
+    fn new_resets_the_session(c) {
+        c.post(&c.text("first words")).await;
+        c.answers(c.user, 1, LIMIT).await;
+        c.post(&c.text("second words")).await;
+        c.answers(c.user, 2, LIMIT).await;
+        assert_eq!(history(&c.asked("second words")[0]), 3, "user, assistant, user");
+        c.post(&c.text("/new")).await;
+        assert_eq!(c.answers(c.user, 3, LIMIT).await[2], "Started a fresh conversation.");
+        c.post(&c.text("third words")).await;
+        assert_eq!(c.answers(c.user, 4, LIMIT).await[3], "You said: third words");
+        assert_eq!(history(&c.asked("third words")[0]), 1, "no history after /new");
+    }
+
+    /// A model that fails once with HTTP 500 is asked again and the question answered once.
+    fn a_model_500_once_is_retried(c) {
+        model_fails_once(c, MODEL_500_ONCE).await;
+    }
+
+    /// A model that answers 429 with `retry-after` once is waited out and asked again.
+    fn a_model_429_once_is_retried(c) {
+        model_fails_once(c, MODEL_429_ONCE).await;
+    }
+
+    /// A sendMessage refused with 502 once is sent again from the checkpoint: delivered once,
+    /// the model not asked again.
+    fn a_send_502_once_is_delivered_once(c) {
+        send_fails_once(c, SEND_502_ONCE).await;
+    }
+
+    /// A sendMessage refused with 429 `retry_after` once is waited out and delivered once.
+    fn a_send_429_once_is_delivered_once(c) {
+        send_fails_once(c, SEND_429_ONCE).await;
+    }
+
+    /// The model calls the clock tool and answers with its result.
+    fn a_tool_round_trip(c) {
+        c.post(&c.text("what time is it")).await;
+        let sent = c.answers(c.user, 1, LIMIT).await;
+        assert!(
+            sent.len() == 1 && sent[0].starts_with("Tool said: ") && sent[0].contains("UTC+00:00"),
+            "{sent:?}"
+        );
+    }
+
+    /// A 6000+ character answer arrives split into valid messages, each line once.
+    fn a_long_answer_is_split(c) {
+        c.post(&c.text("write something long")).await;
+        crate::servers::within("the last line", LIMIT, || {
+            c.sent_to(c.user).concat().contains("Line 119")
+        })
+        .await;
+        let sent = c.answers(c.user, 2, LIMIT).await;
+        assert!(sent.iter().all(|t| t.encode_utf16().count() <= 4096), "{sent:?}");
+        let all = sent.concat();
+        for i in 0..120 {
+            assert_eq!(all.matches(&format!("Line {i:03} ")).count(), 1, "line {i} once");
+        }
+    }
+
+    /// A body that is not JSON, an update type we do not handle and an edit are acknowledged
+    /// (so Telegram stops re-sending) and get nothing else.
+    fn unhandled_updates_are_acknowledged(c) {
+        let junk = c.post_raw("not json".into(), Some(c.shell.secret())).await;
+        assert_eq!(junk, 200);
+        c.post(&c.fixture("unknown_poll")).await;
+        c.post(&c.fixture("edited_message")).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(c.sent_to(c.user).is_empty());
+        assert!(c.asked("What can you do now?").is_empty(), "edits are not answered");
+    }
+
+    /// A fact the model saved with `memory_write` is recalled in a new session after `/new`.
+    fn memory_is_recalled_after_new(c) {
+        let first = c.id();
+        c.id();
+        c.id();
+        recall_after_new_as(c.f, c.user, first, move |u| async move { c.post(&u).await }).await;
+    }
+}
+
+/// The text of a model request's question (its last message).
+fn question(request: &Value) -> String {
+    let messages = request["messages"].as_array();
+    messages
+        .and_then(|m| m.last())
+        .map(Value::to_string)
+        .unwrap_or_default()
+}
+
+/// How many messages a model request carried.
+fn history(request: &Value) -> usize {
+    request["messages"].as_array().map_or(0, Vec::len)
+}
+
+async fn model_fails_once(c: &Ctx<'_>, marker: &str) {
+    let q = format!("please answer, {marker}");
+    c.post(&c.text(&q)).await;
+    assert_eq!(
+        c.answers(c.user, 1, LIMIT).await,
+        [format!("You said: {q}")]
+    );
+    assert_eq!(c.asked(&q).len(), 2, "failed once, then asked again");
+}
+
+async fn send_fails_once(c: &Ctx<'_>, marker: &str) {
+    let q = format!("deliver this, {marker}");
+    c.post(&c.text(&q)).await;
+    assert_eq!(
+        c.answers(c.user, 1, RETRY_LIMIT).await,
+        [format!("You said: {q}")]
+    );
+    assert_eq!(c.f.refused_to(c.user), 1, "refused once, then delivered");
+    assert_eq!(
+        c.asked(&q).len(),
+        1,
+        "the checkpointed answer is not asked for again"
+    );
+}
