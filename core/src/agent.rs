@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::config::{AgentConfig, Rule};
 use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
 use crate::tools::{Level, ToolContext, ToolRegistry};
+use crate::usage::{Left, Tally};
 
 /// Tool results longer than this are cut (at a character boundary) with a note.
 pub const MAX_TOOL_RESULT: usize = 64 * 1024;
@@ -34,6 +35,8 @@ pub struct TurnOutput {
     pub reply: String,
     /// The turn's messages to append to the session: the user's, then the model's and tools'.
     pub messages: Vec<ChatMessage>,
+    /// Every model call of the turn (across approvals).
+    pub usage: Tally,
 }
 
 /// What became of a call that needed an approval.
@@ -79,6 +82,11 @@ pub struct RunState {
     /// Once set (expired, superseded), every further call that would ask is refused so.
     #[serde(default)]
     pub closing: Option<Verdict>,
+    /// The turn's model calls so far, and what of it was already added to the counters.
+    #[serde(default)]
+    pub usage: Tally,
+    #[serde(default)]
+    pub recorded: Tally,
 }
 
 /// A tool call waiting for an approval.
@@ -114,7 +122,7 @@ impl Agent {
     ) -> Result<TurnOutput, LlmError> {
         let mut state = self.begin(user, recall);
         state.closing = Some(Verdict::Denied);
-        match self.run(history, state, ctx).await? {
+        match self.run(history, state, ctx, None).await? {
             Step::Done(out) => Ok(out),
             // Unreachable with `closing` set; refuse rather than panic.
             Step::Ask { state, .. } => Ok(Agent::cancel(state, "Stopped: this needs an approval.")),
@@ -138,16 +146,21 @@ impl Agent {
             seen: BTreeMap::new(),
             verdicts: BTreeMap::new(),
             closing: None,
+            usage: Tally::default(),
+            recorded: Tally::default(),
         }
     }
 
     /// Runs the turn from `state` until it answers or a call needs an approval. A state
     /// that stopped at [`Step::Ask`] resumes here once its verdict is in `state.verdicts`.
+    /// With `budget` (what the nearest spend cap leaves), no model call starts once the
+    /// turn's unrecorded spend has used it up: the turn ends saying so.
     pub async fn run(
         &self,
         history: &[ChatMessage],
         mut state: RunState,
         ctx: &ToolContext,
+        budget: Option<Left>,
     ) -> Result<Step, LlmError> {
         let tools = self.tools.specs();
         loop {
@@ -169,7 +182,22 @@ impl Agent {
                     return Ok(Step::Done(TurnOutput {
                         reply,
                         messages: state.messages,
+                        usage: state.usage,
                     }));
+                }
+                if let Some(left) = budget {
+                    if state.usage.since(&state.recorded).cost_micros >= left.micros {
+                        tracing::info!(cap = left.cap, "spend cap reached; no model call");
+                        let reply = crate::usage::cap_reached(&left);
+                        state
+                            .messages
+                            .push(ChatMessage::assistant_text(reply.clone()));
+                        return Ok(Step::Done(TurnOutput {
+                            reply,
+                            messages: state.messages,
+                            usage: state.usage,
+                        }));
+                    }
                 }
                 let mut messages = history.to_vec();
                 messages.extend(state.messages.iter().cloned());
@@ -182,6 +210,7 @@ impl Agent {
                 };
                 let response = self.chain.chat(&request).await?;
                 state.round += 1;
+                state.usage.add_call(response.usage, response.cost_micros);
                 let answered = response.message.tool_uses().next().is_none();
                 state.messages.push(response.message);
                 if answered {
@@ -198,6 +227,7 @@ impl Agent {
                     return Ok(Step::Done(TurnOutput {
                         reply,
                         messages: state.messages,
+                        usage: state.usage,
                     }));
                 }
             }
@@ -292,6 +322,7 @@ impl Agent {
         TurnOutput {
             reply: why.to_owned(),
             messages: state.messages,
+            usage: state.usage,
         }
     }
 

@@ -107,6 +107,14 @@ impl App {
         next
     }
 
+    /// The usage counters over this app's ports.
+    pub(crate) fn ledger(&self) -> crate::usage::Ledger<'_> {
+        crate::usage::Ledger {
+            kv: &*self.platform.kv,
+            clock: &*self.platform.clock,
+        }
+    }
+
     /// Memory's lifecycle over this app's ports.
     pub(crate) fn lifecycle(&self) -> Lifecycle<'_> {
         Lifecycle {

@@ -189,6 +189,7 @@ fn links(platform: &Platform, config: &Config, models: &[String], env: &Env) -> 
             provider: provider(platform, p, key.unwrap_or_default(), env),
             model: model.to_owned(),
             attempts: p.attempts,
+            price: p.prices.get(model).copied(),
         });
     }
     out

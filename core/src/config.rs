@@ -10,10 +10,16 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::store::SearchConfig;
+#[cfg(feature = "yaml")]
+use validate::validate_agent;
 
 pub mod policy;
+pub mod spend;
+#[cfg(feature = "yaml")]
+mod validate;
 
 pub use policy::{ApprovalConfig, PolicyConfig, Rule};
+pub use spend::{Caps, Price};
 
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
 /// files embedded at build time.
@@ -126,6 +132,21 @@ pub struct LimitsConfig {
     pub max_input_chars: usize,
     /// An answer that would take more messages than this arrives as a `.md` document.
     pub max_reply_parts: usize,
+    /// Spend caps in US dollars per person per UTC day, for everyone per day, and per
+    /// month, checked before every model call (see [`spend`]).
+    pub daily_usd_per_user: Option<f64>,
+    pub daily_usd_total: Option<f64>,
+    pub monthly_usd_total: Option<f64>,
+}
+
+impl LimitsConfig {
+    pub fn caps(&self) -> Caps {
+        Caps {
+            daily_usd_per_user: self.daily_usd_per_user,
+            daily_usd_total: self.daily_usd_total,
+            monthly_usd_total: self.monthly_usd_total,
+        }
+    }
 }
 
 impl Default for LimitsConfig {
@@ -133,6 +154,9 @@ impl Default for LimitsConfig {
         Self {
             max_input_chars: 16_384,
             max_reply_parts: 6,
+            daily_usd_per_user: None,
+            daily_usd_total: None,
+            monthly_usd_total: None,
         }
     }
 }
@@ -226,6 +250,9 @@ pub struct ProviderConfig {
     /// Tries per call before falling back to the next model.
     #[serde(default = "default_attempts")]
     pub attempts: u32,
+    /// Model name → price, for usage and spend caps.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
 }
 
 fn default_timeout() -> u64 {
@@ -325,6 +352,13 @@ impl Config {
             let p: ProviderConfig = parse(path, text)?;
             if p.attempts == 0 {
                 return Err(err(path, "attempts", "must be at least 1"));
+            }
+            if let Some((model, _)) = p.prices.iter().find(|(_, price)| !price.is_valid()) {
+                return Err(err(
+                    path,
+                    format!("prices.{model}"),
+                    "prices are US dollars per million tokens: numbers of at least 0",
+                ));
             }
             if let Some(prev) = providers.insert(p.id.clone(), p) {
                 return Err(err(
@@ -439,6 +473,13 @@ impl Config {
                 "must be at least 100",
             ));
         }
+        if !main.limits.caps().is_valid() {
+            return Err(err(
+                "main.yaml",
+                "limits",
+                "spend caps are US dollars: a number of at least 0",
+            ));
+        }
         if !(1..=50).contains(&main.limits.max_reply_parts) {
             return Err(err(
                 "main.yaml",
@@ -475,64 +516,6 @@ fn valid_id(id: &str) -> bool {
 }
 
 #[cfg(feature = "yaml")]
-fn validate_agent(
-    path: &str,
-    a: &AgentConfig,
-    providers: &BTreeMap<String, ProviderConfig>,
-) -> Result<(), ConfigError> {
-    if !valid_id(&a.id) {
-        return Err(err(
-            path,
-            "id",
-            "agent ids are 1 to 64 letters, digits, _ and -",
-        ));
-    }
-    if a.models.is_empty() {
-        return Err(err(path, "models", "list at least one provider/model"));
-    }
-    for (i, m) in a.models.iter().enumerate() {
-        let Some((p, model)) = m.split_once('/') else {
-            return Err(err(
-                path,
-                format!("models[{i}]"),
-                format!("{m:?} is not provider/model"),
-            ));
-        };
-        if model.is_empty() {
-            return Err(err(path, format!("models[{i}]"), "model name is empty"));
-        }
-        if !providers.contains_key(p) {
-            return Err(err(
-                path,
-                format!("models[{i}]"),
-                format!("unknown provider {p:?}"),
-            ));
-        }
-    }
-    for (i, t) in a.tools.iter().enumerate() {
-        if !crate::tools::BUILTIN_TOOLS.contains(&t.as_str()) {
-            return Err(err(
-                path,
-                format!("tools[{i}]"),
-                format!("unknown tool {t:?}"),
-            ));
-        }
-    }
-    for name in a.policy.tools.keys() {
-        if !a.tools.contains(name) {
-            return Err(err(
-                path,
-                format!("policy.tools.{name}"),
-                format!("{name:?} is not in this agent's tools: list it there first"),
-            ));
-        }
-    }
-    if a.max_rounds == 0 {
-        return Err(err(path, "max_rounds", "must be at least 1"));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests;
 

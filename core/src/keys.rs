@@ -15,6 +15,7 @@
 //! | `memscope/<agent>/<connector>` | the connector's memory moved to per-person scopes | memory lifecycle |
 //! | `memidx/<scope>/<path>` | a memory file's index manifest | memory store |
 //! | `poll/<connector>/offset` | the long-polling offset | admin |
+//! | `usage/<connector>/<d2026-11-23 or m2026-11>/<u<user> or c<chat> or all>` | tokens and cost of a period (TTL) | usage |
 //! | `grant/<connector>/<chat>/<tool>` | "allow for a while": a tool runs without asking in a chat, with a TTL | turn (approvals) |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
@@ -83,6 +84,11 @@ pub fn memory_manifests(scope: &Scope) -> String {
 
 pub fn memory_manifest(scope: &Scope, path: &str) -> String {
     format!("{MEMORY_MANIFESTS}{scope}/{path}")
+}
+
+/// A usage counter: `period` is `d<date>` or `m<month>`, `who` `u<user>`, `c<chat>` or `all`.
+pub fn usage(connector: &ConnectorId, period: &str, who: &str) -> String {
+    format!("usage/{connector}/{period}/{who}")
 }
 
 /// The prefix of a chat's grants.

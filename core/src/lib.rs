@@ -19,6 +19,7 @@
 //! - [`memory`]: Markdown memory per person and per group: chunking, embeddings, hybrid
 //!   search, recall, summaries and consolidation.
 //! - [`session`]: conversation history through Kv.
+//! - [`usage`]: tokens and spend per person, chat and everyone; the spend caps.
 //! - [`shell`]: what every shell shares: the secret header, the body cap, routing.
 //! - [`telegram`]: update types, the Bot API client, Markdown → HTML and splitting.
 //! - [`calendar`]: days since the epoch to dates (daily notes, and soon usage per day).
@@ -47,6 +48,7 @@ pub(crate) mod task;
 pub mod telegram;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 
 pub use app::App;
 pub use config::{Config, ConfigError, ConfigFiles};

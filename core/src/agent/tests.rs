@@ -29,6 +29,8 @@ impl Provider for Looping {
                 }],
             },
             stop: StopReason::ToolUse,
+            usage: Default::default(),
+            cost_micros: 0,
         })
     }
 }
@@ -77,6 +79,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
                 provider,
                 model: "m".into(),
                 attempts: 1,
+                price: None,
             }],
             clock: clock.clone(),
             base_backoff: Duration::from_millis(1),
@@ -205,6 +208,8 @@ impl Provider for Flaky {
         Ok(ChatResponse {
             message: ChatMessage::assistant_text(self.text),
             stop: StopReason::EndTurn,
+            usage: Default::default(),
+            cost_micros: 0,
         })
     }
 }
@@ -230,12 +235,14 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 provider: primary.clone(),
                 model: "1".into(),
                 attempts: 3,
+                price: None,
             },
             Link {
                 label: "b/2".into(),
                 provider: fallback.clone(),
                 model: "2".into(),
                 attempts: 3,
+                price: None,
             },
         ],
         clock: clock.clone(),
@@ -268,12 +275,14 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 provider: primary.clone(),
                 model: "1".into(),
                 attempts: 3,
+                price: None,
             },
             Link {
                 label: "b/2".into(),
                 provider: fallback,
                 model: "2".into(),
                 attempts: 3,
+                price: None,
             },
         ],
         ..chain
@@ -298,6 +307,7 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
             provider: primary.clone(),
             model: "1".into(),
             attempts: 3,
+            price: None,
         }],
         ..chain
     };

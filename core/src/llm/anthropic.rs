@@ -87,12 +87,25 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         Some("max_tokens") => StopReason::MaxTokens,
         _ => StopReason::Other,
     };
+    let tokens = |field: &str| {
+        v.pointer(&format!("/usage/{field}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    let usage = super::Usage {
+        // Anthropic counts cache writes apart from input; they are billed as input here.
+        input: tokens("input_tokens").saturating_add(tokens("cache_creation_input_tokens")),
+        output: tokens("output_tokens"),
+        cached_input: tokens("cache_read_input_tokens"),
+    };
     Ok(ChatResponse {
         message: ChatMessage {
             role: Role::Assistant,
             content,
         },
         stop,
+        usage,
+        cost_micros: 0,
     })
 }
 

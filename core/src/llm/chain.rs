@@ -17,6 +17,8 @@ pub struct Link {
     pub model: String,
     /// Tries on this link before moving on (1 = no retry).
     pub attempts: u32,
+    /// The model's price (`prices:` of its provider), for usage and caps.
+    pub price: Option<crate::config::Price>,
 }
 
 #[derive(Clone)]
@@ -38,7 +40,11 @@ impl ModelChain {
             req.model = link.model.clone();
             for attempt in 0..link.attempts.max(1) {
                 match link.provider.chat(&req).await {
-                    Ok(resp) => return Ok(resp),
+                    Ok(mut resp) => {
+                        resp.cost_micros =
+                            link.price.as_ref().map_or(0, |p| resp.usage.cost_micros(p));
+                        return Ok(resp);
+                    }
                     Err(err) => {
                         tracing::warn!(model = %link.label, attempt, error = %err, "model call failed");
                         let wait = match &err {

@@ -109,10 +109,40 @@ pub enum StopReason {
     Other,
 }
 
+/// Tokens one model call used, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Input tokens not read from the prompt cache.
+    pub input: u64,
+    pub output: u64,
+    /// Input tokens read from the prompt cache.
+    pub cached_input: u64,
+}
+
+impl Usage {
+    /// What these tokens cost at `price`, in millionths of a US dollar.
+    pub fn cost_micros(&self, price: &crate::config::Price) -> u64 {
+        let cached = price.cached_input.unwrap_or(price.input);
+        let micros = self.input as f64 * price.input
+            + self.output as f64 * price.output
+            + self.cached_input as f64 * cached;
+        // Tokens × dollars per million tokens = millionths of a dollar.
+        if micros.is_finite() && micros > 0.0 {
+            micros.round().min(u64::MAX as f64) as u64
+        } else {
+            0
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatResponse {
     pub message: ChatMessage,
     pub stop: StopReason,
+    pub usage: Usage,
+    /// Millionths of a US dollar, at the answering model's price (0 without one); set by
+    /// [`ModelChain`].
+    pub cost_micros: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

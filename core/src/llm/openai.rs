@@ -128,12 +128,22 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         _ if content.iter().any(|b| matches!(b, Block::ToolUse { .. })) => StopReason::ToolUse,
         _ => StopReason::Other,
     };
+    let tokens = |pointer: &str| v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    // prompt_tokens includes the cached ones.
+    let cached = tokens("/usage/prompt_tokens_details/cached_tokens");
+    let usage = super::Usage {
+        input: tokens("/usage/prompt_tokens").saturating_sub(cached),
+        output: tokens("/usage/completion_tokens"),
+        cached_input: cached,
+    };
     Ok(ChatResponse {
         message: ChatMessage {
             role: Role::Assistant,
             content,
         },
         stop,
+        usage,
+        cost_micros: 0,
     })
 }
 

@@ -337,6 +337,17 @@ impl App {
             Default::default()
         };
         let ctx = ToolContext { scope, granted };
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        let caps = self.config.limits.caps();
+        let budget = match caps.any() {
+            true => self
+                .ledger()
+                .left(&conn.id, user, &caps)
+                .await
+                .map_err(Failure::storage)?,
+            false => None,
+        };
+        let recorded = run.recorded;
         let target = Target {
             chat_id: msg.chat.id.0,
             thread_id: msg.topic(),
@@ -344,7 +355,7 @@ impl App {
         let round = run.round;
         let step = match select(
             pin!(self.keep_typing(conn, target)),
-            pin!(conn.agent.run(&history, run, &ctx)),
+            pin!(conn.agent.run(&history, run, &ctx, budget)),
         )
         .await
         {
@@ -352,9 +363,22 @@ impl App {
             Either::Right((step, _)) => step,
         }
         .map_err(|e| Failure::model(&e, &conn.agent.chain))?;
+        let spent = match &step {
+            AgentStep::Done(out) => out.usage,
+            AgentStep::Ask { state, .. } => state.usage,
+        };
+        // Counted now (a retry of the job runs the model again and counts that too).
+        if let Err(e) = self
+            .ledger()
+            .add(&conn.id, user, msg.chat.id.0, spent.since(&recorded))
+            .await
+        {
+            tracing::warn!(error = %e, "usage not counted");
+        }
         match step {
             AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages)),
             AgentStep::Ask { mut state, call } => {
+                state.recorded = state.usage;
                 let size = serde_json::to_vec(&state).map_or(usize::MAX, |b| b.len());
                 if size > MAX_SUSPENDED_BYTES {
                     // Too big to keep while waiting: refuse the call and go on.
@@ -395,53 +419,6 @@ impl App {
             reply_to: (!msg.is_private()).then_some(msg.message_id),
             session_turn: Some((session::session_key(&conn.id, msg), messages)),
         })
-    }
-
-    /// `/approve` and `/revoke`: this chat's grants, listed or ended.
-    pub(super) async fn grants_reply(
-        &self,
-        conn: &Connector,
-        chat: i64,
-        revoke: bool,
-    ) -> Result<String, PortError> {
-        let prefix = keys::grants(&conn.id, chat);
-        let granted = self.platform.kv.list(&prefix, 100).await?;
-        let names: Vec<&str> = granted
-            .iter()
-            .filter_map(|k| k.strip_prefix(&prefix))
-            .collect();
-        if revoke {
-            for k in &granted {
-                self.platform.kv.delete(k).await?;
-            }
-            return Ok(match names.is_empty() {
-                true => "Nothing was allowed for now.".to_owned(),
-                false => format!("Ended: {}. They ask again next time.", names.join(", ")),
-            });
-        }
-        let tools = conn.agent.tools.names();
-        let asks: Vec<&str> = tools
-            .iter()
-            .map(String::as_str)
-            .filter(|n| !names.contains(n))
-            .filter(|n| {
-                let level = conn.agent.tools.get(n).map(|t| t.level());
-                level.is_some_and(|l| conn.agent.rule(n, l) == crate::config::Rule::Ask)
-            })
-            .collect();
-        let mut out = String::new();
-        out.push_str(&match names.is_empty() {
-            true => "Nothing is allowed without asking right now.".to_owned(),
-            false => format!(
-                "Allowed without asking for now (up to {} min from when you allowed it): {}. /revoke ends that.",
-                self.config.approvals.grant_minutes,
-                names.join(", ")
-            ),
-        });
-        if !asks.is_empty() {
-            out.push_str(&format!("\nAsks before running: {}.", asks.join(", ")));
-        }
-        Ok(out)
     }
 }
 

@@ -15,6 +15,8 @@ pub enum Action {
     Approvals,
     /// Ends this chat's grants.
     Revoke,
+    /// Today's and this month's tokens and cost, and what the caps leave.
+    Usage,
 }
 
 /// One command: its name (without the slash), what `/help` says of it, what it does.
@@ -46,6 +48,11 @@ pub const COMMANDS: &[Command] = &[
         name: "revoke",
         help: "end what you allowed for now",
         action: Action::Revoke,
+    },
+    Command {
+        name: "usage",
+        help: "tokens and cost today and this month",
+        action: Action::Usage,
     },
     Command {
         name: "help",
@@ -110,7 +117,7 @@ mod tests {
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),
-            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/help: this message"
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/help: this message"
         );
     }
 }

@@ -25,6 +25,8 @@ pub enum Decision {
     Approvals,
     /// `/revoke`: end this chat's grants.
     Revoke,
+    /// `/usage`: what this person and chat spent.
+    Usage,
 }
 
 /// The connector's settings a decision depends on.
@@ -119,6 +121,7 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
             Action::Stop => Decision::Reply(commands::NOTHING_TO_STOP.into()),
             Action::Approvals => Decision::Approvals,
             Action::Revoke => Decision::Revoke,
+            Action::Usage => Decision::Usage,
         };
     }
     let body = body.trim();

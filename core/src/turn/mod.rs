@@ -7,6 +7,7 @@ pub mod approval;
 pub mod commands;
 pub mod decide;
 mod deliver;
+mod reports;
 
 use std::time::Duration;
 
@@ -202,6 +203,10 @@ impl App {
                 format!("Sorry, this is a private assistant. Your Telegram user id is {user}; its owner can add it to allowed_users.")
             }
             Decision::Reply(text) => text,
+            Decision::Usage => self
+                .usage_reply(conn, msg)
+                .await
+                .map_err(Failure::storage)?,
             Decision::Approvals | Decision::Revoke => self
                 .grants_reply(conn, msg.chat.id.0, decision == Decision::Revoke)
                 .await

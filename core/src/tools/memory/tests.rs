@@ -76,6 +76,8 @@ impl Provider for WritesOnce {
             return Ok(ChatResponse {
                 message: ChatMessage::assistant_text("done"),
                 stop: StopReason::EndTurn,
+                usage: Default::default(),
+                cost_micros: 0,
             });
         }
         Ok(ChatResponse {
@@ -88,6 +90,8 @@ impl Provider for WritesOnce {
                 }],
             },
             stop: StopReason::ToolUse,
+            usage: Default::default(),
+            cost_micros: 0,
         })
     }
 }
@@ -120,6 +124,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
                 provider: Arc::new(WritesOnce(Mutex::new(0))),
                 model: "m".into(),
                 attempts: 1,
+                price: None,
             }],
             clock: clock.clone(),
             base_backoff: Duration::from_millis(1),

@@ -1,0 +1,64 @@
+//! Checks of an agent's file beyond its shape: ids, models naming known providers, tools that
+//! exist, a policy naming only listed tools.
+
+use std::collections::BTreeMap;
+
+use super::{err, valid_id, AgentConfig, ConfigError, ProviderConfig};
+
+pub(super) fn validate_agent(
+    path: &str,
+    a: &AgentConfig,
+    providers: &BTreeMap<String, ProviderConfig>,
+) -> Result<(), ConfigError> {
+    if !valid_id(&a.id) {
+        return Err(err(
+            path,
+            "id",
+            "agent ids are 1 to 64 letters, digits, _ and -",
+        ));
+    }
+    if a.models.is_empty() {
+        return Err(err(path, "models", "list at least one provider/model"));
+    }
+    for (i, m) in a.models.iter().enumerate() {
+        let Some((p, model)) = m.split_once('/') else {
+            return Err(err(
+                path,
+                format!("models[{i}]"),
+                format!("{m:?} is not provider/model"),
+            ));
+        };
+        if model.is_empty() {
+            return Err(err(path, format!("models[{i}]"), "model name is empty"));
+        }
+        if !providers.contains_key(p) {
+            return Err(err(
+                path,
+                format!("models[{i}]"),
+                format!("unknown provider {p:?}"),
+            ));
+        }
+    }
+    for (i, t) in a.tools.iter().enumerate() {
+        if !crate::tools::BUILTIN_TOOLS.contains(&t.as_str()) {
+            return Err(err(
+                path,
+                format!("tools[{i}]"),
+                format!("unknown tool {t:?}"),
+            ));
+        }
+    }
+    for name in a.policy.tools.keys() {
+        if !a.tools.contains(name) {
+            return Err(err(
+                path,
+                format!("policy.tools.{name}"),
+                format!("{name:?} is not in this agent's tools: list it there first"),
+            ));
+        }
+    }
+    if a.max_rounds == 0 {
+        return Err(err(path, "max_rounds", "must be at least 1"));
+    }
+    Ok(())
+}

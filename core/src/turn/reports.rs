@@ -1,0 +1,102 @@
+//! The commands that report or change state kept outside the conversation: `/usage` (the
+//! spend counters), `/approve` and `/revoke` (this chat's grants).
+
+use clawless_platform::PortError;
+
+use crate::app::App;
+use crate::connector::Connector;
+use crate::keys;
+use crate::telegram::Message;
+
+impl App {
+    /// `/usage`: today's and this month's tokens and cost for the person and the chat, and
+    /// what the nearest cap leaves.
+    pub(super) async fn usage_reply(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+    ) -> Result<String, PortError> {
+        use crate::usage::{dollars, Period, Who};
+        let ledger = self.ledger();
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        let chat = msg.chat.id.0;
+        let mut lines = Vec::new();
+        for (period, name) in [(Period::Day, "Today"), (Period::Month, "This month")] {
+            let you = ledger.get(&conn.id, period, Who::User(user)).await?;
+            let mut line = format!(
+                "{name}: you {} tokens ({})",
+                you.tokens(),
+                dollars(you.cost_micros)
+            );
+            if !msg.is_private() {
+                let here = ledger.get(&conn.id, period, Who::Chat(chat)).await?;
+                line.push_str(&format!(
+                    ", this chat {} tokens ({})",
+                    here.tokens(),
+                    dollars(here.cost_micros)
+                ));
+            }
+            lines.push(line + ".");
+        }
+        match ledger
+            .left(&conn.id, user, &self.config.limits.caps())
+            .await?
+        {
+            Some(left) => lines.push(format!(
+                "Left under {} limit of {}: {}.",
+                left.cap,
+                dollars(left.cap_micros),
+                dollars(left.micros)
+            )),
+            None => lines.push("No spending limit is set.".to_owned()),
+        }
+        Ok(lines.join("\n"))
+    }
+
+    /// `/approve` and `/revoke`: this chat's grants, listed or ended.
+    pub(super) async fn grants_reply(
+        &self,
+        conn: &Connector,
+        chat: i64,
+        revoke: bool,
+    ) -> Result<String, PortError> {
+        let prefix = keys::grants(&conn.id, chat);
+        let granted = self.platform.kv.list(&prefix, 100).await?;
+        let names: Vec<&str> = granted
+            .iter()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .collect();
+        if revoke {
+            for k in &granted {
+                self.platform.kv.delete(k).await?;
+            }
+            return Ok(match names.is_empty() {
+                true => "Nothing was allowed for now.".to_owned(),
+                false => format!("Ended: {}. They ask again next time.", names.join(", ")),
+            });
+        }
+        let tools = conn.agent.tools.names();
+        let asks: Vec<&str> = tools
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !names.contains(n))
+            .filter(|n| {
+                let level = conn.agent.tools.get(n).map(|t| t.level());
+                level.is_some_and(|l| conn.agent.rule(n, l) == crate::config::Rule::Ask)
+            })
+            .collect();
+        let mut out = String::new();
+        out.push_str(&match names.is_empty() {
+            true => "Nothing is allowed without asking right now.".to_owned(),
+            false => format!(
+                "Allowed without asking for now (up to {} min from when you allowed it): {}. /revoke ends that.",
+                self.config.approvals.grant_minutes,
+                names.join(", ")
+            ),
+        });
+        if !asks.is_empty() {
+            out.push_str(&format!("\nAsks before running: {}.", asks.join(", ")));
+        }
+        Ok(out)
+    }
+}

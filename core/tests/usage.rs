@@ -1,0 +1,90 @@
+//! Usage and spend caps over the fakes: tokens parsed from both wire formats and priced, the
+//! counters `/usage` shows, and a reached cap answered without any model call.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
+
+mod support;
+
+use clawless_core::Config;
+use clawless_testkit::fixtures;
+use clawless_testkit::llm::{anthropic_text, openai_text};
+use futures::executor::block_on;
+use serde_json::json;
+use support::{Harness, Wire};
+
+fn with_caps(per_user: Option<f64>, total: Option<f64>) -> Config {
+    let mut config = Config::load(&clawless_core::config::embedded()).unwrap();
+    config.limits.daily_usd_per_user = per_user;
+    config.limits.daily_usd_total = total;
+    config
+}
+
+fn message(update_id: i64, text: &str) -> serde_json::Value {
+    let mut u = fixtures::update("private_text", update_id);
+    u["message"]["message_id"] = json!(10 + update_id);
+    u["message"]["text"] = json!(text);
+    u
+}
+
+#[test]
+fn usage_shows_tokens_and_cost_of_both_wire_formats() {
+    block_on(async {
+        // Anthropic: 10 input and 5 output tokens at $3 / $15 per million = $0.000105.
+        let h = Harness::with_config(Wire::Anthropic, with_caps(None, None));
+        h.script(200, anthropic_text("Hi."));
+        h.deliver_raw(&message(1, "hello")).await;
+        h.deliver_raw(&message(2, "/usage")).await;
+        let report = h.sent_texts().last().unwrap().clone();
+        assert!(
+            report.contains("Today: you 15 tokens ($0.0001)"),
+            "{report}"
+        );
+        assert!(report.contains("This month: you 15 tokens"), "{report}");
+        assert!(report.contains("No spending limit"), "{report}");
+
+        // OpenAI: 10 prompt and 5 completion tokens, priced as gpt-4o-mini.
+        let h = Harness::with_config(Wire::OpenAi, with_caps(Some(1.0), None));
+        h.script(200, openai_text("Hi."));
+        h.deliver_raw(&message(1, "hello")).await;
+        h.deliver_raw(&message(2, "/usage")).await;
+        let report = h.sent_texts().last().unwrap().clone();
+        assert!(
+            report.contains("Today: you 15 tokens ($0.0000)"),
+            "{report}"
+        );
+        assert!(
+            report.contains("Left under your daily limit of $1.00: $1.00"),
+            "{report}"
+        );
+    });
+}
+
+#[test]
+fn a_reached_cap_gets_a_clear_reply_and_no_model_call() {
+    block_on(async {
+        // $0.0001 a day for everyone: the first answer ($0.000105) uses it up.
+        let h = Harness::with_config(Wire::Anthropic, with_caps(None, Some(0.0001)));
+        h.script(200, anthropic_text("First answer."));
+        h.deliver_raw(&message(1, "hello")).await;
+        assert_eq!(h.llm_requests().len(), 1);
+        h.script(200, anthropic_text("Should not be asked."));
+        h.deliver_raw(&message(2, "and again")).await;
+        assert_eq!(h.llm_requests().len(), 1, "no model call over the cap");
+        let reply = h.sent_texts().last().unwrap().clone();
+        assert!(
+            reply.contains("today's total spending limit ($0.0001)"),
+            "{reply}"
+        );
+        h.assert_spec_clean();
+    });
+}
+
+#[test]
+fn a_zero_cap_for_a_person_stops_them_before_the_first_call() {
+    block_on(async {
+        let h = Harness::with_config(Wire::Anthropic, with_caps(Some(0.0), None));
+        h.deliver_raw(&message(1, "hello")).await;
+        assert_eq!(h.llm_requests().len(), 0);
+        assert!(h.sent_texts()[0].contains("your daily spending limit"));
+    });
+}
