@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
     let registry = ToolRegistry::builtins(&names, &deps).unwrap();
     let ctx = ToolContext {
         scope: SCOPE.into(),
+        granted: Default::default(),
     };
 
     for (i, call) in calls.into_iter().enumerate() {

@@ -69,8 +69,18 @@ fuzz_target!(|data: &[u8]| {
             }
             assert!(update.message().is_some() == matches!(update.kind, UpdateKind::Message(_)));
         }
+        UpdateKind::CallbackQuery(q) => {
+            if let Some(m) = &q.message {
+                check_message(m);
+                assert_eq!(update.chat().map(|c| c.id), Some(m.chat.id));
+            }
+        }
         UpdateKind::Unknown(v) => {
-            assert!(v.get("message").is_none() && v.get("edited_message").is_none());
+            assert!(
+                v.get("message").is_none()
+                    && v.get("edited_message").is_none()
+                    && v.get("callback_query").is_none()
+            );
         }
     }
     // Parsing is a function of the JSON value, whatever the bytes looked like.

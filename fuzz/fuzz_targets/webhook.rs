@@ -9,7 +9,7 @@
 //! Checked: the ack is 200; draining ends idle without a storage error; every Bot API call
 //! obeys the spec, every HTML message parses as Telegram HTML; every message goes to the
 //! update's chat; nobody but the allowed user reaches the model, and what is not a message
-//! from a person reaches nobody; a person's private message gets an answer, and at most
+//! from a person reaches nobody (a button tap gets only its answerCallbackQuery); a person's private message gets an answer, and at most
 //! `max_reply_parts` (2 here) messages; a second delivery of the same bytes is dropped without
 //! a call.
 
@@ -79,7 +79,15 @@ fuzz_target!(|data: &[u8]| {
             ChatKind::Private | ChatKind::Group | ChatKind::Supergroup
         )
     });
-    if person.is_none() || !chat_ok {
+    if let Some(UpdateKind::CallbackQuery(q)) = parsed.as_ref().map(|u| &u.kind) {
+        // A tap with no turn waiting for it: answered "no longer waiting", nothing else.
+        assert_eq!(world.model_calls(), 0, "a button tap reached the model");
+        let expected = usize::from(q.message.is_some());
+        assert!(
+            calls.len() == expected && calls.iter().all(|(m, _)| m == "answerCallbackQuery"),
+            "a lone tap made other calls: {calls:?}"
+        );
+    } else if person.is_none() || !chat_ok {
         assert!(
             calls.is_empty() && world.model_calls() == 0,
             "not a person's message, yet calls were made: {calls:?}"
