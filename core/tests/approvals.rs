@@ -347,3 +347,26 @@ fn a_tap_after_a_restart_resumes_the_turn() {
         assert_eq!(h.sent_texts().last().unwrap(), "Saved after the restart.");
     });
 }
+
+#[test]
+fn group_chatter_neither_answers_nor_supersedes_a_waiting_approval() {
+    block_on(async {
+        let h = Harness::with_config(Wire::Anthropic, asking());
+        h.script(200, write_call("t1", "team lunch"));
+        h.deliver_raw(&fixtures::update("group_mention", 1)).await;
+        let (id, buttons) = approval(&h);
+        // Chatter in the group, not addressed to the bot, while the approval waits.
+        h.deliver_raw(&fixtures::update("group_no_mention", 2))
+            .await;
+        assert_eq!(h.llm_requests().len(), 1, "still waiting");
+        assert!(h.calls("editMessageText").is_empty(), "not superseded");
+        h.script(200, anthropic_text("Saved for the team."));
+        let mut t = tap(3, OWNER_ID, &buttons[0], id);
+        t["callback_query"]["message"]["chat"] =
+            json!({"id": fixtures::GROUP_ID, "type": "supergroup"});
+        h.deliver_raw(&t).await;
+        assert_eq!(h.sent_texts().last().unwrap(), "Saved for the team.");
+        assert_eq!(last_tool_result(&h)["is_error"], json!(false));
+        h.assert_spec_clean();
+    });
+}

@@ -226,6 +226,11 @@ impl App {
                     }
                     self.inbox.finish(&next_key, &next).await?;
                 }
+                Ok(UpdateKind::Message(m)) if self.ignored(conn, m).await => {
+                    // Group chatter the turn would not answer: it neither answers nor
+                    // supersedes the approval.
+                    self.inbox.finish(&next_key, &next).await?;
+                }
                 Ok(UpdateKind::Message(m)) if is_stop(m) => {
                     let wait = self
                         .record(key, job, conn, Outcome::Stopped, None, lease)
@@ -241,6 +246,23 @@ impl App {
                 }
             }
         }
+    }
+
+    /// Whether the turn stage would ignore `m` (not addressed to the bot, from a bot, a
+    /// channel's post). When the bot's identity cannot be had, the message counts.
+    async fn ignored(&self, conn: &Connector, m: &Message) -> bool {
+        let me = match super::decide::needs_identity(m) {
+            true => match self.identity(conn).await {
+                Ok(me) => Some(me),
+                Err(_) => return false,
+            },
+            false => None,
+        };
+        let gate = super::decide::Gate::of(conn, self.config.limits.max_input_chars);
+        matches!(
+            super::decide::decide(m, me.as_ref(), &gate),
+            super::decide::Decision::Ignore(_)
+        )
     }
 
     /// Stores the answer in the job (under the lease), keeps a grant, and edits the approval
