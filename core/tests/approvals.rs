@@ -353,11 +353,18 @@ fn group_chatter_neither_answers_nor_supersedes_a_waiting_approval() {
     block_on(async {
         let h = Harness::with_config(Wire::Anthropic, asking());
         h.script(200, write_call("t1", "team lunch"));
-        h.deliver_raw(&fixtures::update("group_mention", 1)).await;
-        let (id, buttons) = approval(&h);
-        // Chatter in the group, not addressed to the bot, while the approval waits.
-        h.deliver_raw(&fixtures::update("group_no_mention", 2))
+        // Both accepted before the bot knows its own name, so the chatter is not dropped at
+        // the ack: it reaches the lane behind the turn that will wait.
+        let lane = h.accept_only("group_mention", 1).await.unwrap();
+        let mut chatter = fixtures::update("group_no_mention", 2);
+        chatter["message"]["message_id"] = json!(21);
+        let reply = h
+            .app
+            .handle_webhook("main", Some(SECRET), chatter.to_string().as_bytes())
             .await;
+        assert_eq!(reply.lane.as_ref(), Some(&lane), "the chatter is queued");
+        h.drain(&lane).await;
+        let (id, buttons) = approval(&h);
         assert_eq!(h.llm_requests().len(), 1, "still waiting");
         assert!(h.calls("editMessageText").is_empty(), "not superseded");
         h.script(200, anthropic_text("Saved for the team."));
