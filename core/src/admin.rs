@@ -217,6 +217,19 @@ impl App {
         self.memory.search(&scope, query).await
     }
 
+    /// The audit trail of `connector` over the past `window_ms`, oldest first, at most
+    /// `limit` entries, only of `chat` when given.
+    pub async fn audit_entries(
+        &self,
+        connector: &ConnectorId,
+        window_ms: u64,
+        chat: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<crate::audit::Entry>, PortError> {
+        let since = self.platform.clock.now_ms().saturating_sub(window_ms);
+        crate::audit::read(&*self.platform.kv, connector, since, chat, limit).await
+    }
+
     /// Drops every lease: only for a process that knows no other drainer is alive, such as
     /// the native binary at start-up (one process per data directory).
     pub async fn clear_leases(&self) -> Result<usize, PortError> {

@@ -12,6 +12,7 @@ use futures::future::{select, Either};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::audit::Step as AuditStep;
 use crate::config::{AgentConfig, Rule};
 use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
 use crate::tools::{Level, ToolContext, ToolRegistry};
@@ -37,6 +38,8 @@ pub struct TurnOutput {
     pub messages: Vec<ChatMessage>,
     /// Every model call of the turn (across approvals).
     pub usage: Tally,
+    /// The audit steps not written yet: `(at ms, step)`.
+    pub log: Vec<(u64, AuditStep)>,
 }
 
 /// What became of a call that needed an approval.
@@ -87,6 +90,20 @@ pub struct RunState {
     pub usage: Tally,
     #[serde(default)]
     pub recorded: Tally,
+    /// Audit steps not written yet, and how many of the turn's steps were written.
+    #[serde(default)]
+    pub log: Vec<(u64, AuditStep)>,
+    #[serde(default)]
+    pub logged: u32,
+}
+
+impl RunState {
+    /// Keeps an audit step, up to [`crate::audit::MAX_STEPS_PER_TURN`] per turn.
+    fn record(&mut self, at_ms: u64, step: AuditStep) {
+        if self.log.len() < crate::audit::MAX_STEPS_PER_TURN {
+            self.log.push((at_ms, step));
+        }
+    }
 }
 
 /// A tool call waiting for an approval.
@@ -148,6 +165,8 @@ impl Agent {
             closing: None,
             usage: Tally::default(),
             recorded: Tally::default(),
+            log: Vec::new(),
+            logged: 0,
         }
     }
 
@@ -183,6 +202,7 @@ impl Agent {
                         reply,
                         messages: state.messages,
                         usage: state.usage,
+                        log: std::mem::take(&mut state.log),
                     }));
                 }
                 if let Some(left) = budget {
@@ -196,6 +216,7 @@ impl Agent {
                             reply,
                             messages: state.messages,
                             usage: state.usage,
+                            log: std::mem::take(&mut state.log),
                         }));
                     }
                 }
@@ -208,9 +229,23 @@ impl Agent {
                     tools: tools.clone(),
                     max_tokens: self.config.max_tokens,
                 };
+                let started = self.clock.now_ms();
                 let response = self.chain.chat(&request).await?;
                 state.round += 1;
                 state.usage.add_call(response.usage, response.cost_micros);
+                let now = self.clock.now_ms();
+                state.record(
+                    now,
+                    AuditStep::Model {
+                        model: response.model.clone(),
+                        input: response.usage.input,
+                        output: response.usage.output,
+                        cached_input: response.usage.cached_input,
+                        cost_micros: response.cost_micros,
+                        latency_ms: now.saturating_sub(started),
+                        outcome: "ok".to_owned(),
+                    },
+                );
                 let answered = response.message.tool_uses().next().is_none();
                 state.messages.push(response.message);
                 if answered {
@@ -228,6 +263,7 @@ impl Agent {
                         reply,
                         messages: state.messages,
                         usage: state.usage,
+                        log: std::mem::take(&mut state.log),
                     }));
                 }
             }
@@ -265,24 +301,51 @@ impl Agent {
             }
             let mut results = Vec::with_capacity(calls.len());
             for ((id, name, input), rule) in calls.into_iter().zip(rules) {
+                let verdict = state.verdicts.get(&id).copied();
                 let refusal = match rule {
                     Rule::Deny => Some(format!(
                         "{name} is not allowed for this assistant; it was not run."
                     )),
-                    _ => state.verdicts.get(&id).and_then(|v| v.refusal(&name)),
+                    _ => verdict.and_then(|v| v.refusal(&name)),
                 };
+                let mut decision = match (rule, verdict) {
+                    (Rule::Deny, _) => "refused by policy",
+                    (_, Some(Verdict::Approved)) => "approved",
+                    (_, Some(Verdict::Denied)) => "denied",
+                    (_, Some(Verdict::Expired)) => "expired",
+                    (_, Some(Verdict::Superseded)) => "superseded",
+                    (Rule::Ask, None) => "granted",
+                    (_, None) => "allowed",
+                };
+                let args = crate::audit::shown_args(&input, crate::audit::MAX_DETAIL);
+                let started = self.clock.now_ms();
                 let (content, is_error) = match refusal {
                     Some(text) => (text, true),
                     None => {
                         let count = state.seen.entry(format!("{name}\u{0}{input}")).or_default();
                         *count += 1;
                         if *count > MAX_IDENTICAL_CALLS {
+                            decision = "repeated";
                             ("This exact call was already made twice in this turn; it was not run again. Use the earlier results.".to_owned(), true)
                         } else {
                             self.call_tool(ctx, &name, input).await
                         }
                     }
                 };
+                let now = self.clock.now_ms();
+                state.record(
+                    now,
+                    AuditStep::Tool {
+                        level: self.tools.get(&name).map_or(Level::Unsafe, |t| t.level()),
+                        name: name.clone(),
+                        args,
+                        decision: decision.to_owned(),
+                        latency_ms: now.saturating_sub(started),
+                        result_bytes: content.len(),
+                        error: is_error
+                            .then(|| crate::audit::cut(&content, crate::audit::MAX_DETAIL)),
+                    },
+                );
                 results.push(Block::ToolResult {
                     tool_use_id: id,
                     content,
@@ -323,6 +386,7 @@ impl Agent {
             reply: why.to_owned(),
             messages: state.messages,
             usage: state.usage,
+            log: std::mem::take(&mut state.log),
         }
     }
 

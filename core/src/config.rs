@@ -18,7 +18,7 @@ pub mod spend;
 #[cfg(feature = "yaml")]
 mod validate;
 
-pub use policy::{ApprovalConfig, PolicyConfig, Rule};
+pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
 pub use spend::{Caps, Price};
 
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
@@ -177,6 +177,8 @@ struct MainFile {
     limits: LimitsConfig,
     #[serde(default)]
     approvals: ApprovalConfig,
+    #[serde(default)]
+    audit: AuditConfig,
 }
 
 #[cfg(feature = "yaml")]
@@ -277,6 +279,9 @@ pub struct Config {
     /// How long approvals wait and grants last.
     #[serde(default)]
     pub approvals: ApprovalConfig,
+    /// How long the audit trail is kept.
+    #[serde(default)]
+    pub audit: AuditConfig,
     /// connector id → agent id, every connector present.
     pub routing: BTreeMap<String, String>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -494,6 +499,7 @@ impl Config {
             memory: main.memory,
             limits: main.limits,
             approvals: main.approvals,
+            audit: main.audit,
             routing: table,
             agents,
             providers,

@@ -16,6 +16,7 @@
 //! | `memidx/<scope>/<path>` | a memory file's index manifest | memory store |
 //! | `poll/<connector>/offset` | the long-polling offset | admin |
 //! | `usage/<connector>/<d2026-11-23 or m2026-11>/<u<user> or c<chat> or all>` | tokens and cost of a period (TTL) | usage |
+//! | `audit/<connector>/<at ms:015>/<trace>.<seq:05>` | one step of the audit trail (TTL: retention) | audit |
 //! | `grant/<connector>/<chat>/<tool>` | "allow for a while": a tool runs without asking in a chat, with a TTL | turn (approvals) |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
@@ -89,6 +90,21 @@ pub fn memory_manifest(scope: &Scope, path: &str) -> String {
 /// A usage counter: `period` is `d<date>` or `m<month>`, `who` `u<user>`, `c<chat>` or `all`.
 pub fn usage(connector: &ConnectorId, period: &str, who: &str) -> String {
     format!("usage/{connector}/{period}/{who}")
+}
+
+/// An audit entry: time-ordered within a connector.
+pub fn audit(connector: &ConnectorId, at_ms: u64, trace: i64, seq: u32) -> String {
+    format!("audit/{connector}/{at_ms:015}/{trace}.{seq:05}")
+}
+
+/// The prefix of a connector's audit entries.
+pub fn audit_prefix(connector: &ConnectorId) -> String {
+    format!("audit/{connector}/")
+}
+
+/// The key just before every audit entry of `connector` at or after `at_ms`.
+pub fn audit_from(connector: &ConnectorId, at_ms: u64) -> String {
+    format!("audit/{connector}/{at_ms:015}")
 }
 
 /// The prefix of a chat's grants.

@@ -19,6 +19,7 @@
 //! - [`memory`]: Markdown memory per person and per group: chunking, embeddings, hybrid
 //!   search, recall, summaries and consolidation.
 //! - [`session`]: conversation history through Kv.
+//! - [`audit`]: the audit trail of model calls, tool calls, approvals and commands.
 //! - [`usage`]: tokens and spend per person, chat and everyone; the spend caps.
 //! - [`shell`]: what every shell shares: the secret header, the body cap, routing.
 //! - [`telegram`]: update types, the Bot API client, Markdown → HTML and splitting.
@@ -30,6 +31,7 @@ pub mod admin;
 pub mod agent;
 pub mod app;
 pub mod assemble;
+pub mod audit;
 pub mod calendar;
 pub mod config;
 pub mod connector;

@@ -31,6 +31,7 @@ impl Provider for Looping {
             stop: StopReason::ToolUse,
             usage: Default::default(),
             cost_micros: 0,
+            model: String::new(),
         })
     }
 }
@@ -210,6 +211,7 @@ impl Provider for Flaky {
             stop: StopReason::EndTurn,
             usage: Default::default(),
             cost_micros: 0,
+            model: String::new(),
         })
     }
 }

@@ -57,6 +57,26 @@ impl PolicyConfig {
     }
 }
 
+/// `audit:` in `main.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditConfig {
+    /// Entries are kept this many days.
+    pub retention_days: u64,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self { retention_days: 30 }
+    }
+}
+
+impl AuditConfig {
+    pub fn retention(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.retention_days.max(1).saturating_mul(86_400))
+    }
+}
+
 /// `approvals:` in `main.yaml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -43,6 +43,7 @@ impl ModelChain {
                     Ok(mut resp) => {
                         resp.cost_micros =
                             link.price.as_ref().map_or(0, |p| resp.usage.cost_micros(p));
+                        resp.model = link.label.clone();
                         return Ok(resp);
                     }
                     Err(err) => {

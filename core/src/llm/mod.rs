@@ -143,6 +143,8 @@ pub struct ChatResponse {
     /// Millionths of a US dollar, at the answering model's price (0 without one); set by
     /// [`ModelChain`].
     pub cost_micros: u64,
+    /// `provider/model` of the link that answered; set by [`ModelChain`].
+    pub model: String,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -144,6 +144,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         stop,
         usage,
         cost_micros: 0,
+        model: String::new(),
     })
 }
 

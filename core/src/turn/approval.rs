@@ -20,7 +20,6 @@ use std::pin::pin;
 use clawless_platform::PortError;
 use futures::future::{select, Either};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::{Checkpoint, Failure, Reply, Step};
 use crate::agent::{Agent, PendingCall, RunState, Step as AgentStep, Verdict};
@@ -62,6 +61,18 @@ impl Outcome {
             Outcome::Deny | Outcome::Stopped => Verdict::Denied,
             Outcome::Expired => Verdict::Expired,
             Outcome::Superseded => Verdict::Superseded,
+        }
+    }
+
+    /// How the audit trail names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::AllowOnce => "allowed once",
+            Outcome::AllowForAWhile => "allowed for a while",
+            Outcome::Deny => "denied",
+            Outcome::Expired => "expired",
+            Outcome::Superseded => "superseded",
+            Outcome::Stopped => "stopped",
         }
     }
 
@@ -283,6 +294,8 @@ impl App {
             return Ok(Wait::Answered);
         };
         s.answer = Some((outcome, by.clone()));
+        let seq = s.run.logged;
+        s.run.logged = seq.saturating_add(1);
         let (tool, message_id) = (s.call.name.clone(), s.message_id);
         self.inbox.save(key, job).await?;
         let chat = chat_of(job);
@@ -294,6 +307,20 @@ impl App {
             }
         }
         tracing::info!(key, tool, ?outcome, "approval answered");
+        if let Some(msg) = Update::from_value(&job.update)
+            .ok()
+            .and_then(|u| u.message().cloned())
+        {
+            let step = crate::audit::Step::Approval {
+                tool: tool.clone(),
+                outcome: outcome.name().to_owned(),
+                by: by.clone(),
+            };
+            let now = self.platform.clock.now_ms();
+            if let Err(e) = self.audit(conn, &msg, seq, vec![(now, step)]).await {
+                tracing::warn!(error = %e, "audit entry not written");
+            }
+        }
         if let Some(id) = message_id {
             let text = outcome_text(
                 outcome,
@@ -370,6 +397,7 @@ impl App {
             false => None,
         };
         let recorded = run.recorded;
+        let first_seq = run.logged;
         let target = Target {
             chat_id: msg.chat.id.0,
             thread_id: msg.topic(),
@@ -385,17 +413,28 @@ impl App {
             Either::Right((step, _)) => step,
         }
         .map_err(|e| Failure::model(&e, &conn.agent.chain))?;
-        let spent = match &step {
-            AgentStep::Done(out) => out.usage,
-            AgentStep::Ask { state, .. } => state.usage,
+        let mut step = step;
+        let (spent, steps) = match &mut step {
+            AgentStep::Done(out) => (out.usage, std::mem::take(&mut out.log)),
+            AgentStep::Ask { state, .. } => {
+                let steps = std::mem::take(&mut state.log);
+                state.logged = first_seq.saturating_add(steps.len() as u32);
+                (state.usage, steps)
+            }
         };
-        // Counted now (a retry of the job runs the model again and counts that too).
-        if let Err(e) = self
-            .ledger()
-            .add(&conn.id, user, msg.chat.id.0, spent.since(&recorded))
-            .await
-        {
+        // Counted and written now, side by side (a retry of the job runs the model again and
+        // counts that too).
+        let ledger = self.ledger();
+        let (counted, audited) = futures::future::join(
+            ledger.add(&conn.id, user, msg.chat.id.0, spent.since(&recorded)),
+            self.audit(conn, msg, first_seq, steps),
+        )
+        .await;
+        if let Err(e) = counted {
             tracing::warn!(error = %e, "usage not counted");
+        }
+        if let Err(e) = audited {
+            tracing::warn!(error = %e, "audit entries not written");
         }
         match step {
             AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages)),
@@ -421,6 +460,39 @@ impl App {
                 })))
             }
         }
+    }
+
+    /// Writes audit `steps` of `msg`'s turn.
+    pub(super) async fn audit(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        first_seq: u32,
+        steps: Vec<(u64, crate::audit::Step)>,
+    ) -> Result<(), PortError> {
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        let entries: Vec<crate::audit::Entry> = steps
+            .into_iter()
+            .zip(first_seq..)
+            .map(|((at_ms, step), seq)| crate::audit::Entry {
+                at_ms,
+                trace: msg.message_id,
+                seq,
+                chat: msg.chat.id.0,
+                user,
+                step,
+            })
+            .collect();
+        crate::audit::write(
+            &*self.platform.kv,
+            &conn.id,
+            &entries,
+            self.config.audit.retention(),
+        )
+        .await
     }
 
     /// The checkpoint of a finished agent turn.
@@ -475,67 +547,8 @@ pub fn approval_text(call: &PendingCall, expiry_minutes: u64) -> String {
     format!(
         "🔐 Approval needed\nI want to run {} ({level}) with:\n{}\n\nNot answered within {expiry_minutes} min counts as Deny.",
         call.name,
-        shown_args(&call.input)
+        crate::audit::shown_args(&call.input, MAX_SHOWN_ARGS)
     )
-}
-
-/// A call's arguments as shown to the approver.
-pub fn shown_args(input: &Value) -> String {
-    let mut shown = redact(input);
-    cut_strings(&mut shown);
-    let text = serde_json::to_string_pretty(&shown).unwrap_or_default();
-    if text.chars().count() <= MAX_SHOWN_ARGS {
-        return text;
-    }
-    let cut: String = text.chars().take(MAX_SHOWN_ARGS).collect();
-    format!("{cut}\n… (cut)")
-}
-
-/// The value with every field whose name suggests a secret replaced.
-fn redact(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let lower = k.to_ascii_lowercase();
-                    let secret = [
-                        "token",
-                        "secret",
-                        "password",
-                        "passwd",
-                        "api_key",
-                        "apikey",
-                        "authorization",
-                        "cookie",
-                    ]
-                    .iter()
-                    .any(|s| lower.contains(s));
-                    (
-                        k.clone(),
-                        if secret {
-                            Value::from("•••")
-                        } else {
-                            redact(v)
-                        },
-                    )
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
-        other => other.clone(),
-    }
-}
-
-fn cut_strings(v: &mut Value) {
-    match v {
-        Value::String(s) if s.chars().count() > 200 => {
-            let cut: String = s.chars().take(200).collect();
-            *s = format!("{cut}…");
-        }
-        Value::Object(map) => map.values_mut().for_each(cut_strings),
-        Value::Array(items) => items.iter_mut().for_each(cut_strings),
-        _ => {}
-    }
 }
 
 /// What the approval message says once answered.
@@ -556,23 +569,6 @@ fn outcome_text(outcome: Outcome, tool: &str, by: Option<&str>, grant_minutes: u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn secrets_are_redacted_and_long_values_cut() {
-        let shown = shown_args(&json!({
-            "url": "https://example.com",
-            "headers": {"Authorization": "Bearer abc123", "x": "y"},
-            "api_key": "sk-live-123",
-            "body": "z".repeat(5000),
-        }));
-        assert!(
-            !shown.contains("abc123") && !shown.contains("sk-live-123"),
-            "{shown}"
-        );
-        assert!(shown.contains("https://example.com"));
-        assert!(shown.chars().count() < 1000, "{}", shown.len());
-    }
 
     #[test]
     fn buttons_parse() {

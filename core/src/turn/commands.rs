@@ -17,6 +17,8 @@ pub enum Action {
     Revoke,
     /// Today's and this month's tokens and cost, and what the caps leave.
     Usage,
+    /// The last steps of the audit trail in this chat (the owner only).
+    Audit,
 }
 
 /// One command: its name (without the slash), what `/help` says of it, what it does.
@@ -53,6 +55,11 @@ pub const COMMANDS: &[Command] = &[
         name: "usage",
         help: "tokens and cost today and this month",
         action: Action::Usage,
+    },
+    Command {
+        name: "audit",
+        help: "what I did lately in this chat (owner only)",
+        action: Action::Audit,
     },
     Command {
         name: "help",
@@ -117,7 +124,7 @@ mod tests {
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),
-            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/help: this message"
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/help: this message"
         );
     }
 }

@@ -27,6 +27,8 @@ pub enum Decision {
     Revoke,
     /// `/usage`: what this person and chat spent.
     Usage,
+    /// `/audit`: the last steps in this chat.
+    Audit,
 }
 
 /// The connector's settings a decision depends on.
@@ -122,6 +124,7 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
             Action::Approvals => Decision::Approvals,
             Action::Revoke => Decision::Revoke,
             Action::Usage => Decision::Usage,
+            Action::Audit => Decision::Audit,
         };
     }
     let body = body.trim();

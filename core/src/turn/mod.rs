@@ -185,6 +185,19 @@ impl App {
         let gate = decide::Gate::of(conn, self.config.limits.max_input_chars);
         let decision = decide::decide(msg, me.as_ref(), &gate);
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
+        if !matches!(decision, Decision::Ignore(_) | Decision::Stranger(_)) {
+            let command = commands::parse(msg.text().unwrap_or(""))
+                .and_then(|(name, _)| commands::find(&name));
+            if let Some(c) = command {
+                let step = crate::audit::Step::Command {
+                    name: c.name.to_owned(),
+                };
+                let now = self.platform.clock.now_ms();
+                if let Err(e) = self.audit(conn, msg, 0, vec![(now, step)]).await {
+                    tracing::warn!(error = %e, "audit entry not written");
+                }
+            }
+        }
         let text = match decision {
             Decision::Ignore(why) => {
                 tracing::debug!(update_id = job.update_id, why, "not answered");
@@ -203,6 +216,10 @@ impl App {
                 format!("Sorry, this is a private assistant. Your Telegram user id is {user}; its owner can add it to allowed_users.")
             }
             Decision::Reply(text) => text,
+            Decision::Audit => self
+                .audit_reply(conn, msg)
+                .await
+                .map_err(Failure::storage)?,
             Decision::Usage => self
                 .usage_reply(conn, msg)
                 .await

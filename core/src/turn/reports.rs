@@ -8,7 +8,38 @@ use crate::connector::Connector;
 use crate::keys;
 use crate::telegram::Message;
 
+/// How far back `/audit` looks, and how many steps it shows.
+const AUDIT_WINDOW_MS: u64 = 24 * 3_600_000;
+const AUDIT_SHOWN: usize = 15;
+
 impl App {
+    /// `/audit`: the owner sees the last steps of this chat in the past day.
+    pub(super) async fn audit_reply(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+    ) -> Result<String, PortError> {
+        let from = msg.from.as_ref().map(|u| u.id.0);
+        if from.is_none() || from != conn.owner {
+            return Ok("Only the bot's owner can see the audit trail.".to_owned());
+        }
+        let since = self.platform.clock.now_ms().saturating_sub(AUDIT_WINDOW_MS);
+        let entries = crate::audit::read(
+            &*self.platform.kv,
+            &conn.id,
+            since,
+            Some(msg.chat.id.0),
+            10_000,
+        )
+        .await?;
+        if entries.is_empty() {
+            return Ok("Nothing in the audit trail of this chat in the past day.".to_owned());
+        }
+        let skip = entries.len().saturating_sub(AUDIT_SHOWN);
+        let lines: Vec<String> = entries[skip..].iter().map(crate::audit::line).collect();
+        Ok(format!("Last steps in this chat:\n{}", lines.join("\n")))
+    }
+
     /// `/usage`: today's and this month's tokens and cost for the person and the chat, and
     /// what the nearest cap leaves.
     pub(super) async fn usage_reply(

@@ -68,6 +68,21 @@ enum Command {
         #[arg(long, global = true)]
         connector: Option<String>,
     },
+    /// What the agent did: model calls, tool calls, approvals, commands (oldest first).
+    Audit {
+        /// Only this chat.
+        #[arg(long)]
+        chat: Option<i64>,
+        /// How far back: `90s`, `30m`, `2h`, `7d`.
+        #[arg(long, default_value = "24h", value_parser = parse_since)]
+        since: u64,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The bot (default: every bot).
+        #[arg(long)]
+        connector: Option<String>,
+    },
     /// The assistant's memory.
     Memory {
         #[command(subcommand)]
@@ -153,6 +168,12 @@ async fn dispatch(command: Command) -> Result<()> {
         } => config_check().await,
         Command::Webhook { action, connector } => webhook(action, connector.as_deref()).await,
         Command::Memory { action, connector } => memory(action, connector.as_deref()).await,
+        Command::Audit {
+            chat,
+            since,
+            json,
+            connector,
+        } => audit(chat, since, json, connector.as_deref()).await,
     }
 }
 
@@ -343,6 +364,45 @@ async fn webhook(action: WebhookAction, connector: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// `90s`, `30m`, `2h`, `7d` → milliseconds.
+fn parse_since(s: &str) -> Result<u64, String> {
+    let (n, unit) = s.split_at(s.len().saturating_sub(1));
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 30m, 2h or 7d"))?;
+    let ms = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("{s:?}: the unit is s, m, h or d")),
+    };
+    Ok(n.saturating_mul(ms))
+}
+
+async fn audit(chat: Option<i64>, since: u64, json: bool, connector: Option<&str>) -> Result<()> {
+    let n = build().await?;
+    let ids = match connector {
+        Some(c) => vec![n.app.connector_id(Some(c))?],
+        None => n.app.connector_ids(),
+    };
+    for id in ids {
+        let entries = n
+            .app
+            .audit_entries(&id, since, chat, 10_000)
+            .await
+            .with_context(|| format!("reading the audit trail of {id}"))?;
+        for e in entries {
+            if json {
+                println!("{}", serde_json::to_string(&e)?);
+            } else {
+                println!("{id} chat {} {}", e.chat, clawless_core::audit::line(&e));
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn memory(action: MemoryAction, connector: Option<&str>) -> Result<()> {
     let n = build().await?;
     let ids = match connector {
@@ -380,4 +440,19 @@ async fn memory(action: MemoryAction, connector: Option<&str>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_since;
+
+    #[test]
+    fn audit_windows_parse() {
+        assert_eq!(parse_since("90s"), Ok(90_000));
+        assert_eq!(parse_since("2h"), Ok(7_200_000));
+        assert_eq!(parse_since("7d"), Ok(604_800_000));
+        assert!(
+            parse_since("2w").is_err() && parse_since("h").is_err() && parse_since("").is_err()
+        );
+    }
 }

@@ -78,6 +78,7 @@ impl Provider for WritesOnce {
                 stop: StopReason::EndTurn,
                 usage: Default::default(),
                 cost_micros: 0,
+                model: String::new(),
             });
         }
         Ok(ChatResponse {
@@ -92,6 +93,7 @@ impl Provider for WritesOnce {
             stop: StopReason::ToolUse,
             usage: Default::default(),
             cost_micros: 0,
+            model: String::new(),
         })
     }
 }
