@@ -2,7 +2,7 @@
 //! indexed each file, and the scheduled job run by an app with another embedder embeds every
 //! chunk again, so no vector of the old embedder is left to be compared with the new one's.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 

@@ -294,7 +294,7 @@ mod tests {
         let data = random_vectors(n, dim);
         let mut m = Mirror::default();
         let scope = |i: usize| {
-            let s = if i % 3 == 0 { "other" } else { "main" };
+            let s = if i.is_multiple_of(3) { "other" } else { "main" };
             BTreeMap::from([("scope".to_owned(), s.to_owned())])
         };
         for (i, v) in data.iter().enumerate() {
