@@ -144,14 +144,29 @@ impl Mirror {
         if self.is_empty() || query.len() != self.dim || n == 0 {
             return Vec::new();
         }
-        let q: Vec<i16> = quantize(query).0.into_iter().map(i16::from).collect();
-        let q_sum: i32 = q.iter().map(|&x| i32::from(x)).sum();
-        let want = bloom(filter);
         let threads = if self.len() >= PARALLEL_FROM {
             std::thread::available_parallelism().map_or(1, |p| p.get().min(8))
         } else {
             1
         };
+        self.scan_on(query, n, filter, threads)
+    }
+
+    /// [`Mirror::scan`] on `threads` threads, one slice of the slots each.
+    fn scan_on(
+        &self,
+        query: &[f32],
+        n: usize,
+        filter: &BTreeMap<String, String>,
+        threads: usize,
+    ) -> Vec<String> {
+        if self.is_empty() || query.len() != self.dim || n == 0 {
+            return Vec::new();
+        }
+        let q: Vec<i16> = quantize(query).0.into_iter().map(i16::from).collect();
+        let q_sum: i32 = q.iter().map(|&x| i32::from(x)).sum();
+        let want = bloom(filter);
+        let threads = threads.clamp(1, self.len());
         let per = self.len().div_ceil(threads);
         let mut scored: Vec<(f32, usize)> = if threads == 1 {
             self.best(&q, q_sum, want, 0..self.len(), n)
@@ -249,5 +264,66 @@ mod tests {
         m.remove("c");
         assert!(m.is_empty());
         assert_eq!(m.dim, 0, "an empty store takes any dimension again");
+    }
+
+    /// Vectors with a deterministic pseudo-random generator (xorshift).
+    fn random_vectors(n: usize, dim: usize) -> Vec<Vec<f32>> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        (0..n)
+            .map(|_| {
+                (0..dim)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn sorted(mut ids: Vec<String>) -> Vec<String> {
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn the_parallel_scan_finds_what_the_single_threaded_one_finds() {
+        let (n, dim) = (PARALLEL_FROM + 4_001, 96);
+        let data = random_vectors(n, dim);
+        let mut m = Mirror::default();
+        let scope = |i: usize| {
+            let s = if i.is_multiple_of(3) { "other" } else { "main" };
+            BTreeMap::from([("scope".to_owned(), s.to_owned())])
+        };
+        for (i, v) in data.iter().enumerate() {
+            m.upsert(&format!("v{i}"), v, &scope(i));
+        }
+        let (all, main) = (BTreeMap::new(), scope(1));
+        // Random queries: the same best 50, whatever the split.
+        for q in random_vectors(8, dim).iter().skip(3) {
+            for filter in [&all, &main] {
+                let single = sorted(m.scan_on(q, 50, filter, 1));
+                assert_eq!(single.len(), 50);
+                for threads in [2, 3, 7] {
+                    assert_eq!(
+                        sorted(m.scan_on(q, 50, filter, threads)),
+                        single,
+                        "{threads}"
+                    );
+                }
+                assert_eq!(sorted(m.scan(q, 50, filter)), single, "as scan picks it");
+            }
+        }
+        // A stored vector is its own best match, wherever the slices start and end.
+        for threads in [1, 2, 3, 7] {
+            let per = n.div_ceil(threads);
+            let edges = (0..threads).flat_map(|t| [t * per, ((t + 1) * per).min(n) - 1]);
+            for slot in edges {
+                let hits = m.scan_on(&data[slot], 1, &all, threads);
+                assert_eq!(hits, [format!("v{slot}")], "{threads} threads, slot {slot}");
+            }
+        }
     }
 }

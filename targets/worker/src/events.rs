@@ -56,6 +56,8 @@ async fn webhook(mut req: Request, connector: &str, env: &Env, ctx: Context) -> 
         Ok(body) => body,
         Err(refused) => return refused,
     };
+    #[cfg(feature = "test-routes")]
+    let before = crate::d1::STATEMENTS.load(std::sync::atomic::Ordering::Relaxed);
     let reply = shell
         .app
         .handle_webhook(connector, secret.as_deref(), &body)
@@ -64,7 +66,22 @@ async fn webhook(mut req: Request, connector: &str, env: &Env, ctx: Context) -> 
         let app = shell.app.clone();
         ctx.wait_until(async move { drain(app, lane).await });
     }
-    Ok(Response::ok(reply.body)?.with_status(reply.status))
+    let response = Response::ok(reply.body)?.with_status(reply.status);
+    // The test build tells how many D1 statements the ack sent (the drain comes after).
+    #[cfg(feature = "test-routes")]
+    let response = counted(response, before)?;
+    Ok(response)
+}
+
+/// `response` with the D1 statements sent since `before` in `x-clawless-d1-statements`.
+#[cfg(feature = "test-routes")]
+fn counted(mut response: Response, before: usize) -> Result<Response> {
+    let now = crate::d1::STATEMENTS.load(std::sync::atomic::Ordering::Relaxed);
+    let sent = now.wrapping_sub(before).to_string();
+    response
+        .headers_mut()
+        .set("x-clawless-d1-statements", &sent)?;
+    Ok(response)
 }
 
 /// The body, at most [`MAX_UPDATE_BYTES`]: a declared Content-Length over the cap is refused

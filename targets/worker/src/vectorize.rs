@@ -63,6 +63,29 @@ pub fn stored_id(id: &str) -> String {
     )
 }
 
+/// What Vectorize stores for a record: its id under [`stored_id`], and its metadata with the
+/// real id added (under `_id`) when that is not the id stored.
+pub fn to_stored(
+    id: &str,
+    metadata: &BTreeMap<String, String>,
+) -> (String, BTreeMap<String, String>) {
+    let stored = stored_id(id);
+    let mut metadata = metadata.clone();
+    if stored != id {
+        metadata.insert(ID_KEY.to_owned(), id.to_owned());
+    }
+    (stored, metadata)
+}
+
+/// A record's id and metadata from what Vectorize answers (the inverse of [`to_stored`]).
+pub fn from_stored(
+    stored: String,
+    mut metadata: BTreeMap<String, String>,
+) -> (String, BTreeMap<String, String>) {
+    let id = metadata.remove(ID_KEY).unwrap_or(stored);
+    (id, metadata)
+}
+
 fn object_of(map: &BTreeMap<String, String>) -> Object {
     let obj = Object::new();
     for (k, v) in map {
@@ -117,14 +140,10 @@ impl Vectorize {
             .iter()
             .map(|r| {
                 let item = Object::new();
-                let id = stored_id(&r.id);
-                let metadata = object_of(&r.metadata);
-                if id != r.id {
-                    set(&metadata, ID_KEY, &JsValue::from_str(&r.id));
-                }
+                let (id, metadata) = to_stored(&r.id, &r.metadata);
                 set(&item, "id", &JsValue::from_str(&id));
                 set(&item, "values", &Float32Array::from(&r.vector[..]).into());
-                set(&item, "metadata", &metadata.into());
+                set(&item, "metadata", &object_of(&metadata).into());
                 JsValue::from(item)
             })
             .collect();
@@ -169,7 +188,7 @@ impl Vectorize {
                 }
             }
             let stored = get(&m, "id").as_string().unwrap_or_default();
-            let id = metadata.remove(ID_KEY).unwrap_or(stored);
+            let (id, metadata) = from_stored(stored, metadata);
             hits.push(VectorHit {
                 id,
                 score: get(&m, "score").as_f64().unwrap_or(0.0) as f32,
@@ -210,3 +229,6 @@ impl Vectors for Vectorize {
         SendFuture::new(self.delete_js(ids)).await
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -44,6 +44,19 @@ pub const SCHEMA: &[&str] = &[
     fts5_sql::SCHEMA[1],
 ];
 
+/// Statements this isolate has sent to D1 (feature `test-routes` only): the test build's
+/// webhook reports how many its ack sent (see `events::webhook`), which a workerd test holds
+/// to two.
+#[cfg(feature = "test-routes")]
+pub static STATEMENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts `n` statements sent (test builds only).
+fn sent(n: usize) {
+    #[cfg(feature = "test-routes")]
+    STATEMENTS.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    let _ = n;
+}
+
 /// One D1 database shared by the adapters.
 #[derive(Clone)]
 pub struct D1 {
@@ -152,6 +165,7 @@ impl D1 {
     /// Runs a statement; the number of rows it changed.
     pub async fn run(&self, sql: &str, args: &[Arg<'_>]) -> Result<usize> {
         let stmt = self.prepare(sql, args)?;
+        sent(1);
         let result = SendFuture::new(stmt.run()).await.map_err(d1_err)?;
         let meta = result.meta().map_err(d1_err)?;
         Ok(meta.and_then(|m| m.changes).unwrap_or(0))
@@ -160,6 +174,7 @@ impl D1 {
     /// Runs a query; its rows as cells.
     pub async fn rows(&self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Vec<Cell>>> {
         let stmt = self.prepare(sql, args)?;
+        sent(1);
         let rows = SendFuture::new(stmt.raw_js_value()).await.map_err(d1_err)?;
         Ok(rows
             .into_iter()
@@ -179,6 +194,7 @@ impl D1 {
         if prepared.is_empty() {
             return Ok(());
         }
+        sent(prepared.len());
         SendFuture::new(self.db.batch(prepared))
             .await
             .map(drop)
