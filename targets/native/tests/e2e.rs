@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use clawless_core::shell::MAX_UPDATE_BYTES;
 use clawless_testkit::fixtures::OWNER_ID;
 use clawless_testkit::scenarios;
-use clawless_testkit::servers::{fakes, recall_after_new, text_update, until};
+use clawless_testkit::servers::{fakes, recall_after_new, text_update, until, within};
 use common::bot::{
     clawless, exited_within, post_update, sigterm, start_bot, start_bot_with, Bot, Serve, SECRET,
 };
@@ -100,10 +100,17 @@ async fn kill_and_restart_loses_nothing_and_repeats_nothing() {
     f.send_hang.store(false, Ordering::SeqCst);
     drop(bot);
     let _bot = start_bot(&data, &tg, &llm_url).await;
-    until("the second answer after restart", || {
-        f.sent_to(OWNER_ID).len() == 2
-    })
+    // Within the minute the README promises (20 s was once not enough on a loaded machine).
+    let took = within(
+        "the second answer after restart",
+        Duration::from_secs(60),
+        || f.sent_to(OWNER_ID).len() >= 2,
+    )
     .await;
+    println!(
+        "native crash recovery while sending: answered {:.2} s after the restart",
+        took.as_secs_f64()
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
         f.sent_to(OWNER_ID),
