@@ -72,11 +72,12 @@ impl App {
         };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {
-            let tools = ToolRegistry::for_agent(agent, &deps).map_err(|m| ConfigError {
-                file: format!("agents.d/{id}.yaml"),
-                field: "tools".into(),
-                message: m,
-            })?;
+            let tools = ToolRegistry::for_agent(&agent.tools, agent.tool_timeout_secs, &deps)
+                .map_err(|m| ConfigError {
+                    file: format!("agents.d/{id}.yaml"),
+                    field: "tools".into(),
+                    message: m,
+                })?;
             let chain = ModelChain {
                 links: links(&platform, &config, &agent.models, env),
                 clock: platform.clock.clone(),

@@ -221,7 +221,7 @@ fn default_max_tokens() -> u32 {
     2048
 }
 /// `tool_timeout_secs` when an agent does not set it.
-pub const DEFAULT_TOOL_TIMEOUT_SECS: u64 = 30;
+pub use crate::tools::DEFAULT_TOOL_TIMEOUT_SECS;
 
 fn default_tool_timeout() -> u64 {
     DEFAULT_TOOL_TIMEOUT_SECS

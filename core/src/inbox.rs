@@ -19,6 +19,7 @@ use clawless_platform::{Clock, Kv, KvExt, PortError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::{PendingCall, RunState, Verdict};
 use crate::config::InboxConfig;
 use crate::ids::{ConnectorId, Lane, SessionKey};
 use crate::keys;
@@ -51,9 +52,9 @@ pub struct Job {
     pub not_before_ms: u64,
     #[serde(default)]
     pub checkpoint: Option<Checkpoint>,
-    /// The turn, stopped at a call that waits for an approval (see [`crate::turn::approval`]).
+    /// The turn, stopped at a call that waits for an approval (see `turn/approval.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suspended: Option<Box<crate::turn::approval::Suspended>>,
+    pub suspended: Option<Box<Suspended>>,
 }
 
 /// The answer, once decided: what to send, how much was sent, and the session turn to apply.
@@ -67,6 +68,73 @@ pub struct Checkpoint {
     /// `(session key, messages)` to append to that session, at most once.
     #[serde(default)]
     pub session_turn: Option<(SessionKey, Vec<ChatMessage>)>,
+    /// Spend and audit entries to write beside the delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub books: Option<Box<crate::usage::Books>>,
+}
+
+/// What was answered, and by whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    AllowOnce,
+    /// Allowed, and the tool runs without asking in this chat for `approvals.grant_minutes`.
+    AllowForAWhile,
+    Deny,
+    Expired,
+    Superseded,
+    /// `/stop`: the turn ends without another model call.
+    Stopped,
+}
+
+impl Outcome {
+    pub(crate) fn verdict(self) -> Verdict {
+        match self {
+            Outcome::AllowOnce | Outcome::AllowForAWhile => Verdict::Approved,
+            Outcome::Deny | Outcome::Stopped => Verdict::Denied,
+            Outcome::Expired => Verdict::Expired,
+            Outcome::Superseded => Verdict::Superseded,
+        }
+    }
+
+    /// How the audit trail names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::AllowOnce => "allowed once",
+            Outcome::AllowForAWhile => "allowed for a while",
+            Outcome::Deny => "denied",
+            Outcome::Expired => "expired",
+            Outcome::Superseded => "superseded",
+            Outcome::Stopped => "stopped",
+        }
+    }
+
+    pub(crate) fn from_button(code: &str) -> Option<Outcome> {
+        match code {
+            "o" => Some(Outcome::AllowOnce),
+            "g" => Some(Outcome::AllowForAWhile),
+            "d" => Some(Outcome::Deny),
+            _ => None,
+        }
+    }
+}
+
+/// A turn waiting for an approval, kept in its job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suspended {
+    /// Names this approval in the buttons: `<update id>.<model round>`.
+    pub id: String,
+    pub run: RunState,
+    pub call: PendingCall,
+    /// Who may answer besides the connector's owner: whose message started the turn.
+    pub asker: i64,
+    /// The approval message, once sent.
+    pub message_id: Option<i64>,
+    pub expires_ms: u64,
+    pub answer: Option<(Outcome, Option<String>)>,
+    /// Spend and audit entries to write beside the approval message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub books: Option<Box<crate::usage::Books>>,
 }
 
 /// What draining a lane ended with.

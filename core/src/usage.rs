@@ -68,6 +68,16 @@ impl Tally {
     }
 }
 
+/// A turn's bookkeeping, kept in its job until written: its spend and its audit entries.
+/// Written beside the delivery of the answer (or the approval message), never before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Books {
+    pub spend: Tally,
+    pub user: i64,
+    pub chat: i64,
+    pub audit: Vec<crate::audit::Entry>,
+}
+
 /// Whose spend a counter holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Who {

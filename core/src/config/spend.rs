@@ -1,27 +1,7 @@
-//! What model calls cost and how much may be spent: `prices:` per model in `providers.d`, and
-//! the caps in `limits:` of `main.yaml`.
+//! How much may be spent: the caps in `limits:` of `main.yaml` (a model's [`Price`] is in
+//! `providers.d`).
 
-use serde::{Deserialize, Serialize};
-
-/// A model's price in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input: f64,
-    pub output: f64,
-    /// Input read from the provider's prompt cache; the input price when not given.
-    #[serde(default)]
-    pub cached_input: Option<f64>,
-}
-
-impl Price {
-    /// Whether every figure is a finite, non-negative number.
-    pub fn is_valid(&self) -> bool {
-        [self.input, self.output, self.cached_input.unwrap_or(0.0)]
-            .iter()
-            .all(|p| p.is_finite() && *p >= 0.0)
-    }
-}
+pub use crate::llm::Price;
 
 /// Spend caps in US dollars, checked before every model call (`None`: no cap); `limits:` in
 /// `main.yaml`.

@@ -18,7 +18,7 @@ pub struct Link {
     /// Tries on this link before moving on (1 = no retry).
     pub attempts: u32,
     /// The model's price (`prices:` of its provider), for usage and caps.
-    pub price: Option<crate::config::Price>,
+    pub price: Option<super::Price>,
 }
 
 #[derive(Clone)]

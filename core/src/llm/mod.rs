@@ -109,6 +109,26 @@ pub enum StopReason {
     Other,
 }
 
+/// A model's price in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Input read from the provider's prompt cache; the input price when not given.
+    #[serde(default)]
+    pub cached_input: Option<f64>,
+}
+
+impl Price {
+    /// Whether every figure is a finite, non-negative number.
+    pub fn is_valid(&self) -> bool {
+        [self.input, self.output, self.cached_input.unwrap_or(0.0)]
+            .iter()
+            .all(|p| p.is_finite() && *p >= 0.0)
+    }
+}
+
 /// Tokens one model call used, as the provider reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
@@ -121,7 +141,7 @@ pub struct Usage {
 
 impl Usage {
     /// What these tokens cost at `price`, in millionths of a US dollar.
-    pub fn cost_micros(&self, price: &crate::config::Price) -> u64 {
+    pub fn cost_micros(&self, price: &Price) -> u64 {
         let cached = price.cached_input.unwrap_or(price.input);
         let micros = self.input as f64 * price.input
             + self.output as f64 * price.output

@@ -15,6 +15,9 @@ use serde_json::Value;
 use crate::ids::Scope;
 use crate::llm::ToolSpec;
 
+/// `tool_timeout_secs` when an agent does not set it.
+pub const DEFAULT_TOOL_TIMEOUT_SECS: u64 = 30;
+
 /// Names of the built-in tools an agent may list.
 pub const BUILTIN_TOOLS: &[&str] = &[
     "current_time",
@@ -89,17 +92,18 @@ impl ToolRegistry {
     /// The built-ins an agent lists, fitted to its limits (`memory_write` indexes within a
     /// budget under the agent's tool timeout).
     pub fn for_agent(
-        agent: &crate::config::AgentConfig,
+        names: &[String],
+        tool_timeout_secs: u64,
         deps: &ToolDeps,
     ) -> Result<ToolRegistry, String> {
-        let timeout = std::time::Duration::from_secs(agent.tool_timeout_secs);
-        Self::with_tool_timeout(&agent.tools, deps, timeout)
+        let timeout = std::time::Duration::from_secs(tool_timeout_secs);
+        Self::with_tool_timeout(names, deps, timeout)
     }
 
     /// A registry holding only the named built-ins, for the default tool timeout; unknown
     /// names are returned as errors.
     pub fn builtins(names: &[String], deps: &ToolDeps) -> Result<ToolRegistry, String> {
-        let timeout = std::time::Duration::from_secs(crate::config::DEFAULT_TOOL_TIMEOUT_SECS);
+        let timeout = std::time::Duration::from_secs(DEFAULT_TOOL_TIMEOUT_SECS);
         Self::with_tool_timeout(names, deps, timeout)
     }
 

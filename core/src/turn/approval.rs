@@ -19,14 +19,13 @@ use std::pin::pin;
 
 use clawless_platform::PortError;
 use futures::future::{select, Either};
-use serde::{Deserialize, Serialize};
 
 use super::{Checkpoint, Failure, Reply, Step};
 use crate::agent::{Agent, PendingCall, RunState, Step as AgentStep, Verdict};
 use crate::app::App;
 use crate::connector::Connector;
 use crate::ids::Lane;
-use crate::inbox::{Job, Lease};
+use crate::inbox::{Job, Lease, Outcome, Suspended};
 use crate::keys;
 use crate::session;
 use crate::telegram::api::Target;
@@ -39,67 +38,6 @@ use crate::tools::ToolContext;
 pub const MAX_SUSPENDED_BYTES: usize = 256 * 1024;
 /// At most this many characters of a call's arguments are shown in the approval message.
 const MAX_SHOWN_ARGS: usize = 800;
-
-/// What was answered, and by whom.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    AllowOnce,
-    /// Allowed, and the tool runs without asking in this chat for `approvals.grant_minutes`.
-    AllowForAWhile,
-    Deny,
-    Expired,
-    Superseded,
-    /// `/stop`: the turn ends without another model call.
-    Stopped,
-}
-
-impl Outcome {
-    fn verdict(self) -> Verdict {
-        match self {
-            Outcome::AllowOnce | Outcome::AllowForAWhile => Verdict::Approved,
-            Outcome::Deny | Outcome::Stopped => Verdict::Denied,
-            Outcome::Expired => Verdict::Expired,
-            Outcome::Superseded => Verdict::Superseded,
-        }
-    }
-
-    /// How the audit trail names it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::AllowOnce => "allowed once",
-            Outcome::AllowForAWhile => "allowed for a while",
-            Outcome::Deny => "denied",
-            Outcome::Expired => "expired",
-            Outcome::Superseded => "superseded",
-            Outcome::Stopped => "stopped",
-        }
-    }
-
-    fn from_button(code: &str) -> Option<Outcome> {
-        match code {
-            "o" => Some(Outcome::AllowOnce),
-            "g" => Some(Outcome::AllowForAWhile),
-            "d" => Some(Outcome::Deny),
-            _ => None,
-        }
-    }
-}
-
-/// A turn waiting for an approval, kept in its job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Suspended {
-    /// Names this approval in the buttons: `<update id>.<model round>`.
-    pub id: String,
-    pub run: RunState,
-    pub call: PendingCall,
-    /// Who may answer besides the connector's owner: whose message started the turn.
-    pub asker: i64,
-    /// The approval message, once sent.
-    pub message_id: Option<i64>,
-    pub expires_ms: u64,
-    pub answer: Option<(Outcome, Option<String>)>,
-}
 
 /// What the wait for an answer ended with.
 pub(super) enum Wait {
@@ -121,11 +59,18 @@ impl App {
         s: Suspended,
         lease: Lease<'_>,
     ) -> Result<Step, PortError> {
+        let mut s = s;
         let expires = s.expires_ms;
+        let books = s.books.take();
         job.suspended = Some(Box::new(s));
         self.inbox.save(key, job).await?;
         tracing::info!(key, "turn waits for an approval");
-        match self.send_approval(key, job, conn, target, lease).await? {
+        let (sent, ()) = futures::future::join(
+            self.send_approval(key, job, conn, target, lease),
+            self.keep_books(conn, books),
+        )
+        .await;
+        match sent? {
             Wait::LostLease => Ok(Step::LostLease),
             _ => Ok(Step::RetryAt(expires)),
         }
@@ -294,9 +239,17 @@ impl App {
             return Ok(Wait::Answered);
         };
         s.answer = Some((outcome, by.clone()));
-        let seq = s.run.logged;
-        s.run.logged = seq.saturating_add(1);
         let (tool, message_id) = (s.call.name.clone(), s.message_id);
+        // Written with the resumed turn's other steps.
+        let now = self.platform.clock.now_ms();
+        s.run.log.push((
+            now,
+            crate::audit::Step::Approval {
+                tool: tool.clone(),
+                outcome: outcome.name().to_owned(),
+                by: by.clone(),
+            },
+        ));
         self.inbox.save(key, job).await?;
         let chat = chat_of(job);
         if outcome == Outcome::AllowForAWhile {
@@ -307,20 +260,6 @@ impl App {
             }
         }
         tracing::info!(key, tool, ?outcome, "approval answered");
-        if let Some(msg) = Update::from_value(&job.update)
-            .ok()
-            .and_then(|u| u.message().cloned())
-        {
-            let step = crate::audit::Step::Approval {
-                tool: tool.clone(),
-                outcome: outcome.name().to_owned(),
-                by: by.clone(),
-            };
-            let now = self.platform.clock.now_ms();
-            if let Err(e) = self.audit(conn, &msg, seq, vec![(now, step)]).await {
-                tracing::warn!(error = %e, "audit entry not written");
-            }
-        }
         if let Some(id) = message_id {
             let text = outcome_text(
                 outcome,
@@ -347,8 +286,11 @@ impl App {
         };
         let mut run = s.run.clone();
         if outcome == Outcome::Stopped {
-            let out = Agent::cancel(run, "Stopped.");
-            return Ok(self.turn_reply(conn, msg, out.reply, out.messages));
+            let (recorded, first_seq) = (run.recorded, run.logged);
+            let mut out = Agent::cancel(run, "Stopped.");
+            let steps = std::mem::take(&mut out.log);
+            let books = self.books(msg, out.usage.since(&recorded), first_seq, steps);
+            return Ok(self.turn_reply(conn, msg, out.reply, out.messages, books));
         }
         run.verdicts.insert(s.call.id.clone(), outcome.verdict());
         if matches!(outcome, Outcome::Expired | Outcome::Superseded) {
@@ -422,28 +364,18 @@ impl App {
                 (state.usage, steps)
             }
         };
-        // Counted and written now, side by side (a retry of the job runs the model again and
-        // counts that too).
-        let ledger = self.ledger();
-        let (counted, audited) = futures::future::join(
-            ledger.add(&conn.id, user, msg.chat.id.0, spent.since(&recorded)),
-            self.audit(conn, msg, first_seq, steps),
-        )
-        .await;
-        if let Err(e) = counted {
-            tracing::warn!(error = %e, "usage not counted");
-        }
-        if let Err(e) = audited {
-            tracing::warn!(error = %e, "audit entries not written");
-        }
+        // Kept in the job and written beside the delivery (a retry of the job runs the model
+        // again and counts that too).
+        let books = self.books(msg, spent.since(&recorded), first_seq, steps);
         match step {
-            AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages)),
+            AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages, books)),
             AgentStep::Ask { mut state, call } => {
                 state.recorded = state.usage;
                 let size = serde_json::to_vec(&state).map_or(usize::MAX, |b| b.len());
                 if size > MAX_SUSPENDED_BYTES {
                     // Too big to keep while waiting: refuse the call and go on.
                     tracing::warn!(size, "turn too large to wait for an approval; call refused");
+                    self.keep_books(conn, books).await;
                     state.verdicts.insert(call.id, Verdict::Denied);
                     return Box::pin(self.run_agent(conn, msg, state)).await;
                 }
@@ -457,21 +389,23 @@ impl App {
                     message_id: None,
                     expires_ms: now.saturating_add(self.config.approvals.expiry_ms()),
                     answer: None,
+                    books,
                 })))
             }
         }
     }
 
-    /// Writes audit `steps` of `msg`'s turn.
-    pub(super) async fn audit(
+    /// The bookkeeping of `msg`'s turn: its spend and audit `steps` (numbered from
+    /// `first_seq`); `None` when there is none.
+    pub(super) fn books(
         &self,
-        conn: &Connector,
         msg: &Message,
+        spend: crate::usage::Tally,
         first_seq: u32,
         steps: Vec<(u64, crate::audit::Step)>,
-    ) -> Result<(), PortError> {
-        if steps.is_empty() {
-            return Ok(());
+    ) -> Option<Box<crate::usage::Books>> {
+        if steps.is_empty() && spend.is_empty() {
+            return None;
         }
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
         let entries: Vec<crate::audit::Entry> = steps
@@ -486,13 +420,37 @@ impl App {
                 step,
             })
             .collect();
-        crate::audit::write(
-            &*self.platform.kv,
-            &conn.id,
-            &entries,
-            self.config.audit.retention(),
+        Some(Box::new(crate::usage::Books {
+            spend,
+            user,
+            chat: msg.chat.id.0,
+            audit: entries,
+        }))
+    }
+
+    /// Writes a turn's bookkeeping: the spend counters and the audit entries, side by side.
+    /// Failures are logged; the answer never waits on them.
+    pub(super) async fn keep_books(
+        &self,
+        conn: &Connector,
+        books: Option<Box<crate::usage::Books>>,
+    ) {
+        let Some(b) = books else {
+            return;
+        };
+        let ledger = self.ledger();
+        let retention = self.config.audit.retention();
+        let (counted, audited) = futures::future::join(
+            ledger.add(&conn.id, b.user, b.chat, b.spend),
+            crate::audit::write(&*self.platform.kv, &conn.id, &b.audit, retention),
         )
-        .await
+        .await;
+        if let Err(e) = counted {
+            tracing::warn!(error = %e, "usage not counted");
+        }
+        if let Err(e) = audited {
+            tracing::warn!(error = %e, "audit entries not written");
+        }
     }
 
     /// The checkpoint of a finished agent turn.
@@ -502,6 +460,7 @@ impl App {
         msg: &Message,
         reply: String,
         messages: Vec<crate::llm::ChatMessage>,
+        books: Option<Box<crate::usage::Books>>,
     ) -> Reply {
         let mut parts = render_parts(&reply);
         if parts.len() > self.config.limits.max_reply_parts {
@@ -512,6 +471,7 @@ impl App {
             sent: 0,
             reply_to: (!msg.is_private()).then_some(msg.message_id),
             session_turn: Some((session::session_key(&conn.id, msg), messages)),
+            books,
         })
     }
 }

@@ -69,7 +69,7 @@ pub(super) enum Reply {
     Nothing,
     Send(Checkpoint),
     /// The turn waits for an approval.
-    Ask(Box<approval::Suspended>),
+    Ask(Box<crate::inbox::Suspended>),
 }
 
 /// How processing a job ended.
@@ -167,13 +167,22 @@ impl App {
                         sent: 0,
                         reply_to: None,
                         session_turn: None,
+                        books: None,
                     });
                     self.inbox.save(key, &job).await?;
                 }
             }
         }
         self.apply_session_turn(&job, update.id).await?;
-        self.deliver(key, &mut job, conn, target, lease).await
+        // The bookkeeping goes out beside the answer; taken from the job first, so the saves
+        // of the delivery do not keep it for a retry.
+        let books = job.checkpoint.as_mut().and_then(|c| c.books.take());
+        let (step, ()) = futures::future::join(
+            self.deliver(key, &mut job, conn, target, lease),
+            self.keep_books(conn, books),
+        )
+        .await;
+        step
     }
 
     /// Decides and, for a turn, runs the agent.
@@ -185,6 +194,8 @@ impl App {
         let gate = decide::Gate::of(conn, self.config.limits.max_input_chars);
         let decision = decide::decide(msg, me.as_ref(), &gate);
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
+        // A command is kept in the audit trail, written beside its reply.
+        let mut books = None;
         if !matches!(decision, Decision::Ignore(_) | Decision::Stranger(_)) {
             let command = commands::parse(msg.text().unwrap_or(""))
                 .and_then(|(name, _)| commands::find(&name));
@@ -193,9 +204,7 @@ impl App {
                     name: c.name.to_owned(),
                 };
                 let now = self.platform.clock.now_ms();
-                if let Err(e) = self.audit(conn, msg, 0, vec![(now, step)]).await {
-                    tracing::warn!(error = %e, "audit entry not written");
-                }
+                books = self.books(msg, Default::default(), 0, vec![(now, step)]);
             }
         }
         let text = match decision {
@@ -255,6 +264,7 @@ impl App {
             sent: 0,
             reply_to,
             session_turn: None,
+            books,
         }))
     }
 

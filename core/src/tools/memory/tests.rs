@@ -118,7 +118,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         memory: Arc::new(memory(&p, Arc::new(Never), SearchConfig::default())),
     };
     let agent = Agent {
-        tools: ToolRegistry::for_agent(&config, &deps).unwrap(),
+        tools: ToolRegistry::for_agent(&config.tools, config.tool_timeout_secs, &deps).unwrap(),
         config,
         chain: ModelChain {
             links: vec![Link {
