@@ -279,8 +279,14 @@ impl Agent {
             // Every approval of the round first: nothing runs until all are answered.
             let mut rules = Vec::with_capacity(calls.len());
             for (id, name, input) in &calls {
+                // A tool this agent does not have is not asked about: the call gets the
+                // "unknown tool" error (found by fuzzing: a made-up 4,000-character name
+                // reached the approval message).
                 let level = self.tools.get(name).map_or(Level::Unsafe, |t| t.level());
-                let rule = self.rule(name, level);
+                let rule = match self.tools.get(name) {
+                    Some(_) => self.rule(name, level),
+                    None => Rule::Allow,
+                };
                 if rule == Rule::Ask
                     && !ctx.granted.contains(name)
                     && !state.verdicts.contains_key(id)

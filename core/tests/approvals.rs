@@ -455,3 +455,29 @@ fn the_audit_trail_records_a_round_trip_a_denial_and_an_expiry() {
         );
     });
 }
+
+#[test]
+fn a_tool_the_agent_does_not_have_is_never_asked_about() {
+    block_on(async {
+        // Unsafe tools ask by default; a made-up name must not reach the approval message.
+        let h = Harness::with_config(Wire::Anthropic, asking());
+        let name = "made_up_".repeat(600);
+        h.script(200, anthropic_tool_use("t1", &name, json!({})));
+        h.script(200, anthropic_text("I have no such tool."));
+        h.deliver_raw(&message(1, "do something")).await;
+        assert!(h
+            .calls("sendMessage")
+            .iter()
+            .all(|c| c.get("reply_markup").is_none()));
+        let result = last_tool_result(&h);
+        assert!(
+            result["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("Unknown tool"),
+            "{result}"
+        );
+        assert_eq!(h.sent_texts(), ["I have no such tool."]);
+        h.assert_spec_clean();
+    });
+}
