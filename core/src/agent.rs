@@ -98,6 +98,18 @@ pub struct RunState {
 }
 
 impl RunState {
+    /// The turn ended by the assistant saying `reply` (no model call).
+    fn closed_with(mut self, reply: String) -> TurnOutput {
+        self.messages
+            .push(ChatMessage::assistant_text(reply.clone()));
+        TurnOutput {
+            reply,
+            messages: self.messages,
+            usage: self.usage,
+            log: self.log,
+        }
+    }
+
     /// Keeps an audit step, up to [`crate::audit::MAX_STEPS_PER_TURN`] per turn.
     fn record(&mut self, at_ms: u64, step: AuditStep) {
         if self.log.len() < crate::audit::MAX_STEPS_PER_TURN {
@@ -195,29 +207,13 @@ impl Agent {
                         "I stopped after {} rounds of tool calls without reaching an answer. Try asking in smaller steps.",
                         self.config.max_rounds
                     );
-                    state
-                        .messages
-                        .push(ChatMessage::assistant_text(reply.clone()));
-                    return Ok(Step::Done(TurnOutput {
-                        reply,
-                        messages: state.messages,
-                        usage: state.usage,
-                        log: std::mem::take(&mut state.log),
-                    }));
+                    return Ok(Step::Done(state.closed_with(reply)));
                 }
                 if let Some(left) = budget {
                     if state.usage.since(&state.recorded).cost_micros >= left.micros {
                         tracing::info!(cap = left.cap, "spend cap reached; no model call");
                         let reply = crate::usage::cap_reached(&left);
-                        state
-                            .messages
-                            .push(ChatMessage::assistant_text(reply.clone()));
-                        return Ok(Step::Done(TurnOutput {
-                            reply,
-                            messages: state.messages,
-                            usage: state.usage,
-                            log: std::mem::take(&mut state.log),
-                        }));
+                        return Ok(Step::Done(state.closed_with(reply)));
                     }
                 }
                 let mut messages = history.to_vec();
@@ -387,13 +383,7 @@ impl Agent {
                     .collect(),
             });
         }
-        state.messages.push(ChatMessage::assistant_text(why));
-        TurnOutput {
-            reply: why.to_owned(),
-            messages: state.messages,
-            usage: state.usage,
-            log: std::mem::take(&mut state.log),
-        }
+        state.closed_with(why.to_owned())
     }
 
     /// What a call of `name` at `level` needs under this agent's policy.
