@@ -44,6 +44,10 @@ pub struct Fakes {
 pub const MODEL_500_ONCE: &str = "model fails once with 500";
 /// In a question: the model answers it with HTTP 429 and `retry-after: 1` the first time.
 pub const MODEL_429_ONCE: &str = "model fails once with 429";
+/// In a question: the model answers only once a typing indicator has been shown (waiting at
+/// most 2 s), as a model slower than one Bot API round trip does. Typing runs beside the model
+/// call and stops when it answers, so a fake answering at once may leave no indicator at all.
+pub const MODEL_AWAITS_TYPING: &str = "summarise the topic";
 /// In a sent text: the Bot API refuses its first sendMessage with 502 Bad Gateway.
 pub const SEND_502_ONCE: &str = "send fails once with 502";
 /// In a sent text: the Bot API refuses its first sendMessage with 429, `retry_after` 1.
@@ -194,7 +198,8 @@ fn refusal(f: &Fakes, body: &Value) -> Option<(axum::http::StatusCode, Json<Valu
 
 /// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "time" asks for the
 /// clock tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
-/// marker fails the first time, anything else is echoed.
+/// marker fails the first time, [`MODEL_AWAITS_TYPING`] waits for "typing…", anything else is
+/// echoed.
 async fn llm(
     State(f): State<Arc<Fakes>>,
     Json(req): Json<Value>,
@@ -206,6 +211,19 @@ async fn llm(
     let msgs = req["messages"].as_array().cloned().unwrap_or_default();
     let last = msgs.last().cloned().unwrap_or(Value::Null);
     let asked = last["content"][0]["text"].as_str().unwrap_or("");
+    if asked.contains(MODEL_AWAITS_TYPING) {
+        let typed = || {
+            f.calls
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(m, _)| m == "sendChatAction")
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while !typed() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
     let overloaded =
         || Json(json!({"type": "error", "error": {"type": "api_error", "message": "overloaded"}}));
     if asked.contains("model down") || f.first_failure(asked, MODEL_500_ONCE) {
