@@ -138,6 +138,15 @@ pub enum Step {
     },
 }
 
+/// A run that ended on a failed model call: the error, and the state with what the run did
+/// before it (its spend and audit steps, the failed call last), so the caller can keep its
+/// books although the turn fails.
+#[derive(Debug)]
+pub struct Failed {
+    pub error: LlmError,
+    pub state: RunState,
+}
+
 impl Agent {
     /// Runs one user turn to a final answer. `recall` (memories found for this turn) is
     /// appended to the system prompt when not empty. A call that would need an approval is
@@ -151,7 +160,11 @@ impl Agent {
     ) -> Result<TurnOutput, LlmError> {
         let mut state = self.begin(user, recall);
         state.closing = Some(Verdict::Denied);
-        match self.run(history, state, ctx, None).await? {
+        match self
+            .run(history, state, ctx, None)
+            .await
+            .map_err(|f| f.error)?
+        {
             Step::Done(out) => Ok(out),
             // Unreachable with `closing` set; refuse rather than panic.
             Step::Ask { state, .. } => Ok(Agent::cancel(state, "Stopped: this needs an approval.")),
@@ -192,7 +205,7 @@ impl Agent {
         mut state: RunState,
         ctx: &ToolContext,
         budget: Option<Left>,
-    ) -> Result<Step, LlmError> {
+    ) -> Result<Step, Box<Failed>> {
         let tools = self.tools.specs();
         loop {
             let resuming = state
@@ -226,7 +239,27 @@ impl Agent {
                     max_tokens: self.config.max_tokens,
                 };
                 let started = self.clock.now_ms();
-                let response = self.chain.chat(&request).await?;
+                let response = match self.chain.chat(&request).await {
+                    Ok(response) => response,
+                    Err(error) => {
+                        let now = self.clock.now_ms();
+                        // The chain fails only after its last link failed.
+                        let model = self.chain.links.last().map(|l| l.label.clone());
+                        state.record(
+                            now,
+                            AuditStep::Model {
+                                model: model.unwrap_or_default(),
+                                input: 0,
+                                output: 0,
+                                cached_input: 0,
+                                cost_micros: 0,
+                                latency_ms: now.saturating_sub(started),
+                                outcome: error.kind().to_owned(),
+                            },
+                        );
+                        return Err(Box::new(Failed { error, state }));
+                    }
+                };
                 state.round += 1;
                 state.usage.add_call(response.usage, response.cost_micros);
                 let now = self.clock.now_ms();

@@ -36,6 +36,8 @@ pub struct App {
     pub(crate) instance: String,
     /// Numbers the drains of this instance.
     pub(crate) counter: AtomicU64,
+    /// `CLAWLESS_ADMIN_TOKEN`: empty when the admin endpoint does not exist.
+    pub(crate) admin_token: crate::secret::Secret,
 }
 
 impl std::fmt::Debug for App {

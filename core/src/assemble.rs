@@ -54,6 +54,14 @@ impl App {
         if let Some(v) = env.get("TELEGRAM_ALLOWED_USERS") {
             extra_users = parse_user_list(v).map_err(|m| env_err("TELEGRAM_ALLOWED_USERS", m))?;
         }
+        let admin_token = Secret::new(env.get("CLAWLESS_ADMIN_TOKEN").unwrap_or(""));
+        let short = crate::admin_http::MIN_ADMIN_TOKEN_LEN;
+        if !admin_token.is_empty() && admin_token.expose().chars().count() < short {
+            return Err(env_err(
+                "CLAWLESS_ADMIN_TOKEN",
+                format!("is shorter than {short} characters; use a long random one (openssl rand -hex 32)"),
+            ));
+        }
         let api_base = env
             .get("TELEGRAM_API_BASE")
             .unwrap_or(api::DEFAULT_API_BASE)
@@ -137,6 +145,7 @@ impl App {
             inbox,
             instance: instance.into(),
             counter: AtomicU64::new(0),
+            admin_token,
         })
     }
 }

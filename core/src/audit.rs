@@ -125,6 +125,23 @@ pub async fn read(
     Ok(out)
 }
 
+/// `90s`, `30m`, `2h`, `7d` → milliseconds (the `since` of `clawless audit` and of
+/// `/admin/audit`).
+pub fn parse_window(s: &str) -> Result<u64, String> {
+    let (n, unit) = s.split_at(s.len().saturating_sub(1));
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 30m, 2h or 7d"))?;
+    let ms = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("{s:?}: the unit is s, m, h or d")),
+    };
+    Ok(n.saturating_mul(ms))
+}
+
 /// A call's arguments as an approver or the audit trail shows them: fields whose name
 /// suggests a secret replaced by `•••`, strings over 200 characters cut, the whole cut at
 /// `max` characters.
@@ -223,6 +240,16 @@ pub fn line(e: &Entry) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn windows_parse() {
+        assert_eq!(parse_window("90s"), Ok(90_000));
+        assert_eq!(parse_window("2h"), Ok(7_200_000));
+        assert_eq!(parse_window("7d"), Ok(604_800_000));
+        assert!(
+            parse_window("2w").is_err() && parse_window("h").is_err() && parse_window("").is_err()
+        );
+    }
 
     #[test]
     fn secrets_are_redacted_and_long_values_cut() {

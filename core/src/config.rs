@@ -525,33 +525,15 @@ fn valid_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests;
 
-/// The repository's `config/` tree, embedded at build time: what a target uses when it has no
-/// config directory of its own.
+/// The config tree embedded at build time (`core/build.rs`): `CLAWLESS_CONFIG` when it was set
+/// for the build, else the repository's `config/`, every file. What a target uses when it has
+/// no config directory of its own.
 pub fn embedded() -> ConfigFiles {
-    let files = [
-        ("main.yaml", include_str!("../../config/main.yaml")),
-        ("routing.yaml", include_str!("../../config/routing.yaml")),
-        (
-            "agents.d/assistant.yaml",
-            include_str!("../../config/agents.d/assistant.yaml"),
-        ),
-        (
-            "providers.d/anthropic.yaml",
-            include_str!("../../config/providers.d/anthropic.yaml"),
-        ),
-        (
-            "providers.d/openai.yaml",
-            include_str!("../../config/providers.d/openai.yaml"),
-        ),
-        (
-            "prompts/assistant/system.md",
-            include_str!("../../config/prompts/assistant/system.md"),
-        ),
-    ];
+    let files: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/config_files.rs"));
     ConfigFiles(
         files
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
     )
 }

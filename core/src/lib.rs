@@ -7,7 +7,8 @@
 //!   ports.
 //! - [`ingress`]: the ack path: check, parse once, classify, store in the inbox.
 //! - [`drain`]: the work after the ack: a lane's jobs in order under its lease; the sweep.
-//! - [`admin`]: what a shell's command line and set-up ask (webhooks, sessions, polling).
+//! - [`admin`]: what a shell's command line and set-up ask (webhooks, sessions, polling);
+//!   [`admin_http`]: the serverless shells' `/admin/audit` endpoint.
 //! - [`turn`]: processing one inbox job: decide (access, group gating, commands), the agent
 //!   turn, the checkpoint, delivery.
 //! - [`keys`]: every Kv key, built in one place; [`ids`]: the typed names keys are built
@@ -28,6 +29,7 @@
 //!   target. [`secret`]: `Secret`, never printed.
 
 pub mod admin;
+pub mod admin_http;
 pub mod agent;
 pub mod app;
 pub mod assemble;

@@ -16,6 +16,9 @@ pub enum Route<'a> {
     Webhook(&'a str),
     /// `GET /healthz`.
     Health,
+    /// `/admin/audit`, any method: [`crate::App::admin_audit`] decides (it does not exist
+    /// without an admin token).
+    AdminAudit,
     /// A known path with the wrong method.
     MethodNotAllowed,
     NotFound,
@@ -29,6 +32,9 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         } else {
             Route::MethodNotAllowed
         };
+    }
+    if path == "/admin/audit" {
+        return Route::AdminAudit;
     }
     let Some(connector) = path
         .strip_prefix("/telegram/")
@@ -55,5 +61,7 @@ mod tests {
         assert_eq!(route("POST", "/telegram/a/b"), Route::NotFound);
         assert_eq!(route("GET", "/healthz"), Route::Health);
         assert_eq!(route("GET", "/"), Route::NotFound);
+        assert_eq!(route("GET", "/admin/audit"), Route::AdminAudit);
+        assert_eq!(route("GET", "/admin/other"), Route::NotFound);
     }
 }

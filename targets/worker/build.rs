@@ -1,17 +1,11 @@
-//! Validates the repository's `config/` at build time (a broken config fails the build) and
-//! writes it as JSON for the Worker to embed: no YAML parser in the wasm, no YAML parsing per
-//! isolate.
+//! Validates the embedded config (see `clawless_core::config::embedded`) at build time (a
+//! broken config fails the build) and writes it as JSON for the Worker to embed: no YAML parser
+//! in the wasm, no YAML parsing per isolate.
 
 fn main() {
-    for dir in [
-        "main.yaml",
-        "routing.yaml",
-        "agents.d",
-        "providers.d",
-        "prompts",
-    ] {
-        println!("cargo:rerun-if-changed=../../config/{dir}");
-    }
+    // The config is embedded by clawless-core (its build script follows the files and
+    // `CLAWLESS_CONFIG`); this script reruns whenever that crate is rebuilt.
+    println!("cargo:rerun-if-changed=build.rs");
     let config = match clawless_core::Config::load(&clawless_core::config::embedded()) {
         Ok(config) => config,
         Err(e) => {

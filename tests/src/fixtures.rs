@@ -43,3 +43,41 @@ pub const STRANGER_ID: i64 = 999_999_999;
 pub const BOT_ID: i64 = 7_000_000_001;
 pub const BOT_USERNAME: &str = "clawless_test_bot";
 pub const GROUP_ID: i64 = -1_001_234_567_890;
+
+/// Writes into `dir` the repository's `config/` with one change: `memory_write` asks first
+/// (the config the approval scenarios run on). Panics when `assistant.yaml`'s policy block
+/// has changed shape, so the change cannot silently not happen.
+pub fn asking_config(dir: &std::path::Path) {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
+    copy_dir(&src, dir);
+    let agent = dir.join("agents.d/assistant.yaml");
+    let text = std::fs::read_to_string(&agent).unwrap_or_default();
+    let asking = text.replace("  tools: {}", "  tools: { memory_write: ask }");
+    assert_ne!(
+        text, asking,
+        "the policy block of assistant.yaml changed shape"
+    );
+    if let Err(e) = std::fs::write(&agent, asking) {
+        panic!("writing {}: {e}", agent.display());
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    let copied = std::fs::create_dir_all(to).and_then(|()| {
+        for entry in std::fs::read_dir(from)? {
+            let path = entry?.path();
+            let Some(name) = path.file_name() else {
+                continue;
+            };
+            if path.is_dir() {
+                copy_dir(&path, &to.join(name));
+            } else {
+                std::fs::copy(&path, to.join(name))?;
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = copied {
+        panic!("copying {} to {}: {e}", from.display(), to.display());
+    }
+}

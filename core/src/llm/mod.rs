@@ -184,6 +184,16 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// The kind, as the audit trail names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LlmError::RateLimited { .. } => "rate limited",
+            LlmError::Transient(_) => "transient",
+            LlmError::Fatal(_) => "failed",
+            LlmError::NotConfigured(_) => "not configured",
+        }
+    }
+
     /// What the user is told when this error ends a turn: which provider and what kind of
     /// failure, in a sentence, never the provider's raw error body.
     pub fn for_user(&self, provider: Option<&str>) -> String {

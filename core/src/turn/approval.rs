@@ -21,7 +21,7 @@ use clawless_platform::PortError;
 use futures::future::{select, Either};
 
 use super::{Checkpoint, Failure, Reply, Step};
-use crate::agent::{Agent, PendingCall, RunState, Step as AgentStep, Verdict};
+use crate::agent::{Agent, Failed, PendingCall, RunState, Step as AgentStep, Verdict};
 use crate::app::App;
 use crate::connector::Connector;
 use crate::ids::Lane;
@@ -353,9 +353,18 @@ impl App {
         {
             Either::Left((never, _)) => match never {},
             Either::Right((step, _)) => step,
-        }
-        .map_err(|e| Failure::model(&e, &conn.agent.chain))?;
-        let mut step = step;
+        };
+        let mut step = match step {
+            Ok(step) => step,
+            Err(failed) => {
+                // The turn fails (and is retried); what this attempt spent and did, the
+                // failed call included, is kept now, as no delivery will carry it.
+                let Failed { error, state } = *failed;
+                let books = self.books(msg, state.usage.since(&recorded), first_seq, state.log);
+                self.keep_books(conn, books).await;
+                return Err(Failure::model(&error, &conn.agent.chain));
+            }
+        };
         let (spent, steps) = match &mut step {
             AgentStep::Done(out) => (out.usage, std::mem::take(&mut out.log)),
             AgentStep::Ask { state, .. } => {

@@ -65,6 +65,24 @@ impl Harness {
         config: Config,
         adjust: impl FnOnce(&mut Platform, Arc<FakeHttp>, Arc<FakeClock>),
     ) -> Harness {
+        Self::build(wire, config, &[], adjust).unwrap()
+    }
+
+    /// A harness whose app also has the settings `extra`; `Err` is [`App::new`]'s.
+    pub fn with_env(
+        wire: Wire,
+        config: Config,
+        extra: &[(&str, &str)],
+    ) -> Result<Harness, clawless_core::ConfigError> {
+        Self::build(wire, config, extra, |_, _, _| {})
+    }
+
+    fn build(
+        wire: Wire,
+        config: Config,
+        extra: &[(&str, &str)],
+        adjust: impl FnOnce(&mut Platform, Arc<FakeHttp>, Arc<FakeClock>),
+    ) -> Result<Harness, clawless_core::ConfigError> {
         let (mut platform, clock, http) = Platform::in_memory();
         adjust(&mut platform, http.clone(), clock.clone());
         let mut env = Env::from_pairs([
@@ -82,7 +100,10 @@ impl Harness {
                 env.set("OPENAI_BASE_URL", format!("{LLM}/v1"));
             }
         }
-        let app = App::new(platform.clone(), config, &env, "test").unwrap();
+        for &(k, v) in extra {
+            env.set(k, v);
+        }
+        let app = App::new(platform.clone(), config, &env, "test")?;
         let h = Harness {
             app,
             http: http.clone(),
@@ -93,7 +114,7 @@ impl Harness {
             violations: Default::default(),
         };
         h.install_routes();
-        h
+        Ok(h)
     }
 
     fn install_routes(&self) {

@@ -71,10 +71,23 @@ impl Shell {
 
     /// A Function URL request: routed by the core; a webhook is authorized before its body
     /// is decoded, and one over the cap is refused without decoding it.
+    /// `/admin/audit` (see [`App::admin_audit`]): the bearer token from the `authorization`
+    /// header (Function URLs lower-case header names), the query from `rawQueryString`.
+    async fn admin_audit(&self, method: &str, event: &Value) -> Value {
+        let authorization = event
+            .get("headers")
+            .and_then(|h| h.get("authorization"))
+            .and_then(Value::as_str);
+        let query = event.get("rawQueryString").and_then(Value::as_str);
+        let reply = self.app.admin_audit(method, authorization, query).await;
+        response_typed(reply.status, reply.content_type, &reply.body)
+    }
+
     async fn http(&self, method: &str, path: &str, event: &Value) -> Value {
         let connector = match route(method, path) {
             Route::Webhook(connector) => connector,
             Route::Health => return response(200, "ok"),
+            Route::AdminAudit => return self.admin_audit(method, event).await,
             Route::MethodNotAllowed => return response(405, "method not allowed"),
             Route::NotFound => return response(404, "not found"),
         };
@@ -109,9 +122,13 @@ impl Shell {
 /// A Function URL response. `isBase64Encoded` and `cookies` are optional for AWS, but
 /// `cargo lambda watch` (running the function locally) refuses a response without them.
 fn response(status: u16, body: &str) -> Value {
+    response_typed(status, "text/plain", body)
+}
+
+fn response_typed(status: u16, content_type: &str, body: &str) -> Value {
     json!({
         "statusCode": status,
-        "headers": {"content-type": "text/plain"},
+        "headers": {"content-type": content_type},
         "body": body,
         "isBase64Encoded": false,
         "cookies": [],

@@ -1,9 +1,10 @@
 //! Environment → `App` for the Lambda: the only place this shell reads env vars. Config is
-//! the repository's `config/`, embedded and validated at build time (see `build.rs`).
+//! the one embedded and validated at build time (see `build.rs`), or the directory named by
+//! `CLAWLESS_CONFIG` (for example one shipped in a layer), read at cold start.
 
 use std::sync::Arc;
 
-use clawless_core::{App, Config, Env};
+use clawless_core::{App, Config, ConfigFiles, Env};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 use clawless_platform::{Clock, Platform};
 
@@ -40,7 +41,13 @@ pub async fn build() -> Result<Shell, String> {
         text: Arc::new(DynamoText(table)),
         clock: clock.clone(),
     };
-    let config = Config::load(&clawless_core::config::embedded()).map_err(|e| e.to_string())?;
+    let files = match env.get("CLAWLESS_CONFIG") {
+        Some(dir) => clawless_platform::native_io::read_config_dir(std::path::Path::new(dir))
+            .map(ConfigFiles)
+            .map_err(|e| format!("reading config directory {dir}: {e}"))?,
+        None => clawless_core::config::embedded(),
+    };
+    let config = Config::load(&files).map_err(|e| format!("config is invalid: {e}"))?;
     let instance = format!(
         "lambda-{}-{}",
         env.get("AWS_LAMBDA_LOG_STREAM_NAME").unwrap_or("local"),

@@ -1,7 +1,8 @@
 //! The real `bootstrap` under a Lambda Runtime API emulator (this file's own, with the Invoke
 //! API the self-invocation calls), with moto for DynamoDB and the fake Bot API and model on
-//! 127.0.0.1: the shared scenarios (`clawless_testkit::scenarios`), crash recovery through
-//! the schedule, and the error reply of a failing model.
+//! 127.0.0.1: the shared scenarios (`clawless_testkit::scenarios`) and the approval scenarios
+//! (each tap a separate invocation), crash recovery through the schedule, and the error reply
+//! of a failing model.
 //!
 //! The binary is `CLAWLESS_LAMBDA_BOOTSTRAP` when set (`.ci/run` points it at the release
 //! build), else the one cargo built for this test.
@@ -85,7 +86,69 @@ async fn scenarios_on_lambda() {
     }
     let scheduled: Value = serde_json::from_str(common::SCHEDULED).unwrap();
     assert_eq!(lambda.emu.invoke(scheduled).await["swept"], true);
+    // No admin token configured: the admin endpoint does not exist.
+    let mut event = common::url_event("/admin/audit", &Value::Null, None);
+    event["requestContext"]["http"]["method"] = Value::from("GET");
+    assert_eq!(lambda.emu.invoke(event).await["statusCode"], 404);
 }
+
+/// Every approval scenario on one bootstrap process reading the asking config from
+/// `CLAWLESS_CONFIG`: each tap is a Function URL invocation of its own, the waiting turn
+/// resumes in the drain it starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_scenarios_on_lambda() {
+    let moto = common::moto();
+    let client = common::dynamo_client(&moto).await;
+    common::create_table(&client, "clawless-approvals").await;
+    let (f, tg, llm) = fakes().await;
+    let (emu, runtime) = start_emulator().await;
+    let config =
+        std::env::temp_dir().join(format!("clawless-lambda-asking-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&config);
+    clawless_testkit::fixtures::asking_config(&config);
+    let users = scenarios::allowed_users();
+    let env = [
+        ("TELEGRAM_ALLOWED_USERS", users.as_str()),
+        ("CLAWLESS_CONFIG", config.to_str().unwrap()),
+    ];
+    let env = [env[0], env[1], ("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN)];
+    let _function = start_function_with(&runtime, &moto.url, "clawless-approvals", &tg, &llm, &env);
+    let lambda = Lambda { emu, f };
+    scenarios::run_approvals(&lambda).await;
+
+    // The audit trail of those turns, through the admin endpoint.
+    let audit = |auth: Option<String>| {
+        let mut event = common::url_event("/admin/audit", &Value::Null, None);
+        event["requestContext"]["http"]["method"] = Value::from("GET");
+        event["rawQueryString"] = Value::from("since=1h");
+        event["body"] = Value::Null;
+        if let Some(auth) = auth {
+            event["headers"]["authorization"] = Value::from(auth);
+        }
+        lambda.emu.invoke(event)
+    };
+    for auth in [None, Some(format!("Bearer {ADMIN_TOKEN}x"))] {
+        let r = audit(auth).await;
+        assert_eq!(
+            (r["statusCode"].as_u64(), r["body"].as_str()),
+            (Some(401), Some("unauthorized"))
+        );
+    }
+    let r = audit(Some(format!("Bearer {ADMIN_TOKEN}"))).await;
+    assert_eq!(r["statusCode"], 200, "{r}");
+    let v: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+    let kinds: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    for kind in ["model", "tool", "approval"] {
+        assert!(kinds.contains(&kind), "no {kind} entry: {kinds:?}");
+    }
+}
+
+const ADMIN_TOKEN: &str = "lambda-admin-token-0123456789";
 
 /// An invocation killed (SIGKILL) while the model is thinking loses nothing and answers once:
 /// a new function process starts, the dead invocation's lease lapses (20 s), and the scheduled

@@ -74,7 +74,7 @@ enum Command {
         #[arg(long)]
         chat: Option<i64>,
         /// How far back: `90s`, `30m`, `2h`, `7d`.
-        #[arg(long, default_value = "24h", value_parser = parse_since)]
+        #[arg(long, default_value = "24h", value_parser = clawless_core::audit::parse_window)]
         since: u64,
         /// One JSON object per line instead of text.
         #[arg(long)]
@@ -82,6 +82,10 @@ enum Command {
         /// The bot (default: every bot).
         #[arg(long)]
         connector: Option<String>,
+        /// Ask a deployed Worker or Lambda instead (its base URL): its `/admin/audit`, with
+        /// the token in CLAWLESS_ADMIN_TOKEN.
+        #[arg(long)]
+        remote: Option<String>,
     },
     /// The assistant's memory.
     Memory {
@@ -173,6 +177,14 @@ async fn dispatch(command: Command) -> Result<()> {
             since,
             json,
             connector,
+            remote: Some(url),
+        } => audit_remote(&url, chat, since, json, connector.as_deref()).await,
+        Command::Audit {
+            chat,
+            since,
+            json,
+            connector,
+            remote: None,
         } => audit(chat, since, json, connector.as_deref()).await,
     }
 }
@@ -364,22 +376,6 @@ async fn webhook(action: WebhookAction, connector: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-/// `90s`, `30m`, `2h`, `7d` → milliseconds.
-fn parse_since(s: &str) -> Result<u64, String> {
-    let (n, unit) = s.split_at(s.len().saturating_sub(1));
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration like 30m, 2h or 7d"))?;
-    let ms = match unit {
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(format!("{s:?}: the unit is s, m, h or d")),
-    };
-    Ok(n.saturating_mul(ms))
-}
-
 async fn audit(chat: Option<i64>, since: u64, json: bool, connector: Option<&str>) -> Result<()> {
     let n = build().await?;
     let ids = match connector {
@@ -398,6 +394,71 @@ async fn audit(chat: Option<i64>, since: u64, json: bool, connector: Option<&str
             } else {
                 println!("{id} chat {} {}", e.chat, clawless_core::audit::line(&e));
             }
+        }
+    }
+    Ok(())
+}
+
+/// `clawless audit --remote URL`: the deployment's `GET /admin/audit`, printed as the local
+/// trail is.
+async fn audit_remote(
+    base: &str,
+    chat: Option<i64>,
+    since_ms: u64,
+    json: bool,
+    connector: Option<&str>,
+) -> Result<()> {
+    let env = setup::env();
+    let token = env
+        .get("CLAWLESS_ADMIN_TOKEN")
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            ConfigProblem("CLAWLESS_ADMIN_TOKEN is not set (the token the deployment has)".into())
+        })?;
+    let mut url = format!(
+        "{}/admin/audit?since={}s",
+        base.trim_end_matches('/'),
+        since_ms / 1000
+    );
+    if let Some(chat) = chat {
+        url.push_str(&format!("&chat={chat}"));
+    }
+    if let Some(c) = connector {
+        url.push_str(&format!("&connector={c}"));
+    }
+    let response = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()?
+        .get(&url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .with_context(|| format!("asking {base}"))?;
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    match status {
+        200 => {}
+        401 => anyhow::bail!("{base} refused the token in CLAWLESS_ADMIN_TOKEN"),
+        404 => anyhow::bail!(
+            "{base} has no /admin/audit: set CLAWLESS_ADMIN_TOKEN on the deployment (a secret)"
+        ),
+        _ => anyhow::bail!(
+            "{base} answered {status}: {}",
+            text.chars().take(200).collect::<String>()
+        ),
+    }
+    let answer: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{base} answered no JSON"))?;
+    let entries = answer["entries"].as_array().cloned().unwrap_or_default();
+    for v in entries {
+        if json {
+            println!("{v}");
+            continue;
+        }
+        let id = v["connector"].as_str().unwrap_or("?").to_owned();
+        match serde_json::from_value::<clawless_core::audit::Entry>(v) {
+            Ok(e) => println!("{id} chat {} {}", e.chat, clawless_core::audit::line(&e)),
+            Err(e) => println!("{id} (an entry this version cannot read: {e})"),
         }
     }
     Ok(())
@@ -440,19 +501,4 @@ async fn memory(action: MemoryAction, connector: Option<&str>) -> Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_since;
-
-    #[test]
-    fn audit_windows_parse() {
-        assert_eq!(parse_since("90s"), Ok(90_000));
-        assert_eq!(parse_since("2h"), Ok(7_200_000));
-        assert_eq!(parse_since("7d"), Ok(604_800_000));
-        assert!(
-            parse_since("2w").is_err() && parse_since("h").is_err() && parse_since("").is_err()
-        );
-    }
 }

@@ -51,6 +51,17 @@ impl Webhook {
         let (head, body) = req.into_parts();
         match route(head.method.as_str(), head.uri.path()) {
             Route::Health => respond(200, "ok"),
+            Route::AdminAudit => {
+                let auth = head
+                    .headers
+                    .get(hyper::header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok());
+                let reply = self
+                    .app
+                    .admin_audit(head.method.as_str(), auth, head.uri.query())
+                    .await;
+                respond_owned(reply.status, reply.content_type, reply.body)
+            }
             Route::Webhook(connector) => self.webhook(connector, &head.headers, body).await,
             Route::MethodNotAllowed => respond(405, "method not allowed"),
             Route::NotFound => respond(404, "not found"),
@@ -97,6 +108,16 @@ where
         Ok(Err(_)) => Err(respond(400, "unreadable body")),
         Err(_) => Err(respond(408, "request timeout")),
     }
+}
+
+/// [`respond`] with an owned body and its content type.
+fn respond_owned(status: u16, content_type: &'static str, body: String) -> Reply {
+    let mut reply = respond(status, "");
+    *reply.body_mut() = Full::new(Bytes::from(body));
+    reply
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    reply
 }
 
 /// A plain-text reply. Anything but a success also closes the connection: a client refused

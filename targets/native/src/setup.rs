@@ -74,7 +74,8 @@ pub fn load_config(env: &Env) -> Result<(Config, String)> {
     });
     let (files, source) = match dir {
         Some(dir) => (
-            read_tree(&dir)
+            clawless_platform::native_io::read_config_dir(&dir)
+                .map(ConfigFiles)
                 .with_context(|| format!("reading config directory {}", dir.display()))?,
             dir.display().to_string(),
         ),
@@ -86,23 +87,6 @@ pub fn load_config(env: &Env) -> Result<(Config, String)> {
     let config =
         Config::load(&files).map_err(|e| anyhow::anyhow!("config ({source}) is invalid: {e}"))?;
     Ok((config, source))
-}
-
-fn read_tree(root: &Path) -> std::io::Result<ConfigFiles> {
-    let mut files = ConfigFiles::default();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if let Ok(rel) = path.strip_prefix(root) {
-                let rel = rel.to_string_lossy().replace('\\', "/");
-                files.0.insert(rel, std::fs::read_to_string(&path)?);
-            }
-        }
-    }
-    Ok(files)
 }
 
 /// Builds the app on libsql under `CLAWLESS_DATA` (default `./data`).

@@ -1,29 +1,23 @@
-//! An approval on the real `clawless` binary: the turn waits for the tap in storage, the
-//! process is killed (kill -9) while it waits, and the tap, posted to the restarted process,
-//! resumes the turn once.
+//! Approvals on the real `clawless` binary: the shared approval scenarios
+//! (`clawless_testkit::scenarios::run_approvals`), and a kill -9 while an approval waits: the
+//! turn waits for the tap in storage, and the tap, posted to the restarted process, resumes it
+//! once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use clawless_testkit::fixtures::OWNER_ID;
+use clawless_testkit::scenarios;
 use clawless_testkit::servers::{fakes, text_update, until};
 use common::bot::{post_update, start_bot_with, Serve, SECRET};
+use common::shells::Native;
 use serde_json::{json, Value};
 
 /// The repository's config with `memory_write` asking first, in a temp dir.
 fn asking_config() -> std::path::PathBuf {
     let dir = common::temp_dir("approvals-config");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
-    copy_dir(&src, &dir);
-    let agent = dir.join("agents.d/assistant.yaml");
-    let text = std::fs::read_to_string(&agent).unwrap();
-    let asking = text.replace("  tools: {}", "  tools: { memory_write: ask }");
-    assert_ne!(
-        text, asking,
-        "the policy block of assistant.yaml changed shape"
-    );
-    std::fs::write(&agent, asking).unwrap();
+    clawless_testkit::fixtures::asking_config(&dir);
     dir
 }
 
@@ -43,17 +37,22 @@ fn files_containing(dir: &std::path::Path, needle: &str) -> usize {
         .sum()
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
+/// Every approval scenario on one `clawless serve` running the asking config.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_scenarios_on_native() {
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("approvals-scenarios");
+    let config = asking_config();
+    let users = scenarios::allowed_users();
+    let how = Serve {
+        env: &[
+            ("TELEGRAM_ALLOWED_USERS", &users),
+            ("CLAWLESS_CONFIG", config.to_str().unwrap()),
+        ],
+        ..Serve::default()
+    };
+    let bot = start_bot_with(&data, &tg, &llm_url, how).await;
+    scenarios::run_approvals(&Native { bot, f }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,9 +33,33 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     match route(req.method().as_ref(), &path) {
         Route::Webhook(connector) => webhook(req, connector, &env, ctx).await,
         Route::Health => Response::ok("ok"),
+        Route::AdminAudit => admin_audit(&req, &env).await,
         Route::MethodNotAllowed => Response::error("method not allowed", 405),
         Route::NotFound => Response::error("not found", 404),
     }
+}
+
+/// `/admin/audit` (see [`App::admin_audit`]): 404 unless `CLAWLESS_ADMIN_TOKEN` is set.
+async fn admin_audit(req: &Request, env: &Env) -> Result<Response> {
+    let shell = match shell(env).await {
+        Ok(shell) => shell,
+        Err(e) => {
+            worker::console_error!("start-up failed: {e}");
+            return Response::error("not configured", 500);
+        }
+    };
+    let authorization = req.headers().get("authorization").ok().flatten();
+    let url = req.url()?;
+    let method = req.method();
+    let reply = shell
+        .app
+        .admin_audit(method.as_ref(), authorization.as_deref(), url.query())
+        .await;
+    let headers = worker::Headers::new();
+    headers.set("content-type", reply.content_type)?;
+    Ok(Response::ok(reply.body)?
+        .with_status(reply.status)
+        .with_headers(headers))
 }
 
 /// `POST /telegram/<connector>`: authorized before the body is read, the body read up to

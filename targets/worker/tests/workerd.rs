@@ -1,11 +1,13 @@
 //! The built Worker in local workerd, through Miniflare (`tests/miniflare.mjs`), with D1
 //! simulated locally, a Vectorize mock, and the fake Bot API and model on 127.0.0.1: the port
-//! conformance suites on the real bindings, the shared scenarios
+//! conformance suites on the real bindings, the shared scenarios and the approval scenarios
 //! (`clawless_testkit::scenarios`), the webhook's checks, memory and crash recovery.
 //!
 //! Needs (all set by `.ci/run`): `CLAWLESS_NODE` (Node >= 22), `CLAWLESS_NODE_MODULES` (with
 //! miniflare), `CLAWLESS_WORKER_BUILD` (the release build) and `CLAWLESS_WORKER_TEST_BUILD`
-//! (the build with the `test-routes` feature).
+//! (the build with the `test-routes` feature, built on the config `asking-config` writes:
+//! `CLAWLESS_CONFIG=DIR worker-build --profile worker --out-dir build-test -- --features
+//! test-routes`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,7 +19,7 @@ use clawless_testkit::fixtures::OWNER_ID;
 use clawless_testkit::scenarios::{self, Shell, Status};
 use clawless_testkit::servers::{echo_server, fakes, recall_after_new, text_update, until, Fakes};
 use common::{bot_vars, Miniflare, SECRET};
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_suites_pass_on_the_worker_bindings() {
@@ -56,7 +58,7 @@ async fn a_failing_model_gets_its_error_reply_within_a_minute() {
     f.assert_error_reply_within_a_minute("worker").await;
 }
 
-/// The release build in workerd as a [`Shell`] for the shared scenarios.
+/// A build in workerd as a [`Shell`] for the shared scenarios.
 struct Worker {
     mf: Miniflare,
     f: Arc<Fakes>,
@@ -99,6 +101,11 @@ async fn scenarios_in_workerd() {
             .any(|l| l.contains("WARN") && l.contains("update is not JSON; dropped"))
     })
     .await;
+    // No admin token configured: the admin endpoint does not exist.
+    let r = reqwest::get(format!("{}/admin/audit", mf.url))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
     let outcome = mf.control("scheduled", "").await;
     assert_eq!(outcome["outcome"], "ok", "{outcome}");
     let inbox = mf
@@ -109,6 +116,52 @@ async fn scenarios_in_workerd() {
         .await;
     assert_eq!(inbox[0]["n"], 0, "nothing left in the inbox");
 }
+
+/// Every approval scenario in workerd, each tap a request (and invocation) of its own. The
+/// test build is built on the asking config (`.ci/run`: `CLAWLESS_CONFIG=<dir written by
+/// asking-config> worker-build … --features test-routes`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_scenarios_in_workerd() {
+    let (f, tg, llm) = fakes().await;
+    let mut vars = bot_vars(&tg, &llm);
+    vars["TELEGRAM_ALLOWED_USERS"] = json!(scenarios::allowed_users());
+    vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN_TOKEN);
+    let mf = Miniflare::start("CLAWLESS_WORKER_TEST_BUILD", vars, false);
+    let worker = Worker { mf, f };
+    scenarios::run_approvals(&worker).await;
+
+    // The audit trail of those turns, through the admin endpoint.
+    let audit = |auth: Option<&str>| {
+        let mut req = reqwest::Client::new().get(format!("{}/admin/audit?since=1h", worker.mf.url));
+        if let Some(auth) = auth {
+            req = req.header("authorization", auth);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    for auth in [None, Some(format!("Bearer {ADMIN_TOKEN}x"))] {
+        assert_eq!(
+            audit(auth.as_deref()).await,
+            (401, "unauthorized".to_owned())
+        );
+    }
+    let (status, body) = audit(Some(&format!("Bearer {ADMIN_TOKEN}"))).await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let kinds: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    for kind in ["model", "tool", "approval"] {
+        assert!(kinds.contains(&kind), "no {kind} entry: {kinds:?}");
+    }
+}
+
+const ADMIN_TOKEN: &str = "workerd-admin-token-0123456789";
 
 /// The webhook checks before it reads: a wrong secret or a declared length over the cap is
 /// refused while the body is still unsent (a Worker reading first would wait for it).

@@ -17,20 +17,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 /// next sweep (every 15 s), the serverless shells inline.
 const RETRY_LIMIT: Duration = Duration::from_secs(40);
 
-macro_rules! scenarios {
-    ($($(#[doc = $doc:literal])* fn $name:ident($c:ident) $body:block)*) => {
-        $(
-            $(#[doc = $doc])*
-            fn $name<'a>($c: &'a Ctx<'a>) -> futures::future::LocalBoxFuture<'a, ()> {
-                Box::pin(async move $body)
-            }
-        )*
-        pub(super) const ALL: &[Scenario] =
-            &[$(Scenario { name: stringify!($name), run: $name }),*];
-    };
-}
-
-scenarios! {
+super::scenarios! {
     /// A private text is acknowledged at once and answered once, in HTML, unquoted.
     fn private_text_is_answered_once(c) {
         let started = Instant::now();

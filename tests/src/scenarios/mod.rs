@@ -9,6 +9,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approvals;
 mod list;
 
 use std::cell::Cell;
@@ -44,6 +45,21 @@ pub trait Shell {
     }
 }
 
+/// Declares scenarios as plain async fns with doc comments and collects them in `ALL`.
+macro_rules! scenarios {
+    ($($(#[doc = $doc:literal])* fn $name:ident($c:ident) $body:block)*) => {
+        $(
+            $(#[doc = $doc])*
+            fn $name<'a>($c: &'a Ctx<'a>) -> futures::future::LocalBoxFuture<'a, ()> {
+                Box::pin(async move $body)
+            }
+        )*
+        pub(super) const ALL: &[Scenario] =
+            &[$(Scenario { name: stringify!($name), run: $name }),*];
+    };
+}
+pub(crate) use scenarios;
+
 /// A named scenario: posts updates through [`Ctx`] and asserts on the fakes.
 pub struct Scenario {
     pub name: &'static str,
@@ -55,11 +71,25 @@ pub fn all() -> &'static [Scenario] {
     list::ALL
 }
 
+/// The approval scenarios, for a shell started on
+/// [`asking_config`](crate::fixtures::asking_config), in the order [`run_approvals`] runs them.
+pub fn approvals() -> &'static [Scenario] {
+    approvals::ALL
+}
+
+/// Scenario indexes of the approval list start here (their users and ids differ from the
+/// main list's).
+const APPROVALS_FROM: usize = 101;
+
+/// An allowed user who is in no scenario: taps what is not theirs.
+const BYSTANDER: i64 = OWNER_ID + 99;
+
 /// The users a shell running the scenarios must allow (`TELEGRAM_ALLOWED_USERS`): the
-/// fixtures' owner and one user per scenario.
+/// fixtures' owner, one user per scenario of either list, and a bystander.
 pub fn allowed_users() -> String {
-    let mut users = vec![OWNER_ID];
+    let mut users = vec![OWNER_ID, BYSTANDER];
     users.extend((1..=all().len()).map(user_of));
+    users.extend((APPROVALS_FROM..APPROVALS_FROM + approvals().len()).map(user_of));
     users
         .iter()
         .map(i64::to_string)
@@ -192,18 +222,27 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Runs every scenario on `shell`, one after the other, and reports each by name; panics at the
-/// end naming every scenario that failed, or when a Bot API call broke the spec or a message
-/// was over 4096 UTF-16 units.
+/// Runs every scenario of [`all`] on `shell`, one after the other, and reports each by name;
+/// panics at the end naming every scenario that failed, or when a Bot API call broke the spec
+/// or a message was over 4096 UTF-16 units.
 pub async fn run_all(shell: &dyn Shell) {
+    run(shell, all(), 1).await
+}
+
+/// [`run_all`] for the [`approvals`] list; `shell` runs on the asking config.
+pub async fn run_approvals(shell: &dyn Shell) {
+    run(shell, approvals(), APPROVALS_FROM).await
+}
+
+async fn run(shell: &dyn Shell, list: &[Scenario], first: usize) {
     let mut failed = Vec::new();
-    for (i, scenario) in all().iter().enumerate() {
+    for (i, scenario) in list.iter().enumerate() {
         let name = scenario.name;
         if let Some(why) = shell.skip(name) {
             println!("scenario {name} skipped on {}: {why}", shell.name());
             continue;
         }
-        let ctx = Ctx::new(shell, i + 1);
+        let ctx = Ctx::new(shell, first + i);
         let started = Instant::now();
         let outcome = AssertUnwindSafe((scenario.run)(&ctx)).catch_unwind().await;
         let took = started.elapsed().as_secs_f64();

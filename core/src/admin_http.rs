@@ -1,0 +1,172 @@
+//! The admin endpoint of the serverless shells: `GET /admin/audit` answers the audit trail to
+//! `clawless audit --remote URL`. It exists only when `CLAWLESS_ADMIN_TOKEN` is set (else 404,
+//! as any unknown path), and answers only a bearer of that token (compared in constant time;
+//! 401 with no detail otherwise).
+
+use serde_json::{json, Value};
+
+use crate::app::App;
+use crate::audit::parse_window;
+use crate::ids::ConnectorId;
+
+/// The shortest admin token taken: a guessable token would open the audit trail.
+pub const MIN_ADMIN_TOKEN_LEN: usize = 16;
+/// Entries answered by default, and at most.
+const DEFAULT_LIMIT: usize = 1000;
+const MAX_LIMIT: usize = 10_000;
+/// The longest query string read.
+const MAX_QUERY: usize = 512;
+
+/// What the endpoint answers: status, content type and body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdminReply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: String,
+}
+
+impl AdminReply {
+    fn text(status: u16, body: &str) -> AdminReply {
+        AdminReply {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: body.to_owned(),
+        }
+    }
+}
+
+/// The query of `/admin/audit`: `since` (`90s`, `30m`, `2h`, `7d`; default 24 h), `chat`,
+/// `connector` (default every one) and `limit` (default 1,000, at most 10,000).
+#[derive(Debug, Clone, PartialEq)]
+struct AuditQuery {
+    since_ms: u64,
+    chat: Option<i64>,
+    connector: Option<String>,
+    limit: usize,
+}
+
+fn parse_query(query: &str) -> Result<AuditQuery, String> {
+    if query.len() > MAX_QUERY {
+        return Err(format!("the query is over {MAX_QUERY} bytes"));
+    }
+    let mut q = AuditQuery {
+        since_ms: 24 * 3_600_000,
+        chat: None,
+        connector: None,
+        limit: DEFAULT_LIMIT,
+    };
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match name {
+            "since" => q.since_ms = parse_window(value)?,
+            "chat" => {
+                q.chat = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("chat {value:?} is not a chat id"))?,
+                )
+            }
+            "connector" => q.connector = Some(value.to_owned()),
+            "limit" => {
+                q.limit = value
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_LIMIT).contains(n))
+                    .ok_or_else(|| format!("limit must be 1 to {MAX_LIMIT}"))?
+            }
+            other => return Err(format!("unknown parameter {other:?}")),
+        }
+    }
+    Ok(q)
+}
+
+impl App {
+    /// `/admin/audit`: `{"entries": [...]}`, each entry with its `connector`, oldest first per
+    /// connector. No token configured → 404; a method other than GET → 405; a wrong or
+    /// missing bearer token → 401; a bad query → 400 saying what is wrong; storage down →
+    /// 503.
+    pub async fn admin_audit(
+        &self,
+        method: &str,
+        authorization: Option<&str>,
+        query: Option<&str>,
+    ) -> AdminReply {
+        if self.admin_token.is_empty() {
+            return AdminReply::text(404, "not found");
+        }
+        if !method.eq_ignore_ascii_case("GET") {
+            return AdminReply::text(405, "method not allowed");
+        }
+        let given = authorization
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !self.admin_token.matches(given) {
+            tracing::info!("admin request refused: wrong or missing token");
+            return AdminReply::text(401, "unauthorized");
+        }
+        let q = match parse_query(query.unwrap_or("")) {
+            Ok(q) => q,
+            Err(e) => return AdminReply::text(400, &e),
+        };
+        let ids = match &q.connector {
+            Some(name) => match self.connector_id(Some(name)) {
+                Ok(id) => vec![id],
+                Err(e) => return AdminReply::text(400, &e.to_string()),
+            },
+            None => self.connector_ids(),
+        };
+        let mut entries = Vec::new();
+        for id in ids {
+            match self
+                .audit_entries(&id, q.since_ms, q.chat, q.limit - entries.len())
+                .await
+            {
+                Ok(found) => entries.extend(found.into_iter().map(|e| with_connector(&id, &e))),
+                Err(e) => {
+                    tracing::error!(connector = %id, error = %e, "audit trail unreadable");
+                    return AdminReply::text(503, "storage unavailable");
+                }
+            }
+            if entries.len() >= q.limit {
+                break;
+            }
+        }
+        AdminReply {
+            status: 200,
+            content_type: "application/json",
+            body: json!({ "entries": entries }).to_string(),
+        }
+    }
+}
+
+fn with_connector(id: &ConnectorId, e: &crate::audit::Entry) -> Value {
+    let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("connector".into(), json!(id.as_str()));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_parse() {
+        let q = parse_query("since=2h&chat=-100&connector=main&limit=5").unwrap();
+        assert_eq!(
+            q,
+            AuditQuery {
+                since_ms: 7_200_000,
+                chat: Some(-100),
+                connector: Some("main".into()),
+                limit: 5
+            }
+        );
+        assert_eq!(parse_query("").unwrap().limit, DEFAULT_LIMIT);
+        for bad in ["since=2w", "chat=x", "limit=0", "limit=10001", "who=me"] {
+            assert!(parse_query(bad).is_err(), "{bad}");
+        }
+        assert!(parse_query(&"a".repeat(600)).is_err());
+    }
+}
