@@ -2,9 +2,11 @@
 //!
 //! - [`time`]: `current_time`, the date and time at a UTC offset.
 //! - [`memory`]: `memory_search`, `memory_get`, `memory_write` over the scope's memory files.
+//! - [`web`]: the web tools and the URL guard they share.
 
 pub mod memory;
 pub mod time;
+pub mod web;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
