@@ -77,6 +77,9 @@ impl App {
         let deps = ToolDeps {
             clock: platform.clock.clone(),
             memory: memory.clone(),
+            http: platform.http.clone(),
+            web: config.web.clone(),
+            search: crate::tools::web::search::SearchBackend::from_env(env),
         };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {

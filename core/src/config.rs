@@ -17,9 +17,11 @@ pub mod policy;
 pub mod spend;
 #[cfg(feature = "yaml")]
 mod validate;
+pub mod web;
 
 pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
 pub use spend::{Caps, Price};
+pub use web::WebConfig;
 
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
 /// files embedded at build time.
@@ -179,6 +181,8 @@ struct MainFile {
     approvals: ApprovalConfig,
     #[serde(default)]
     audit: AuditConfig,
+    #[serde(default)]
+    web: WebConfig,
 }
 
 #[cfg(feature = "yaml")]
@@ -282,6 +286,9 @@ pub struct Config {
     /// How long the audit trail is kept.
     #[serde(default)]
     pub audit: AuditConfig,
+    /// What the web tools may reach and read.
+    #[serde(default)]
+    pub web: WebConfig,
     /// connector id → agent id, every connector present.
     pub routing: BTreeMap<String, String>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -485,6 +492,9 @@ impl Config {
                 "spend caps are US dollars: a number of at least 0",
             ));
         }
+        if let Some((field, message)) = main.web.problem() {
+            return Err(err("main.yaml", field, message));
+        }
         if !(1..=50).contains(&main.limits.max_reply_parts) {
             return Err(err(
                 "main.yaml",
@@ -500,6 +510,7 @@ impl Config {
             limits: main.limits,
             approvals: main.approvals,
             audit: main.audit,
+            web: main.web,
             routing: table,
             agents,
             providers,

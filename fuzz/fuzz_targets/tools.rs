@@ -43,6 +43,9 @@ fuzz_target!(|data: &[u8]| {
     let deps = ToolDeps {
         clock: platform.clock.clone(),
         memory,
+        http: platform.http.clone(),
+        web: Default::default(),
+        search: None,
     };
     let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect();
     let registry = ToolRegistry::builtins(&names, &deps).unwrap();

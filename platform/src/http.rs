@@ -23,6 +23,18 @@ pub struct HttpRequest {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     pub timeout: Duration,
+    /// Set for a URL that came from outside (a model's tool call): see [`Http::send`].
+    pub outside: Option<Outside>,
+}
+
+/// How a request to a URL from outside is bounded (see [`Http::send`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outside {
+    /// The most body bytes read; the rest is never downloaded.
+    pub max_body: usize,
+    /// Whether host names may resolve to non-public addresses (see [`crate::net::is_public`]):
+    /// only when the operator allows the private network.
+    pub allow_private: bool,
 }
 
 impl std::fmt::Debug for HttpRequest {
@@ -43,6 +55,7 @@ impl HttpRequest {
             headers: vec![("content-type".into(), "application/json".into())],
             body: body.to_string().into_bytes(),
             timeout,
+            outside: None,
         }
     }
     pub fn get(url: impl Into<String>, timeout: Duration) -> Self {
@@ -52,7 +65,13 @@ impl HttpRequest {
             headers: Vec::new(),
             body: Vec::new(),
             timeout,
+            outside: None,
         }
+    }
+    /// Marks the request as going to a URL from outside, bounded by `outside`.
+    pub fn outside(mut self, outside: Outside) -> Self {
+        self.outside = Some(outside);
+        self
     }
     pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
         self.headers.push((name.to_ascii_lowercase(), value.into()));
@@ -72,6 +91,8 @@ pub struct HttpResponse {
     /// Header names in lower case.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The body was cut at [`Outside::max_body`].
+    pub truncated: bool,
 }
 
 impl HttpResponse {
@@ -80,6 +101,7 @@ impl HttpResponse {
             status,
             headers: Vec::new(),
             body: body.into(),
+            truncated: false,
         }
     }
     pub fn json(status: u16, body: &serde_json::Value) -> Self {
@@ -105,6 +127,13 @@ pub trait Http: Send + Sync {
     /// Any status code, 4xx and 5xx included, is `Ok(response)`. Not getting a whole response
     /// within `request.timeout` is `Timeout`; a connection failure is `Unavailable`; a malformed
     /// URL is `Invalid`. Response header names are lower case.
+    ///
+    /// With [`HttpRequest::outside`] set, the URL came from outside: a redirect is returned as
+    /// it is (its 3xx status and `location` header), never followed; at most `max_body` bytes of
+    /// the body are read (`truncated` says the rest was left); and an adapter that resolves host
+    /// names itself connects only to addresses that [`crate::net::is_public`] accepts, unless
+    /// `allow_private` — a name resolving to anything else is `Invalid`. An IP-literal host is
+    /// the caller's to check.
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse>;
 }
 
@@ -156,10 +185,17 @@ impl Http for FakeHttp {
                 .find(|(p, _)| request.url.starts_with(p.as_str()))
                 .map(|(_, h)| h.clone())
         };
-        match handler {
-            Some(h) => h(&request),
-            None => Ok(HttpResponse::new(404, "no fake route")),
+        let mut resp = match handler {
+            Some(h) => h(&request)?,
+            None => HttpResponse::new(404, "no fake route"),
+        };
+        if let Some(o) = request.outside {
+            if resp.body.len() > o.max_body {
+                resp.body.truncate(o.max_body);
+                resp.truncated = true;
+            }
         }
+        Ok(resp)
     }
 }
 
@@ -174,7 +210,8 @@ pub mod conformance {
 
     /// The reference behaviour of the test server: `POST /echo` returns the body and the
     /// `x-test` request header as `x-echo`; `GET /status/N` returns status N with
-    /// `retry-after: 7`; `GET /slow` answers after 2 s.
+    /// `retry-after: 7`; `GET /slow` answers after 2 s; `GET /redirect` is a 302 to `/big`;
+    /// `GET /big` answers [`BIG`] bytes of `x`.
     pub fn echo(req: &HttpRequest) -> Result<HttpResponse> {
         let path = req.url.splitn(4, '/').nth(3).unwrap_or("");
         if path == "echo" {
@@ -188,6 +225,12 @@ pub mod conformance {
             let code = code.parse().unwrap_or(500);
             return Ok(HttpResponse::new(code, "status").with_header("retry-after", "7"));
         }
+        if path == "redirect" {
+            return Ok(HttpResponse::new(302, "moved").with_header("location", "/big"));
+        }
+        if path == "big" {
+            return Ok(HttpResponse::new(200, vec![b'x'; BIG]));
+        }
         if path == "slow" {
             if req.timeout < Duration::from_secs(2) {
                 return Err(PortError::timeout("slow"));
@@ -196,6 +239,9 @@ pub mod conformance {
         }
         Ok(HttpResponse::new(404, "not found"))
     }
+
+    /// The size of `GET /big`.
+    pub const BIG: usize = 100_000;
 
     pub async fn run(http: &dyn Http, base: &str) {
         let t = Duration::from_secs(5);
@@ -238,6 +284,35 @@ pub mod conformance {
             ErrorKind::Timeout,
             "a slow answer past the timeout is Timeout"
         );
+
+        // A URL from outside: no redirect followed, the body read up to the cap.
+        let outside = Outside {
+            max_body: 1000,
+            allow_private: true,
+        };
+        let resp = http
+            .send(HttpRequest::get(format!("{base}/redirect"), t).outside(outside))
+            .await
+            .unwrap();
+        assert_eq!(
+            (resp.status, resp.header("location")),
+            (302, Some("/big")),
+            "a redirect is returned, not followed"
+        );
+        let resp = http
+            .send(HttpRequest::get(format!("{base}/big"), t).outside(outside))
+            .await
+            .unwrap();
+        assert_eq!(
+            (resp.status, resp.body.len(), resp.truncated),
+            (200, 1000, true),
+            "the body stops at max_body"
+        );
+        let resp = http
+            .send(HttpRequest::get(format!("{base}/big"), t))
+            .await
+            .unwrap();
+        assert_eq!((resp.body.len(), resp.truncated), (BIG, false));
     }
 }
 

@@ -4,7 +4,8 @@
 //! - [`error`]: the one error type every port returns, with a kind the core branches on.
 //! - [`kv`]: key-value store with TTL and compare-and-swap (dedupe, leases, sessions, inbox).
 //! - [`files`]: a sandboxed file tree (memory files, skills).
-//! - [`http`]: one request, one response, with a timeout.
+//! - [`http`]: one request, one response, with a timeout; [`net`]: which addresses a request
+//!   from outside may reach.
 //! - [`vectors`]: vector upsert / top-k query / delete.
 //! - [`text`]: keyword search (BM25) over documents with metadata.
 //! - [`clock`]: wall-clock time and sleeping (core never reads the system clock itself).
@@ -27,6 +28,7 @@ pub mod http;
 pub mod kv;
 #[cfg(feature = "native-io")]
 pub mod native_io;
+pub mod net;
 pub mod sql;
 pub mod text;
 pub mod vectors;
@@ -37,7 +39,7 @@ pub use async_trait::async_trait;
 pub use clock::{Clock, FakeClock};
 pub use error::{ErrorKind, PortError, Result};
 pub use files::{Files, MemoryFiles};
-pub use http::{FakeHttp, Http, HttpRequest, HttpResponse, Method};
+pub use http::{FakeHttp, Http, HttpRequest, HttpResponse, Method, Outside};
 pub use kv::{Kv, KvExt, MemoryKv};
 pub use text::{MemoryText, TextDoc, TextHit, TextIndex};
 pub use vectors::{MemoryVectors, VectorHit, VectorRecord, Vectors};

@@ -332,7 +332,8 @@ pub async fn serve(router: axum::Router) -> String {
     format!("http://{addr}")
 }
 
-/// The server the Http conformance suite expects (`/echo`, `/status/{code}`, `/slow`), served
+/// The server the Http conformance suite expects (`/echo`, `/status/{code}`, `/slow`,
+/// `/redirect`, `/big`), served
 /// on 127.0.0.1; returns its base URL.
 pub async fn echo_server() -> String {
     use axum::body::Bytes;
@@ -357,6 +358,15 @@ pub async fn echo_server() -> String {
                     "status",
                 )
             }),
+        )
+        .route(
+            "/redirect",
+            get(|| async { (StatusCode::FOUND, [("location", "/big")], "moved") }),
+        )
+        .route(
+            "/big",
+            // `clawless_platform::http::conformance::BIG` bytes.
+            get(|| async { vec![b'x'; 100_000] }),
         )
         .route(
             "/slow",

@@ -49,6 +49,9 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
     crate::tools::ToolDeps {
         clock,
         memory: Arc::new(memory),
+        http: p.http,
+        web: Default::default(),
+        search: None,
     }
 }
 

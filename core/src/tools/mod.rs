@@ -26,6 +26,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "memory_search",
     "memory_get",
     "memory_write",
+    "web_fetch",
+    "web_search",
 ];
 
 /// What a tool call may depend on besides its input: whose memory it is, and which tools
@@ -56,6 +58,11 @@ pub enum Level {
 pub struct ToolDeps {
     pub clock: Arc<dyn clawless_platform::Clock>,
     pub memory: Arc<crate::memory::store::MemoryStore>,
+    pub http: Arc<dyn clawless_platform::Http>,
+    /// `web:` of `main.yaml`.
+    pub web: crate::config::WebConfig,
+    /// Where `web_search` searches, when the environment names one.
+    pub search: Option<web::search::SearchBackend>,
 }
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool
@@ -128,6 +135,15 @@ impl ToolRegistry {
                     memory: deps.memory.clone(),
                     clock: deps.clock.clone(),
                     index_budget: memory::index_budget(timeout),
+                })),
+                "web_fetch" => reg.register(Arc::new(web::fetch::WebFetch {
+                    http: deps.http.clone(),
+                    config: deps.web.clone(),
+                })),
+                "web_search" => reg.register(Arc::new(web::search::WebSearch {
+                    http: deps.http.clone(),
+                    config: deps.web.clone(),
+                    backend: deps.search.clone(),
                 })),
                 other => {
                     return Err(format!(

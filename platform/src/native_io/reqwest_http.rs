@@ -1,25 +1,95 @@
-//! The Http port over reqwest with rustls.
+//! The Http port over reqwest with rustls. Requests to URLs from outside go through a second
+//! client that follows no redirect and resolves names itself, refusing non-public addresses
+//! (see [`crate::Http::send`]): the address checked is the address connected to, so a name
+//! cannot pass the check and then re-resolve somewhere private.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+use crate::net::is_public;
 use crate::{async_trait, Http, HttpRequest, HttpResponse, Method, PortError};
 
 #[derive(Clone)]
 pub struct ReqwestHttp {
     client: reqwest::Client,
+    /// For URLs from outside: no redirects, public addresses only.
+    outside: reqwest::Client,
+    /// For URLs from outside when the operator allows the private network: no redirects.
+    outside_private: reqwest::Client,
 }
 
 impl ReqwestHttp {
     pub fn new() -> Result<Self, PortError> {
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("clawless/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| PortError::unavailable(format!("http client: {e}")))?;
-        Ok(Self { client })
+        let builder = || {
+            reqwest::Client::builder().user_agent(concat!("clawless/", env!("CARGO_PKG_VERSION")))
+        };
+        let build = |b: reqwest::ClientBuilder| {
+            b.build()
+                .map_err(|e| PortError::unavailable(format!("http client: {e}")))
+        };
+        let none = reqwest::redirect::Policy::none;
+        Ok(Self {
+            client: build(builder())?,
+            outside: build(
+                builder()
+                    .redirect(none())
+                    .dns_resolver(Arc::new(PublicOnly)),
+            )?,
+            outside_private: build(builder().redirect(none()))?,
+        })
+    }
+}
+
+/// Resolves with the system resolver and refuses a name with any non-public address.
+struct PublicOnly;
+
+/// A name that resolved to a non-public address.
+#[derive(Debug)]
+struct PrivateAddress(String);
+
+impl std::fmt::Display for PrivateAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PrivateAddress {}
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+                let msg = format!(
+                    "{host} resolves to {}, which is not a public address",
+                    bad.ip()
+                );
+                return Err(
+                    Box::new(PrivateAddress(msg)) as Box<dyn std::error::Error + Send + Sync>
+                );
+            }
+            if addrs.is_empty() {
+                return Err(format!("{host} has no address").into());
+            }
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
     }
 }
 
 fn map_err(e: reqwest::Error) -> PortError {
     // The error text can hold the URL, and Bot API URLs hold the token: never keep it.
     let e = e.without_url();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        if let Some(private) = s.downcast_ref::<PrivateAddress>() {
+            return PortError::invalid(private.to_string());
+        }
+        source = s.source();
+    }
     if e.is_timeout() {
         PortError::timeout(e.to_string())
     } else if e.is_builder() {
@@ -37,15 +107,19 @@ impl Http for ReqwestHttp {
             Method::Post => reqwest::Method::POST,
             Method::Delete => reqwest::Method::DELETE,
         };
-        let mut builder = self
-            .client
+        let client = match req.outside {
+            None => &self.client,
+            Some(o) if o.allow_private => &self.outside_private,
+            Some(_) => &self.outside,
+        };
+        let mut builder = client
             .request(method, &req.url)
             .timeout(req.timeout)
             .body(req.body);
         for (k, v) in &req.headers {
             builder = builder.header(k, v);
         }
-        let resp = builder.send().await.map_err(map_err)?;
+        let mut resp = builder.send().await.map_err(map_err)?;
         let status = resp.status().as_u16();
         let headers = resp
             .headers()
@@ -54,11 +128,28 @@ impl Http for ReqwestHttp {
                 Some((k.as_str().to_ascii_lowercase(), v.to_str().ok()?.to_owned()))
             })
             .collect();
-        let body = resp.bytes().await.map_err(map_err)?.to_vec();
+        let (body, truncated) = match req.outside {
+            None => (resp.bytes().await.map_err(map_err)?.to_vec(), false),
+            Some(o) => {
+                let mut body = Vec::new();
+                let mut truncated = false;
+                while let Some(chunk) = resp.chunk().await.map_err(map_err)? {
+                    let room = o.max_body - body.len();
+                    if chunk.len() > room {
+                        body.extend_from_slice(&chunk[..room]);
+                        truncated = true;
+                        break;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                (body, truncated)
+            }
+        };
         Ok(HttpResponse {
             status,
             headers,
             body,
+            truncated,
         })
     }
 }

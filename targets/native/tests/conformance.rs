@@ -152,6 +152,39 @@ async fn reqwest_http_conforms() {
     http::conformance::run(&ReqwestHttp::new().unwrap(), &base).await;
 }
 
+/// A URL from outside whose name resolves to a loopback address is refused at resolution: the
+/// address checked is the one connected to. With the private network allowed it is fetched.
+#[tokio::test]
+async fn reqwest_http_refuses_names_resolving_to_private_addresses() {
+    use clawless_platform::{Http, HttpRequest, Outside};
+    let base = clawless_testkit::servers::echo_server().await;
+    let by_name = base.replace("127.0.0.1", "localhost");
+    let http = ReqwestHttp::new().unwrap();
+    let get = |allow_private| {
+        HttpRequest::get(format!("{by_name}/big"), Duration::from_secs(5)).outside(Outside {
+            max_body: 10,
+            allow_private,
+        })
+    };
+    let err = http.send(get(false)).await.unwrap_err();
+    assert_eq!(err.kind, clawless_platform::ErrorKind::Invalid, "{err}");
+    assert!(err.message.contains("not a public address"), "{err}");
+    let resp = http.send(get(true)).await.unwrap();
+    assert_eq!(
+        (resp.status, resp.body.len(), resp.truncated),
+        (200, 10, true)
+    );
+    // Not from outside: the usual client, no check (the Bot API and model URLs are config).
+    let resp = http
+        .send(HttpRequest::get(
+            format!("{by_name}/status/204"),
+            Duration::from_secs(5),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(resp.status, 204);
+}
+
 #[tokio::test]
 async fn reqwest_http_connection_refused_is_unavailable() {
     use clawless_platform::{Http, HttpRequest};

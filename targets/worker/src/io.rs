@@ -1,12 +1,16 @@
-//! Http over the Workers Fetch API and the Clock over `Date.now()` / `setTimeout`.
+//! Http over the Workers Fetch API and the Clock over `Date.now()` / `setTimeout`. A request
+//! to a URL from outside is fetched with `redirect: "manual"` and its body read up to its cap;
+//! a Worker cannot reach private networks (its fetches leave from Cloudflare's edge), so names
+//! need no resolver check here.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use clawless_platform::{Clock, Http, HttpRequest, HttpResponse, Method, PortError, Result};
 use futures::future::{select, Either};
+use futures::StreamExt;
 use worker::send::SendFuture;
-use worker::{AbortController, Delay, Fetch, Headers, Request, RequestInit};
+use worker::{AbortController, Delay, Fetch, Headers, Request, RequestInit, RequestRedirect};
 
 /// [`Http`] through `fetch()`, with the request's timeout enforced by an abort.
 pub struct FetchHttp;
@@ -25,6 +29,9 @@ async fn send(request: HttpRequest) -> Result<HttpResponse> {
         Method::Delete => worker::Method::Delete,
     })
     .with_headers(headers);
+    if request.outside.is_some() {
+        init.with_redirect(RequestRedirect::Manual);
+    }
     if !request.body.is_empty() {
         init.with_body(Some(js_sys::Uint8Array::from(&request.body[..]).into()));
     }
@@ -39,10 +46,30 @@ async fn send(request: HttpRequest) -> Result<HttpResponse> {
             .send_with_signal(&signal)
             .await
             .map_err(|e| PortError::unavailable(format!("fetch failed: {e}")))?;
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| PortError::unavailable(format!("reading the body failed: {e}")))?;
+        let failed =
+            |e: worker::Error| PortError::unavailable(format!("reading the body failed: {e}"));
+        let (body, truncated) = match request.outside {
+            None => (resp.bytes().await.map_err(failed)?, false),
+            Some(o) => match resp.stream() {
+                // No body (a redirect, a 204): nothing to read.
+                Err(_) => (Vec::new(), false),
+                Ok(mut stream) => {
+                    let mut body = Vec::new();
+                    let mut truncated = false;
+                    while let Some(chunk) = stream.next().await {
+                        let chunk = chunk.map_err(failed)?;
+                        let room = o.max_body - body.len();
+                        if chunk.len() > room {
+                            body.extend_from_slice(&chunk[..room]);
+                            truncated = true;
+                            break;
+                        }
+                        body.extend_from_slice(&chunk);
+                    }
+                    (body, truncated)
+                }
+            },
+        };
         let headers = resp
             .headers()
             .entries()
@@ -52,6 +79,7 @@ async fn send(request: HttpRequest) -> Result<HttpResponse> {
             status: resp.status_code(),
             headers,
             body,
+            truncated,
         })
     };
     let timer = Delay::from(request.timeout);

@@ -24,13 +24,12 @@
 //! by hand through [`redirect`], never by the HTTP client.
 
 mod host;
-mod ip;
 mod location;
 
 use std::fmt;
 use std::net::IpAddr;
 
-pub use ip::is_public;
+pub use clawless_platform::net::is_public;
 pub use location::redirect;
 
 /// Longest URL accepted, in bytes.
@@ -38,7 +37,7 @@ pub const MAX_URL_BYTES: usize = 2048;
 /// Most characters of the input a refusal echoes in one place.
 const ECHO_CHARS: usize = 100;
 
-/// What the operator allows beyond the defaults (from config later).
+/// What the operator allows beyond the defaults (`web:` in `main.yaml`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Policy {
     /// Ports allowed besides 80 and 443.
@@ -48,6 +47,10 @@ pub struct Policy {
     pub allow_hosts: Vec<String>,
     /// Hosts that never pass, written as in `allow_hosts`.
     pub deny_hosts: Vec<String>,
+    /// Private, loopback and link-local addresses pass, and so do the names of private
+    /// networks (`localhost`, `.local`, `.lan`, single labels …): for a bot that should read
+    /// pages on its owner's network. Off by default.
+    pub allow_private: bool,
 }
 
 /// A URL that passed: scheme, host, port, and the URL rebuilt from those parts (what is
@@ -141,7 +144,7 @@ pub fn check(url: &str, policy: &Policy) -> Result<Checked, Refusal> {
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(end);
     let (host_text, port_text) = split_authority(authority)?;
-    let host = host::parse(host_text)?;
+    let host = host::parse(host_text, policy.allow_private)?;
     let port = port(port_text, https)?;
     screen(&host, port, policy)?;
     Ok(rebuild(https, host, port, tail))

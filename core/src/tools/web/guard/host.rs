@@ -17,8 +17,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::ip::reserved;
 use super::{clipped, quoted, refused, Host, Refusal};
+use clawless_platform::net::reserved;
 
 /// Longest DNS name, without the trailing dot.
 const MAX_NAME: usize = 253;
@@ -39,26 +39,27 @@ pub(super) const PRIVATE_SUFFIXES: &[&str] = &[
     "home",
 ];
 
-/// The host of an authority (`[v6]` or a name or IPv4 in any spelling), when it is public.
-pub(super) fn parse(text: &str) -> Result<Host, Refusal> {
+/// The host of an authority (`[v6]` or a name or IPv4 in any spelling), when it is public or
+/// `private_ok`.
+pub(super) fn parse(text: &str, private_ok: bool) -> Result<Host, Refusal> {
     if text.is_empty() {
         return Err(refused("the URL has no host"));
     }
     if let Some(inner) = text.strip_prefix('[') {
         let inner = inner.strip_suffix(']').unwrap_or(inner);
-        return ipv6(inner).and_then(|ip| public(IpAddr::V6(ip), inner));
+        return ipv6(inner).and_then(|ip| public(IpAddr::V6(ip), inner, private_ok));
     }
     let host = decoded(text)?;
     if ends_in_number(&host) {
         return match ipv4(&host) {
-            Some(ip) => public(IpAddr::V4(ip), text),
+            Some(ip) => public(IpAddr::V4(ip), text, private_ok),
             None => Err(refused(format_args!(
                 "the host {} ends in a number but is not a valid IPv4 address",
                 quoted(&host)
             ))),
         };
     }
-    name(host)
+    name(host, private_ok)
 }
 
 fn ipv6(inner: &str) -> Result<Ipv6Addr, Refusal> {
@@ -77,8 +78,8 @@ fn ipv6(inner: &str) -> Result<Ipv6Addr, Refusal> {
 }
 
 /// `ip` when it is public; `spelled` is the host as written, shown when it differs.
-fn public(ip: IpAddr, spelled: &str) -> Result<Host, Refusal> {
-    let Some(why) = reserved(ip) else {
+fn public(ip: IpAddr, spelled: &str, private_ok: bool) -> Result<Host, Refusal> {
+    let Some(why) = reserved(ip).filter(|_| !private_ok) else {
         return Ok(Host::Ip(ip));
     };
     let canonical = ip.to_string();
@@ -196,8 +197,9 @@ fn ipv4_number(part: &str) -> Option<u64> {
     })
 }
 
-/// A DNS name (lower-case, without the trailing dot) that may mean a public host.
-fn name(host: String) -> Result<Host, Refusal> {
+/// A DNS name (lower-case, without the trailing dot) that may mean a public host (or, when
+/// `private_ok`, any host).
+fn name(host: String, private_ok: bool) -> Result<Host, Refusal> {
     let name = host.strip_suffix('.').unwrap_or(&host);
     if name.is_empty() {
         return Err(refused("the URL has no host"));
@@ -219,6 +221,9 @@ fn name(host: String) -> Result<Host, Refusal> {
             "the host {} has a label longer than {MAX_LABEL} characters",
             quoted(name)
         )));
+    }
+    if private_ok {
+        return Ok(Host::Name(name.to_owned()));
     }
     if has_suffix(name, "localhost") {
         return Err(refused(format_args!(

@@ -458,3 +458,30 @@ fn allow_hosts_narrow_and_never_widen() {
     assert!(reason("http://localhost/", &policy).contains("localhost name"));
     assert!(reason("http://10.0.0.0/", &policy).contains("RFC 1918"));
 }
+
+#[test]
+fn allow_private_lets_the_owners_network_through_and_nothing_else() {
+    let policy = Policy {
+        allow_private: true,
+        ..Policy::default()
+    };
+    for (url, rebuilt) in [
+        ("http://127.1:80/x", "http://127.0.0.1/x"),
+        ("http://192.168.1.10/", "http://192.168.1.10/"),
+        ("http://[::1]/", "http://[::1]/"),
+        ("http://nas.local/", "http://nas.local/"),
+        ("http://localhost/", "http://localhost/"),
+        ("http://homeserver/", "http://homeserver/"),
+    ] {
+        assert_eq!(check(url, &policy).unwrap().url, rebuilt, "{url}");
+    }
+    // The other rules still hold.
+    for url in [
+        "file:///etc/passwd",
+        "http://user@192.168.1.10/",
+        "http://192.168.1.10:8080/",
+    ] {
+        assert!(check(url, &policy).is_err(), "{url}");
+    }
+    assert!(check("http://192.168.1.10/", &Policy::default()).is_err());
+}

@@ -1,6 +1,6 @@
-//! Which IP addresses are public: every range that is not (loopback, private, link-local,
-//! shared, multicast, reserved …) with the reason it is not, for [`super::is_public`] and the
-//! refusal texts.
+//! Which network addresses a request from outside may reach: [`is_public`], used by the URL
+//! guard in the core (IP literals, with [`reserved`]'s reason in its refusals) and by the HTTP
+//! adapters that resolve names themselves (every address a name resolves to).
 //!
 //! IPv6 is judged by an allow-list: only global unicast (2000::/3) is public, less the
 //! documentation, Teredo and IETF-protocol blocks inside it. Addresses that carry an IPv4
@@ -13,7 +13,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Why an address is not public, as the end of a sentence ("127.0.0.1 is …").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Why {
+pub enum Why {
     /// A named range.
     Range(&'static str),
     /// An IPv6 address carrying a non-public IPv4 one.
@@ -43,7 +43,7 @@ pub fn is_public(ip: IpAddr) -> bool {
 }
 
 /// Why `ip` is not public, or `None` when it is.
-pub(super) fn reserved(ip: IpAddr) -> Option<Why> {
+pub fn reserved(ip: IpAddr) -> Option<Why> {
     match ip {
         IpAddr::V4(v4) => v4_range(v4).map(Why::Range),
         IpAddr::V6(v6) => v6_range(v6),
@@ -185,4 +185,76 @@ fn v4_from(high: u16, low: u16) -> Ipv4Addr {
 fn in_prefix(n: u128, base: u128, len: u32, bits: u32) -> bool {
     let shift = bits - len;
     n >> shift == base >> shift
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_and_their_edges() {
+        let private = [
+            "0.0.0.0",
+            "0.255.255.255",
+            "10.0.0.0",
+            "10.255.255.255",
+            "100.64.0.0",
+            "100.127.255.255",
+            "127.0.0.1",
+            "127.255.255.254",
+            "169.254.169.254",
+            "172.16.0.0",
+            "172.31.255.255",
+            "192.0.0.1",
+            "192.168.0.1",
+            "198.18.0.1",
+            "198.19.255.255",
+            "224.0.0.1",
+            "239.255.255.250",
+            "240.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "fc00::1",
+            "fdff::1",
+            "fe80::1",
+            "febf::1",
+            "fec0::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:c0a8:0101::1",
+            "::ffff:0.0.0.0",
+        ];
+        for ip in private {
+            assert!(!is_public(ip.parse().unwrap()), "{ip} is not public");
+        }
+        let public = [
+            "1.1.1.1",
+            "9.255.255.255",
+            "11.0.0.0",
+            "100.63.255.255",
+            "100.128.0.0",
+            "126.255.255.255",
+            "128.0.0.0",
+            "169.253.255.255",
+            "172.15.255.255",
+            "172.32.0.0",
+            "192.167.255.255",
+            "192.169.0.0",
+            "198.17.255.255",
+            "198.20.0.0",
+            "223.255.255.255",
+            "2606:4700::1111",
+            "2001:4860:4860::8888",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "2002:0808:0808::1",
+        ];
+        for ip in public {
+            assert!(is_public(ip.parse().unwrap()), "{ip} is public");
+        }
+    }
 }
