@@ -81,6 +81,23 @@ impl App {
         missing
     }
 
+    /// Tools an agent lists that this shell does not offer (`exec` off native), as sentences.
+    pub fn unoffered_tools(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for agent in self.config.agents.values() {
+            for (tool, needs) in crate::tools::SHELL_TOOLS {
+                let listed = agent.tools.iter().any(|t| t == tool);
+                if listed && (*tool != "exec" || self.platform.exec.is_none()) {
+                    out.push(format!(
+                        "agent {:?} lists {tool}, which needs {needs}: not offered here",
+                        agent.id
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     /// The scheduled job every shell runs (native timer, Lambda schedule, Worker cron): expired
     /// Kv rows purged through the port
     /// ([`Kv::purge_expired`](clawless_platform::Kv::purge_expired)), the [`App::sweep`], then

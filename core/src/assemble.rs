@@ -80,6 +80,7 @@ impl App {
             http: platform.http.clone(),
             web: config.web.clone(),
             search: crate::tools::web::search::SearchBackend::from_env(env),
+            exec: platform.exec.clone(),
         };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {

@@ -4,6 +4,7 @@
 //! - [`error`]: the one error type every port returns, with a kind the core branches on.
 //! - [`kv`]: key-value store with TTL and compare-and-swap (dedupe, leases, sessions, inbox).
 //! - [`files`]: a sandboxed file tree (memory files, skills).
+//! - [`exec`]: running a shell command (native only; `Platform::exec` is empty elsewhere).
 //! - [`http`]: one request, one response, with a timeout; [`net`]: which addresses a request
 //!   from outside may reach.
 //! - [`vectors`]: vector upsert / top-k query / delete.
@@ -23,6 +24,7 @@
 
 pub mod clock;
 pub mod error;
+pub mod exec;
 pub mod files;
 pub mod http;
 pub mod kv;
@@ -38,6 +40,7 @@ use std::sync::Arc;
 pub use async_trait::async_trait;
 pub use clock::{Clock, FakeClock};
 pub use error::{ErrorKind, PortError, Result};
+pub use exec::{Exec, ExecOutput, ExecRequest};
 pub use files::{Files, MemoryFiles};
 pub use http::{FakeHttp, Http, HttpRequest, HttpResponse, Method, Outside};
 pub use kv::{Kv, KvExt, MemoryKv};
@@ -53,6 +56,8 @@ pub struct Platform {
     pub vectors: Arc<dyn Vectors>,
     pub text: Arc<dyn TextIndex>,
     pub clock: Arc<dyn Clock>,
+    /// Running commands: only the native binary has it.
+    pub exec: Option<Arc<dyn Exec>>,
 }
 
 impl std::fmt::Debug for Platform {
@@ -74,6 +79,7 @@ impl Platform {
             vectors: Arc::new(MemoryVectors::default()),
             text: Arc::new(MemoryText::default()),
             clock: clock.clone(),
+            exec: None,
         };
         (platform, clock, http)
     }

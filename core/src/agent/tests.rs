@@ -52,6 +52,7 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
         http: p.http,
         web: Default::default(),
         search: None,
+        exec: None,
     }
 }
 

@@ -3,7 +3,9 @@
 //! - [`time`]: `current_time`, the date and time at a UTC offset.
 //! - [`memory`]: `memory_search`, `memory_get`, `memory_write` over the scope's memory files.
 //! - [`web`]: the web tools and the URL guard they share.
+//! - [`exec`]: `exec`, a shell command in the workspace (native only).
 
+pub mod exec;
 pub mod memory;
 pub mod time;
 pub mod web;
@@ -28,7 +30,11 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "memory_write",
     "web_fetch",
     "web_search",
+    "exec",
 ];
+
+/// Built-ins that need a port only some shells have: (tool, what it needs).
+pub const SHELL_TOOLS: &[(&str, &str)] = &[("exec", "the native binary (running commands)")];
 
 /// What a tool call may depend on besides its input: whose memory it is, and which tools
 /// this chat granted for a while ("Allow for 30 min").
@@ -63,6 +69,8 @@ pub struct ToolDeps {
     pub web: crate::config::WebConfig,
     /// Where `web_search` searches, when the environment names one.
     pub search: Option<web::search::SearchBackend>,
+    /// Running commands: only on native.
+    pub exec: Option<Arc<dyn clawless_platform::Exec>>,
 }
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool
@@ -140,6 +148,12 @@ impl ToolRegistry {
                     http: deps.http.clone(),
                     config: deps.web.clone(),
                 })),
+                // Not offered where the shell cannot run commands (see `App::unoffered_tools`).
+                "exec" => {
+                    if let Some(exec) = &deps.exec {
+                        reg.register(Arc::new(exec::ExecTool { exec: exec.clone() }))
+                    }
+                }
                 "web_search" => reg.register(Arc::new(web::search::WebSearch {
                     http: deps.http.clone(),
                     config: deps.web.clone(),

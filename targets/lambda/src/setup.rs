@@ -40,6 +40,7 @@ pub async fn build() -> Result<Shell, String> {
         vectors: Arc::new(DynamoVectors(table.clone())),
         text: Arc::new(DynamoText(table)),
         clock: clock.clone(),
+        exec: None,
     };
     let files = match env.get("CLAWLESS_CONFIG") {
         Some(dir) => clawless_platform::native_io::read_config_dir(std::path::Path::new(dir))
@@ -56,6 +57,9 @@ pub async fn build() -> Result<Shell, String> {
     let app = App::new(platform, config, &env, instance).map_err(|e| e.to_string())?;
     for missing in app.missing_settings() {
         tracing::error!(%missing, "not configured: the bot cannot answer until this is set");
+    }
+    for note in app.unoffered_tools() {
+        tracing::warn!(%note, "tool not offered");
     }
     let invoker = SelfInvoke {
         client: aws_sdk_lambda::Client::new(&aws),

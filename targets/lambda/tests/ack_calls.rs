@@ -92,6 +92,7 @@ async fn one_webhook_update_is_two_dynamodb_requests_and_one_invoke() {
         vectors: Arc::new(DynamoVectors(table.clone())),
         text: Arc::new(DynamoText(table)),
         clock: Arc::new(SystemClock),
+        exec: None,
     };
     let env = Env::from_pairs([
         ("TELEGRAM_BOT_TOKEN", "9:LAMBDA"),

@@ -122,6 +122,7 @@ fn shared(data: &Path) -> Arc<App> {
         vectors: Arc::new(SqlVectors::new(db.clone())),
         text: Arc::new(SqlText::new(db)),
         clock,
+        exec: None,
     };
     Arc::new(App::new(platform, config(), &env(data), "bench").unwrap())
 }

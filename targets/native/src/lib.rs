@@ -8,7 +8,8 @@
 //! - [`index`]: the memory index database, `index.db`, on a thread of its own: its schema,
 //!   and starting it over when the file is new.
 //! - [`vecindex`]: the int8 in-memory mirror the Vectors port scans before an exact re-rank.
-//! - [`fs`]: the Files port over a directory.
+//! - [`fs`]: the Files port over a directory; [`exec`]: the Exec port (`/bin/sh -c` in the
+//!   workspace, its process group killed at the timeout, a scrubbed environment).
 //! - Http and Clock come from `clawless_platform::native_io` (shared with the Lambda).
 //! - [`runner`]: drains lanes after the ack, sweeps on a timer, drains in-flight work on stop.
 //! - [`listen`]: the webhook listener: accept loop, timeouts, shutdown deadline.
@@ -19,6 +20,7 @@
 //! - [`setup`]: reading env, config and data dir into an `App`.
 
 pub mod conns;
+pub mod exec;
 pub mod fs;
 pub mod index;
 pub mod listen;

@@ -345,6 +345,17 @@ async fn config_check() -> Result<()> {
         config.agents.len(),
         config.providers.len()
     );
+    let exec_agents: Vec<&String> = config
+        .agents
+        .iter()
+        .filter(|(_, a)| a.tools.iter().any(|t| t == "exec"))
+        .map(|(id, _)| id)
+        .collect();
+    if !exec_agents.is_empty() {
+        println!(
+            "note: exec (listed by {exec_agents:?}) runs only in this native binary; the Worker              and the Lambda do not offer it"
+        );
+    }
     let n = setup::build_with(&env, config, source).await?;
     let missing = n.app.missing_settings();
     if missing.is_empty() {

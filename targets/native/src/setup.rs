@@ -110,13 +110,15 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
     let index_db = crate::index::open(&index_path, &db, &*kv)
         .await
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", index_path.display()))?;
+    let files_root = data.join("files");
     let platform = Platform {
         kv: kv.clone(),
-        files: Arc::new(FsFiles::new(data.join("files")).context("creating files directory")?),
+        files: Arc::new(FsFiles::new(&files_root).context("creating files directory")?),
         http: Arc::new(ReqwestHttp::new().map_err(|e| anyhow::anyhow!("{e}"))?),
         vectors: Arc::new(SqlVectors::new(index_db.clone())),
         text: Arc::new(SqlText::new(index_db.clone())),
         clock: clock.clone(),
+        exec: Some(Arc::new(crate::exec::ShellExec::new(files_root))),
     };
     let instance = format!("native-{}-{}", std::process::id(), clock.now_ms());
     let app = App::new(platform, config, env, instance).map_err(|e| anyhow::anyhow!("{e}"))?;

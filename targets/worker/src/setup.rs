@@ -71,6 +71,7 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
         vectors,
         text: Arc::new(D1Text(d1)),
         clock: clock.clone(),
+        exec: None,
     };
     let config = Config::from_json(CONFIG_JSON).map_err(|e| e.to_string())?;
     let instance = format!("worker-{}-{}", clock.now_ms(), js_sys::Math::random());
@@ -93,6 +94,9 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
         worker::console_error!(
             "not configured: the bot cannot answer until this is set: {missing}"
         );
+    }
+    for note in app.unoffered_tools() {
+        worker::console_warn!("tool not offered: {note}");
     }
     let shell = Arc::new(Shell { app: Arc::new(app) });
     SHELL.with(|s| *s.borrow_mut() = Some(shell.clone()));

@@ -119,6 +119,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         http: p.http.clone(),
         web: Default::default(),
         search: None,
+        exec: None,
     };
     let agent = Agent {
         tools: ToolRegistry::for_agent(&config.tools, config.tool_timeout_secs, &deps).unwrap(),

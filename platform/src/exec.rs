@@ -1,0 +1,57 @@
+//! Exec port: runs a shell command on this machine. Only the native binary has one; the
+//! Worker and the Lambda leave [`crate::Platform::exec`] empty, and the `exec` tool is not
+//! offered there.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+
+/// One command to run.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ExecRequest {
+    /// Run by `/bin/sh -c`.
+    pub command: String,
+    /// The working directory, relative to the Files root (created when missing).
+    pub workdir: String,
+    pub timeout: Duration,
+    /// The most bytes kept of stdout and of stderr each; the rest is read and dropped.
+    pub max_output: usize,
+}
+
+impl std::fmt::Debug for ExecRequest {
+    // A command line can hold anything the model was told, secrets included.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecRequest")
+            .field("command_len", &self.command.len())
+            .field("workdir", &self.workdir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a command did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExecOutput {
+    /// The exit code; `None` when a signal ended it (the timeout's kill among them).
+    pub status: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Output past `max_output` was dropped.
+    pub truncated: bool,
+    /// The timeout passed and the command's whole process group was killed.
+    pub timed_out: bool,
+}
+
+#[async_trait]
+pub trait Exec: Send + Sync {
+    /// Runs `request.command`.
+    ///
+    /// # Behavior
+    /// The command runs in `workdir` under the Files root (an invalid path is `Invalid`), in a
+    /// process group of its own, with an environment holding none of this process's
+    /// variables but a safe few (`PATH`, `HOME`, `LANG`, `TZ` …): no token, key or secret. At
+    /// `timeout` the whole group is killed and the output so far returned with `timed_out`.
+    /// A command that cannot be started is `Unavailable`.
+    async fn run(&self, request: ExecRequest) -> Result<ExecOutput>;
+}

@@ -1,0 +1,249 @@
+//! The Exec port on this machine: `/bin/sh -c` in a directory under the Files root, in a
+//! process group of its own (so the timeout kills everything it started), with a scrubbed
+//! environment (none of this process's tokens, keys or secrets) and output capped.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use clawless_platform::files::normalize_dir;
+use clawless_platform::{async_trait, Exec, ExecOutput, ExecRequest, PortError};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// The variables a command gets, when this process has them. Everything else (bot tokens, API
+/// keys, the webhook secret, cloud credentials) stays out.
+pub const PASSED_ENV: &[&str] = &[
+    "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME", "TMPDIR",
+];
+
+pub struct ShellExec {
+    root: PathBuf,
+}
+
+impl ShellExec {
+    /// Commands run under `root` (the Files root).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The working directory on disk, created when missing; no component may be a symlink.
+    fn workdir(&self, rel: &str) -> Result<PathBuf, PortError> {
+        let rel = normalize_dir(rel)?;
+        let mut path = self.root.clone();
+        for seg in rel.split('/').filter(|s| !s.is_empty()) {
+            path.push(seg);
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(PortError::invalid(format!(
+                    "{rel:?} passes through a symlink"
+                )));
+            }
+        }
+        std::fs::create_dir_all(&path)
+            .map_err(|e| PortError::unavailable(format!("creating the working directory: {e}")))?;
+        Ok(path)
+    }
+}
+
+/// Reads `from` to the end, keeping the first `max` bytes; says whether it dropped any.
+async fn capped(mut from: impl AsyncRead + Unpin, max: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut dropped = false;
+    let mut buf = [0u8; 8192];
+    loop {
+        match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return (kept, dropped),
+            Ok(n) => {
+                let room = max.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+                dropped |= n > room;
+            }
+        }
+    }
+}
+
+/// Kills process group `pgid` (`kill -KILL -- -PGID`: no unsafe code for a signal).
+async fn kill_group(pgid: u32) {
+    let _ = tokio::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await;
+}
+
+#[async_trait]
+impl Exec for ShellExec {
+    async fn run(&self, req: ExecRequest) -> Result<ExecOutput, PortError> {
+        let dir = self.workdir(&req.workdir)?;
+        let mut cmd = tokio::process::Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(&req.command)
+            .current_dir(&dir)
+            .env_clear()
+            .envs(
+                PASSED_ENV
+                    .iter()
+                    .filter_map(|k| Some((*k, std::env::var_os(k)?))),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| PortError::unavailable(format!("cannot start /bin/sh: {e}")))?;
+        let pgid = child.id().unwrap_or(0);
+        let (stdout, stderr) = match (child.stdout.take(), child.stderr.take()) {
+            (Some(o), Some(e)) => (o, e),
+            _ => {
+                return Err(PortError::unavailable(
+                    "the command's output pipes are missing",
+                ))
+            }
+        };
+        let max = req.max_output;
+        let output = async {
+            let ((out, cut_out), (err, cut_err)) =
+                tokio::join!(capped(stdout, max), capped(stderr, max));
+            let status = child.wait().await.ok().and_then(|s| s.code());
+            ExecOutput {
+                status,
+                stdout: out,
+                stderr: err,
+                truncated: cut_out || cut_err,
+                timed_out: false,
+            }
+        };
+        match tokio::time::timeout(req.timeout, output).await {
+            Ok(done) => Ok(done),
+            Err(_) => {
+                if pgid != 0 {
+                    kill_group(pgid).await;
+                }
+                Ok(ExecOutput {
+                    timed_out: true,
+                    ..ExecOutput::default()
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::time::Duration;
+
+    use super::*;
+
+    fn temp_root() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "clawless-exec-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn req(command: &str, timeout: Duration) -> ExecRequest {
+        ExecRequest {
+            command: command.into(),
+            workdir: "workspace/a/main/user-1".into(),
+            timeout,
+            max_output: 1000,
+        }
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_workspace_with_output_and_status() {
+        let root = temp_root();
+        let exec = ShellExec::new(&root);
+        let out = exec
+            .run(req("pwd; echo err >&2; exit 3", Duration::from_secs(10)))
+            .await
+            .unwrap();
+        assert_eq!(out.status, Some(3));
+        let pwd = String::from_utf8(out.stdout).unwrap();
+        assert!(pwd.trim_end().ends_with("workspace/a/main/user-1"), "{pwd}");
+        assert_eq!(out.stderr, b"err\n");
+        assert!(!out.truncated && !out.timed_out);
+        let out = exec
+            .run(req("yes | head -c 5000", Duration::from_secs(10)))
+            .await
+            .unwrap();
+        assert_eq!((out.stdout.len(), out.truncated), (1000, true));
+    }
+
+    #[tokio::test]
+    async fn the_environment_holds_no_secret() {
+        let root = temp_root();
+        // Variables this test process holds stand for the bot's secrets.
+        for (k, v) in [
+            ("TELEGRAM_BOT_TOKEN", "123:SECRET-TOKEN"),
+            ("ANTHROPIC_API_KEY", "sk-ant-SECRET"),
+            ("TELEGRAM_WEBHOOK_SECRET", "hook-SECRET"),
+            ("AWS_SECRET_ACCESS_KEY", "aws-SECRET"),
+        ] {
+            // Set in this test process, as the binary holds its secrets in its environment.
+            std::env::set_var(k, v);
+        }
+        let out = ShellExec::new(&root)
+            .run(req("env", Duration::from_secs(10)))
+            .await
+            .unwrap();
+        let env = String::from_utf8(out.stdout).unwrap();
+        assert!(!env.contains("SECRET"), "{env}");
+        let names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
+        for name in &names {
+            assert!(
+                PASSED_ENV.contains(name) || ["PWD", "SHLVL", "_", "OLDPWD"].contains(name),
+                "{name} was passed: {env}"
+            );
+        }
+        assert!(names.contains(&"PATH"));
+    }
+
+    #[tokio::test]
+    async fn the_timeout_kills_the_whole_process_group() {
+        let root = temp_root();
+        let marker = root.join("survived");
+        let command = format!("(sleep 3; touch {}) & sleep 30", marker.display());
+        let started = std::time::Instant::now();
+        let out = ShellExec::new(&root)
+            .run(req(&command, Duration::from_millis(500)))
+            .await
+            .unwrap();
+        assert!(out.timed_out && out.status.is_none());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        // The background child was in the group: it never gets to touch the marker.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert!(
+            !marker.exists(),
+            "a process of the group outlived the timeout"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_workdir_through_a_symlink_or_outside_is_refused() {
+        let root = temp_root();
+        std::fs::create_dir_all(root.join("workspace")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("workspace/link")).unwrap();
+        let exec = ShellExec::new(&root);
+        for dir in ["workspace/link", "workspace/link/x", "../x", "/etc"] {
+            let mut r = req("true", Duration::from_secs(5));
+            r.workdir = dir.into();
+            let err = exec.run(r).await.unwrap_err();
+            assert_eq!(err.kind, clawless_platform::ErrorKind::Invalid, "{dir}");
+        }
+    }
+}
