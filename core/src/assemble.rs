@@ -77,6 +77,7 @@ impl App {
         let deps = ToolDeps {
             clock: platform.clock.clone(),
             memory: memory.clone(),
+            files: platform.files.clone(),
         };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {

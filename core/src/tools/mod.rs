@@ -2,8 +2,11 @@
 //!
 //! - [`time`]: `current_time`, the date and time at a UTC offset.
 //! - [`memory`]: `memory_search`, `memory_get`, `memory_write` over the scope's memory files.
+//! - [`files`]: `read_file`, `write_file`, `edit_file`, `list_dir`, `delete_file` in the
+//!   scope's workspace.
 //! - [`web`]: the web tools and the URL guard they share.
 
+pub mod files;
 pub mod memory;
 pub mod time;
 pub mod web;
@@ -26,13 +29,18 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "memory_search",
     "memory_get",
     "memory_write",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "delete_file",
 ];
 
-/// What a tool call may depend on besides its input: whose memory it is, and which tools
+/// What a tool call may depend on besides its input: whose memory and workspace it is, and which tools
 /// this chat granted for a while ("Allow for 30 min").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolContext {
-    /// `<agent>/<connector>/<owner>`: the memory partition of this conversation.
+    /// `<agent>/<connector>/<owner>`: the memory and workspace partition of this conversation.
     pub scope: Scope,
     /// Tools that run without asking in this chat until their grant expires.
     pub granted: std::collections::BTreeSet<String>,
@@ -56,6 +64,8 @@ pub enum Level {
 pub struct ToolDeps {
     pub clock: Arc<dyn clawless_platform::Clock>,
     pub memory: Arc<crate::memory::store::MemoryStore>,
+    /// The workspace the file tools work in (the same port as memory's files).
+    pub files: Arc<dyn clawless_platform::Files>,
 }
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool
@@ -115,6 +125,7 @@ impl ToolRegistry {
         timeout: std::time::Duration,
     ) -> Result<ToolRegistry, String> {
         let mut reg = ToolRegistry::default();
+        let workspace = files::Workspace::new(deps.files.clone());
         for name in names {
             match name.as_str() {
                 "current_time" => reg.register(Arc::new(time::CurrentTime {
@@ -129,6 +140,11 @@ impl ToolRegistry {
                     clock: deps.clock.clone(),
                     index_budget: memory::index_budget(timeout),
                 })),
+                "read_file" => reg.register(Arc::new(files::ReadFile(workspace.clone()))),
+                "write_file" => reg.register(Arc::new(files::WriteFile(workspace.clone()))),
+                "edit_file" => reg.register(Arc::new(files::EditFile(workspace.clone()))),
+                "list_dir" => reg.register(Arc::new(files::ListDir(workspace.clone()))),
+                "delete_file" => reg.register(Arc::new(files::DeleteFile(workspace.clone()))),
                 other => {
                     return Err(format!(
                         "unknown tool {other:?} (built-ins: {})",

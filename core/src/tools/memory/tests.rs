@@ -116,6 +116,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
     let deps = ToolDeps {
         clock: clock.clone(),
         memory: Arc::new(memory(&p, Arc::new(Never), SearchConfig::default())),
+        files: p.files.clone(),
     };
     let agent = Agent {
         tools: ToolRegistry::for_agent(&config.tools, config.tool_timeout_secs, &deps).unwrap(),
