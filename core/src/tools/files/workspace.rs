@@ -114,9 +114,8 @@ impl Workspace {
 
 /// `1024 KB`, or `10 bytes` for what is not a whole number of KB.
 fn size(bytes: usize) -> String {
-    if bytes >= 1024 && bytes % 1024 == 0 {
-        format!("{} KB", bytes / 1024)
-    } else {
-        format!("{bytes} bytes")
+    match (bytes / 1024, bytes % 1024) {
+        (kb, 0) if kb > 0 => format!("{kb} KB"),
+        _ => format!("{bytes} bytes"),
     }
 }
