@@ -95,7 +95,7 @@ impl Tool for ReadFile {
 
 /// Lines `offset..offset + limit` of `text`, numbered like `cat -n`, within
 /// [`MAX_READ_BYTES`], with a note saying what is left and how to read it.
-pub fn numbered(rel: &str, text: &str, offset: usize, limit: usize) -> Result<String, ToolError> {
+fn numbered(rel: &str, text: &str, offset: usize, limit: usize) -> Result<String, ToolError> {
     let lines: Vec<&str> = text.lines().collect();
     if lines.is_empty() {
         return Ok(format!("{rel} is empty."));

@@ -221,6 +221,11 @@ fn read_file_stays_within_64_kb_on_char_boundaries() {
     let line = "é".repeat(100); // 200 bytes a line
     let text: String = (0..1000).map(|_| format!("{line}\n")).collect();
     block_on(files.write(&format!("{ROOT}/wide.txt"), text.as_bytes())).unwrap();
+    assert_eq!(
+        MAX_READ_BYTES,
+        crate::agent::MAX_TOOL_RESULT,
+        "the agent never cuts it"
+    );
     let out = call(
         &ReadFile(ws.clone()),
         json!({"path": "wide.txt", "limit": 2000}),
