@@ -18,8 +18,7 @@ use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
 use crate::tools::{Level, ToolContext, ToolRegistry};
 use crate::usage::{Left, Tally};
 
-/// Tool results longer than this are cut (at a character boundary) with a note.
-pub const MAX_TOOL_RESULT: usize = 64 * 1024;
+pub use crate::tools::MAX_TOOL_RESULT;
 /// An identical call (same tool, same input) past this many times in one turn is refused.
 pub const MAX_IDENTICAL_CALLS: usize = 2;
 

@@ -81,6 +81,7 @@ impl App {
             web: config.web.clone(),
             search: crate::tools::web::search::SearchBackend::from_env(env),
             exec: platform.exec.clone(),
+            files: platform.files.clone(),
         };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {

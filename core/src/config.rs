@@ -17,11 +17,10 @@ pub mod policy;
 pub mod spend;
 #[cfg(feature = "yaml")]
 mod validate;
-pub mod web;
 
+pub use crate::tools::web::WebConfig;
 pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
 pub use spend::{Caps, Price};
-pub use web::WebConfig;
 
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
 /// files embedded at build time.

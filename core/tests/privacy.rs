@@ -1,6 +1,7 @@
 //! One person's memory is theirs alone: recall, the memory tools and session summaries read
 //! and write only the memory of the conversation they run in (the person in a private chat,
-//! the group in a group), unless the connector is set to share one memory.
+//! the group in a group), unless the connector is set to share one memory. The workspace
+//! tools follow the same scope.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -17,10 +18,17 @@ use support::{Harness, Wire};
 const BOB: i64 = 222_222_222;
 
 fn two_users(shared: bool) -> Harness {
+    two_users_with(shared, &[])
+}
+
+/// Two users; the agent has `tools` besides the default ones.
+fn two_users_with(shared: bool, tools: &[&str]) -> Harness {
     let mut config = Config::load(&clawless_core::config::embedded()).unwrap();
     let main = config.connectors.get_mut("main").unwrap();
     main.allowed_users = vec![OWNER_ID, BOB];
     main.shared_memory = shared;
+    let agent = config.agents.get_mut("assistant").unwrap();
+    agent.tools.extend(tools.iter().map(|t| t.to_string()));
     Harness::with_config(Wire::Anthropic, config)
 }
 
@@ -262,5 +270,53 @@ fn memory_from_before_moves_to_the_owner_once() {
             .unwrap();
         h.app.scheduled().await;
         assert!(files.read("memory/assistant/main/MEMORY.md").await.is_ok());
+    });
+}
+
+#[test]
+fn another_person_never_sees_your_workspace_files() {
+    block_on(async {
+        let tools = [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_dir",
+            "delete_file",
+        ];
+        let h = two_users_with(false, &tools);
+
+        let write = json!({"path": "plans/trip.md", "content": "Lisbon in May"});
+        h.script(200, anthropic_tool_use("t1", "write_file", write));
+        h.script(200, anthropic_text("Written."));
+        h.deliver_raw(&private(OWNER_ID, 1, "Note my trip")).await;
+        assert_eq!(last_tool_result(&h), "Created plans/trip.md (13 bytes).");
+
+        let read = json!({"path": "plans/trip.md"});
+        h.script(200, anthropic_tool_use("t2", "read_file", read.clone()));
+        h.script(200, anthropic_text("Nothing."));
+        h.deliver_raw(&private(BOB, 2, "Read Ada's trip")).await;
+        assert_eq!(
+            last_tool_result(&h),
+            "plans/trip.md does not exist; list_dir shows what does"
+        );
+        h.script(200, anthropic_tool_use("t3", "list_dir", json!({})));
+        h.script(200, anthropic_text("Empty."));
+        h.deliver_raw(&private(BOB, 3, "What files are there?"))
+            .await;
+        assert_eq!(last_tool_result(&h), "Your workspace is empty.");
+
+        h.script(200, anthropic_tool_use("t4", "read_file", read));
+        h.script(200, anthropic_text("Lisbon."));
+        h.deliver_raw(&private(OWNER_ID, 4, "Where am I going?"))
+            .await;
+        assert_eq!(last_tool_result(&h), "     1\tLisbon in May");
+        let stored = h.platform.files.list("workspace").await.unwrap();
+        assert_eq!(
+            stored,
+            [format!(
+                "workspace/assistant/main/u{OWNER_ID}/plans/trip.md"
+            )]
+        );
+        h.assert_spec_clean();
     });
 }

@@ -1,6 +1,6 @@
-//! The built-in tools with any JSON input, on fresh in-memory ports: `current_time`,
-//! `memory_search`, `memory_get`, `memory_write`. A call answers text or a `ToolError` with a
-//! message, never panics, and writes nothing outside its scope's memory root.
+//! The built-in tools with any JSON input, on fresh in-memory ports: `current_time`, the
+//! memory tools and the workspace file tools. A call answers text or a `ToolError` with a
+//! message, never panics, and writes nothing outside its scope's memory and workspace roots.
 //!
 //! Input: one byte choosing the first tool, then JSON. A JSON array is a sequence of calls
 //! (up to 8; the tool advances by one per call), so a write can be read and searched back.
@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use clawless_core::memory::embed::LocalEmbedder;
 use clawless_core::memory::store::{root, MemoryStore, SearchConfig};
+use clawless_core::tools::files::path::root as workspace_root;
 use clawless_core::tools::{ToolContext, ToolDeps, ToolRegistry, BUILTIN_TOOLS};
 use clawless_platform::Platform;
 use futures::executor::block_on;
@@ -47,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
         web: Default::default(),
         search: None,
         exec: None,
+        files: platform.files.clone(),
     };
     let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect();
     let registry = ToolRegistry::builtins(&names, &deps).unwrap();
@@ -66,9 +68,13 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    let prefix = format!("{}/", root(&SCOPE.into()));
+    let memory = format!("{}/", root(&SCOPE.into()));
+    let workspace = format!("{}/", workspace_root(&SCOPE.into()));
     let files = block_on(platform.files.list("")).unwrap_or_default();
     for f in files {
-        assert!(f.starts_with(&prefix), "{f} is outside {prefix}");
+        assert!(
+            f.starts_with(&memory) || f.starts_with(&workspace),
+            "{f} is outside {memory} and {workspace}"
+        );
     }
 });

@@ -39,7 +39,7 @@ impl Provider for Looping {
 fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
     let (p, _, _) = clawless_platform::Platform::in_memory();
     let memory = crate::memory::store::MemoryStore {
-        files: p.files,
+        files: p.files.clone(),
         kv: p.kv,
         vectors: p.vectors,
         text: p.text,
@@ -53,6 +53,7 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
         web: Default::default(),
         search: None,
         exec: None,
+        files: p.files,
     }
 }
 

@@ -23,6 +23,16 @@ fn repository_config_is_valid() {
     assert_eq!(cfg.providers["openai"].kind, ProviderKind::Openai);
 }
 
+#[test]
+fn the_workspace_tools_are_accepted() {
+    let cfg = Config::load(&with(
+        "agents.d/assistant.yaml",
+        "id: assistant\nmodels: [openai/x]\ntools: [read_file, write_file, edit_file, list_dir, delete_file]\npolicy: {tools: {delete_file: ask}}\n",
+    ))
+    .unwrap();
+    assert_eq!(cfg.agents["assistant"].tools.len(), 5);
+}
+
 fn with(path: &str, text: &str) -> ConfigFiles {
     let mut files = embedded();
     files.0.insert(path.into(), text.into());

@@ -21,12 +21,6 @@ pub const MAX_OUTPUT: usize = 16 * 1024;
 /// The longest command line taken.
 const MAX_COMMAND: usize = 8 * 1024;
 
-/// The workspace directory of a conversation (the same root as the file tools'), relative to
-/// the Files root.
-pub fn workspace_dir(ctx: &ToolContext) -> String {
-    format!("workspace/{}", ctx.scope.as_str())
-}
-
 pub struct ExecTool {
     pub exec: Arc<dyn Exec>,
 }
@@ -80,7 +74,8 @@ impl Tool for ExecTool {
             .exec
             .run(ExecRequest {
                 command: command.to_owned(),
-                workdir: workspace_dir(ctx),
+                // The file tools' workspace, so a command sees the files they wrote.
+                workdir: super::files::path::root(&ctx.scope),
                 timeout: Duration::from_secs(secs),
                 max_output: MAX_OUTPUT,
             })

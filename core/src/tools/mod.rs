@@ -2,10 +2,13 @@
 //!
 //! - [`time`]: `current_time`, the date and time at a UTC offset.
 //! - [`memory`]: `memory_search`, `memory_get`, `memory_write` over the scope's memory files.
+//! - [`files`]: `read_file`, `write_file`, `edit_file`, `list_dir`, `delete_file` in the
+//!   scope's workspace.
 //! - [`web`]: the web tools and the URL guard they share.
 //! - [`exec`]: `exec`, a shell command in the workspace (native only).
 
 pub mod exec;
+pub mod files;
 pub mod memory;
 pub mod time;
 pub mod web;
@@ -19,6 +22,9 @@ use serde_json::Value;
 use crate::ids::Scope;
 use crate::llm::ToolSpec;
 
+/// Tool results longer than this are cut (at a character boundary) with a note.
+pub const MAX_TOOL_RESULT: usize = 64 * 1024;
+
 /// `tool_timeout_secs` when an agent does not set it.
 pub const DEFAULT_TOOL_TIMEOUT_SECS: u64 = 30;
 
@@ -31,16 +37,21 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "web_fetch",
     "web_search",
     "exec",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "delete_file",
 ];
 
 /// Built-ins that need a port only some shells have: (tool, what it needs).
 pub const SHELL_TOOLS: &[(&str, &str)] = &[("exec", "the native binary (running commands)")];
 
-/// What a tool call may depend on besides its input: whose memory it is, and which tools
-/// this chat granted for a while ("Allow for 30 min").
+/// What a tool call may depend on besides its input: whose memory and workspace it is, and
+/// which tools this chat granted for a while ("Allow for 30 min").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolContext {
-    /// `<agent>/<connector>/<owner>`: the memory partition of this conversation.
+    /// `<agent>/<connector>/<owner>`: the memory and workspace partition of this conversation.
     pub scope: Scope,
     /// Tools that run without asking in this chat until their grant expires.
     pub granted: std::collections::BTreeSet<String>,
@@ -66,11 +77,13 @@ pub struct ToolDeps {
     pub memory: Arc<crate::memory::store::MemoryStore>,
     pub http: Arc<dyn clawless_platform::Http>,
     /// `web:` of `main.yaml`.
-    pub web: crate::config::WebConfig,
+    pub web: web::WebConfig,
     /// Where `web_search` searches, when the environment names one.
     pub search: Option<web::search::SearchBackend>,
     /// Running commands: only on native.
     pub exec: Option<Arc<dyn clawless_platform::Exec>>,
+    /// The workspace the file tools work in (the same port as memory's files).
+    pub files: Arc<dyn clawless_platform::Files>,
 }
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool
@@ -130,6 +143,7 @@ impl ToolRegistry {
         timeout: std::time::Duration,
     ) -> Result<ToolRegistry, String> {
         let mut reg = ToolRegistry::default();
+        let workspace = files::Workspace::new(deps.files.clone());
         for name in names {
             match name.as_str() {
                 "current_time" => reg.register(Arc::new(time::CurrentTime {
@@ -159,6 +173,11 @@ impl ToolRegistry {
                     config: deps.web.clone(),
                     backend: deps.search.clone(),
                 })),
+                "read_file" => reg.register(Arc::new(files::ReadFile(workspace.clone()))),
+                "write_file" => reg.register(Arc::new(files::WriteFile(workspace.clone()))),
+                "edit_file" => reg.register(Arc::new(files::EditFile(workspace.clone()))),
+                "list_dir" => reg.register(Arc::new(files::ListDir(workspace.clone()))),
+                "delete_file" => reg.register(Arc::new(files::DeleteFile(workspace.clone()))),
                 other => {
                     return Err(format!(
                         "unknown tool {other:?} (built-ins: {})",

@@ -1,5 +1,10 @@
 //! The Files port over a directory. Paths are checked by the port's `normalize`, and no
-//! component on the way may be a symlink, so nothing escapes the root.
+//! component on the way may be a symlink (whether it points outside the root or not), so
+//! nothing escapes the root: reading, writing, appending, listing and deleting through a link
+//! are `Invalid`, and a listing skips links. Nothing the assistant does creates a link, so a
+//! link is there only if someone with the machine put it there; the check runs before each
+//! call (a link swapped in during a call is outside this guard: that someone could write the
+//! files directly).
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +72,13 @@ fn io_err(path: &str, e: std::io::Error) -> PortError {
     }
 }
 
+/// Whether an error says there is no file at the path: nothing there, a directory there, or a
+/// file where a directory on the way should be.
+fn no_file(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{IsADirectory, NotADirectory, NotFound};
+    matches!(e.kind(), NotFound | IsADirectory | NotADirectory)
+}
+
 fn collect(dir: &Path, rel: &str, out: &mut Vec<String>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -90,7 +102,13 @@ fn collect(dir: &Path, rel: &str, out: &mut Vec<String>) -> std::io::Result<()> 
 impl Files for FsFiles {
     async fn read(&self, path: &str) -> Result<Vec<u8>, PortError> {
         let rel = normalize(path)?;
-        std::fs::read(self.resolve(&rel)?).map_err(|e| io_err(&rel, e))
+        std::fs::read(self.resolve(&rel)?).map_err(|e| {
+            if no_file(&e) {
+                PortError::not_found(rel.clone())
+            } else {
+                io_err(&rel, e)
+            }
+        })
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> Result<(), PortError> {
@@ -137,7 +155,7 @@ impl Files for FsFiles {
         let mut out = Vec::new();
         match collect(&full, &rel, &mut out) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if no_file(&e) => return Ok(Vec::new()),
             Err(e) => return Err(io_err(&rel, e)),
         }
         out.sort();
@@ -146,9 +164,16 @@ impl Files for FsFiles {
 
     async fn delete(&self, path: &str) -> Result<(), PortError> {
         let rel = normalize(path)?;
-        match std::fs::remove_file(self.resolve(&rel)?) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(&rel, e)),
+        let full = self.resolve(&rel)?;
+        if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
+            return Ok(()); // a directory is no file: nothing to delete
+        }
+        match std::fs::remove_file(full) {
+            Err(e) if !no_file(&e) => Err(io_err(&rel, e)),
             _ => Ok(()),
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

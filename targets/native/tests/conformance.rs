@@ -114,6 +114,15 @@ async fn fs_files_conform_and_refuse_symlink_escape() {
     let root = dir.join("root");
     let fs = FsFiles::new(&root).unwrap();
     files::conformance::run(&fs).await;
+    let beside: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        beside,
+        ["root"],
+        "the escape corpus wrote nothing outside the root"
+    );
     let outside = dir.join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("secret.txt"), "s").unwrap();

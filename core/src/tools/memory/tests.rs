@@ -120,6 +120,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         web: Default::default(),
         search: None,
         exec: None,
+        files: p.files.clone(),
     };
     let agent = Agent {
         tools: ToolRegistry::for_agent(&config.tools, config.tool_timeout_secs, &deps).unwrap(),

@@ -12,7 +12,7 @@ use clawless_platform::{ErrorKind, Http, HttpRequest, Outside};
 use serde_json::{json, Value};
 
 use super::guard::{self, Checked, Policy};
-use crate::config::WebConfig;
+use super::WebConfig;
 use crate::llm::ToolSpec;
 use crate::tools::{Level, Tool, ToolContext, ToolError};
 
@@ -85,7 +85,7 @@ impl WebFetch {
 
 /// A URL as shown in a message: at most 200 characters.
 fn shown(url: &str) -> String {
-    crate::audit::cut(url, 200)
+    super::clip(url, 200)
 }
 
 #[async_trait]
@@ -137,13 +137,13 @@ impl Tool for WebFetch {
             out.push_str(&format!("Type: {mime}\n"));
         }
         if let Some(title) = title.filter(|t| !t.is_empty()) {
-            out.push_str(&format!("Title: {}\n", crate::audit::cut(&title, 300)));
+            out.push_str(&format!("Title: {}\n", super::clip(&title, 300)));
         }
         // Room for the lines around the text within what any tool result may be.
         let max = self
             .config
             .max_text()
-            .min(crate::agent::MAX_TOOL_RESULT - 1024);
+            .min(crate::tools::MAX_TOOL_RESULT - 1024);
         let total = text.len();
         let text = match total > max {
             true => format!(

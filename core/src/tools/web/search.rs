@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use clawless_platform::{ErrorKind, Http, HttpRequest};
 use serde_json::{json, Value};
 
-use crate::config::WebConfig;
+use super::WebConfig;
 use crate::llm::ToolSpec;
 use crate::secret::Secret;
 use crate::tools::{Level, Tool, ToolContext, ToolError};
@@ -220,12 +220,12 @@ impl Tool for WebSearch {
             out.push_str(&format!(
                 "\n{}. {}\n   {}\n",
                 i + 1,
-                crate::audit::cut(&plain(title), 200),
-                crate::audit::cut(url, 500)
+                super::clip(&plain(title), 200),
+                super::clip(url, 500)
             ));
             let snippet = plain(snippet);
             if !snippet.is_empty() {
-                out.push_str(&format!("   {}\n", crate::audit::cut(&snippet, 500)));
+                out.push_str(&format!("   {}\n", super::clip(&snippet, 500)));
             }
         }
         Ok(out.trim_end().to_owned())

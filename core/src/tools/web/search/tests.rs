@@ -35,26 +35,30 @@ fn search(
         config: WebConfig::default(),
         backend: SearchBackend::from_env(&env),
     };
-    let out = block_on(tool.call(&ctx(), json!({"query": "rust async runtime", "count": 2})));
+    let out = block_on(tool.call(
+        &ctx(),
+        json!({"query": "sqlite full text search", "count": 2}),
+    ));
     (http, out)
 }
 
-const EXPECTED: &str = "Results for \"rust async runtime\" from NAME (web content, untrusted):\n\n\
-1. Tokio - An asynchronous Rust runtime\n   https://tokio.rs/\n   SNIPPET\n\n\
-2. Asynchronous Programming in Rust\n   https://rust-lang.github.io/async-book/\n   SNIPPET2";
+const EXPECTED: &str =
+    "Results for \"sqlite full text search\" from NAME (web content, untrusted):\n\n\
+1. SQLite FTS5 Extension\n   https://www.sqlite.org/fts5.html\n   SNIPPET\n\n\
+2. SQLite FTS3 and FTS4 Extensions\n   https://www.sqlite.org/fts3.html\n   SNIPPET2";
 
 #[test]
 fn brave_results() {
     let (http, out) = search(&[("BRAVE_API_KEY", "bk"), ("TAVILY_API_KEY", "tk")], BRAVE);
     let want = EXPECTED
         .replace("NAME", "Brave Search")
-        .replace("SNIPPET2", "This book aims to be a thorough guide to asynchronous programming in Rust, from beginner to advanced.")
-        .replace("SNIPPET", "Tokio is an asynchronous runtime for the Rust programming language. It provides the building blocks needed for writing network applications & more.");
+        .replace("SNIPPET2", "FTS3 and FTS4 are SQLite virtual table modules that allow users to perform full-text searches on a set of documents.")
+        .replace("SNIPPET", "FTS5 is an SQLite virtual table module that provides full-text search functionality to database applications & more.");
     assert_eq!(out.unwrap(), want);
     let req = &http.requests()[0];
     assert_eq!(
         req.url,
-        "https://api.search.brave.com/res/v1/web/search?q=rust%20async%20runtime&count=2"
+        "https://api.search.brave.com/res/v1/web/search?q=sqlite%20full%20text%20search&count=2"
     );
     assert_eq!(req.header_value("x-subscription-token"), Some("bk"));
     assert!(
@@ -71,8 +75,8 @@ fn tavily_results() {
     );
     let want = EXPECTED
         .replace("NAME", "Tavily")
-        .replace("SNIPPET2", "This book aims to be a thorough guide to asynchronous programming in Rust, from beginner to advanced.")
-        .replace("SNIPPET", "Tokio is an asynchronous runtime for the Rust programming language. It provides the building blocks needed for writing network applications.");
+        .replace("SNIPPET2", "FTS3 and FTS4 are SQLite virtual table modules that allow users to perform full-text searches on a set of documents.")
+        .replace("SNIPPET", "FTS5 is an SQLite virtual table module that provides full-text search functionality to database applications.");
     assert_eq!(out.unwrap(), want);
     let req = &http.requests()[0];
     assert_eq!(
@@ -83,7 +87,7 @@ fn tavily_results() {
     let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
     assert_eq!(
         body,
-        json!({"query": "rust async runtime", "max_results": 2})
+        json!({"query": "sqlite full text search", "max_results": 2})
     );
 }
 
@@ -102,21 +106,21 @@ fn searxng_results() {
         config: WebConfig::default(),
         backend: SearchBackend::from_env(&env),
     };
-    let out = block_on(tool.call(&ctx(), json!({"query": "rust async runtime"}))).unwrap();
+    let out = block_on(tool.call(&ctx(), json!({"query": "sqlite full text search"}))).unwrap();
     let want = EXPECTED
         .replace("NAME", "SearXNG")
         .replace(
             "SNIPPET2",
-            "This book aims to be a thorough guide to asynchronous programming in Rust.",
+            "FTS3 and FTS4 are SQLite virtual table modules for full-text searches.",
         )
         .replace(
             "SNIPPET",
-            "Tokio is an asynchronous runtime for the Rust programming language.",
+            "FTS5 is an SQLite virtual table module that provides full-text search functionality.",
         );
     assert_eq!(out, want);
     assert_eq!(
         http.requests()[0].url,
-        "http://searx.lan:8888/search?q=rust%20async%20runtime&format=json"
+        "http://searx.lan:8888/search?q=sqlite%20full%20text%20search&format=json"
     );
 }
 
@@ -125,7 +129,7 @@ fn failures_are_sentences() {
     let (_, out) = search(&[], BRAVE);
     assert!(out.unwrap_err().0.starts_with("web search is not set up"));
     let (_, out) = search(&[("BRAVE_API_KEY", "k")], r#"{"type": "search"}"#);
-    assert_eq!(out.unwrap(), "No results for \"rust async runtime\".");
+    assert_eq!(out.unwrap(), "No results for \"sqlite full text search\".");
     let (_, out) = search(&[("BRAVE_API_KEY", "k")], "<html>oops</html>");
     assert_eq!(
         out.unwrap_err().0,
