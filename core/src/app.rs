@@ -81,20 +81,24 @@ impl App {
         missing
     }
 
-    /// Tools an agent lists that this shell does not offer (`exec` off native), as sentences.
+    /// Tools an agent lists that are not offered here (`exec` off native, `web_search` without
+    /// a search API), as sentences.
     pub fn unoffered_tools(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for agent in self.config.agents.values() {
+        for c in self.connectors.values() {
+            let agent = &c.agent;
             for (tool, needs) in crate::tools::SHELL_TOOLS {
-                let listed = agent.tools.iter().any(|t| t == tool);
-                if listed && (*tool != "exec" || self.platform.exec.is_none()) {
+                let listed = agent.config.tools.iter().any(|t| t == tool);
+                if listed && agent.tools.get(tool).is_none() {
                     out.push(format!(
                         "agent {:?} lists {tool}, which needs {needs}: not offered here",
-                        agent.id
+                        agent.config.id
                     ));
                 }
             }
         }
+        out.sort();
+        out.dedup();
         out
     }
 

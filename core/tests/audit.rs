@@ -1,6 +1,7 @@
 //! The audit trail beyond approvals: a failed model call leaves its entry although the turn
 //! fails, and the serverless shells' `/admin/audit` endpoint (absent without a token, 401 on a
-//! wrong one, the entries as JSON to the right one).
+//! wrong one, the entries as JSON to the right one); and what the app tells the operator about
+//! tools it cannot offer.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -142,4 +143,20 @@ fn the_admin_endpoint_answers_only_the_token() {
             .await;
         assert_eq!(r.body, r#"{"entries":[]}"#);
     });
+}
+
+/// `web_search` is listed by the default agent but offered only once a search API is set;
+/// without one, the app says so (shells log it, `config check` prints it).
+#[test]
+fn tools_that_cannot_be_offered_are_named() {
+    let h = Harness::new(Wire::Anthropic);
+    assert_eq!(
+        h.app.unoffered_tools(),
+        [
+            "agent \"assistant\" lists web_search, which needs a search API: BRAVE_API_KEY, \
+          TAVILY_API_KEY or SEARXNG_URL: not offered here"
+        ]
+    );
+    let h = Harness::with_env(Wire::Anthropic, config(), &[("BRAVE_API_KEY", "k")]).unwrap();
+    assert!(h.app.unoffered_tools().is_empty());
 }

@@ -17,7 +17,9 @@ fn repository_config_is_valid() {
             "current_time",
             "memory_search",
             "memory_get",
-            "memory_write"
+            "memory_write",
+            "web_fetch",
+            "web_search"
         ]
     );
     assert_eq!(cfg.providers["openai"].kind, ProviderKind::Openai);

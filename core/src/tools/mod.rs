@@ -44,8 +44,14 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "delete_file",
 ];
 
-/// Built-ins that need a port only some shells have: (tool, what it needs).
-pub const SHELL_TOOLS: &[(&str, &str)] = &[("exec", "the native binary (running commands)")];
+/// Built-ins offered only where something is there: (tool, what it needs).
+pub const SHELL_TOOLS: &[(&str, &str)] = &[
+    ("exec", "the native binary (running commands)"),
+    (
+        "web_search",
+        "a search API: BRAVE_API_KEY, TAVILY_API_KEY or SEARXNG_URL",
+    ),
+];
 
 /// What a tool call may depend on besides its input: whose memory and workspace it is, and
 /// which tools this chat granted for a while ("Allow for 30 min").
@@ -168,11 +174,16 @@ impl ToolRegistry {
                         reg.register(Arc::new(exec::ExecTool { exec: exec.clone() }))
                     }
                 }
-                "web_search" => reg.register(Arc::new(web::search::WebSearch {
-                    http: deps.http.clone(),
-                    config: deps.web.clone(),
-                    backend: deps.search.clone(),
-                })),
+                // Offered once a search API is set up (see `App::unoffered_tools`).
+                "web_search" => {
+                    if let Some(backend) = &deps.search {
+                        reg.register(Arc::new(web::search::WebSearch {
+                            http: deps.http.clone(),
+                            config: deps.web.clone(),
+                            backend: Some(backend.clone()),
+                        }))
+                    }
+                }
                 "read_file" => reg.register(Arc::new(files::ReadFile(workspace.clone()))),
                 "write_file" => reg.register(Arc::new(files::WriteFile(workspace.clone()))),
                 "edit_file" => reg.register(Arc::new(files::EditFile(workspace.clone()))),

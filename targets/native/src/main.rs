@@ -353,10 +353,14 @@ async fn config_check() -> Result<()> {
         .collect();
     if !exec_agents.is_empty() {
         println!(
-            "note: exec (listed by {exec_agents:?}) runs only in this native binary; the Worker              and the Lambda do not offer it"
+            "note: exec (listed by {exec_agents:?}) runs only in this native binary; the \
+             Worker and the Lambda do not offer it"
         );
     }
     let n = setup::build_with(&env, config, source).await?;
+    for note in n.app.unoffered_tools() {
+        println!("note: {note}");
+    }
     let missing = n.app.missing_settings();
     if missing.is_empty() {
         println!("environment OK");
