@@ -45,6 +45,7 @@ pub mod ingress;
 pub mod keys;
 pub mod llm;
 pub mod memory;
+pub mod schedule;
 pub mod secret;
 pub mod session;
 pub mod shell;

@@ -1,0 +1,4 @@
+//! Reminders and scheduled tasks (placeholder).
+
+pub mod cron;
+pub mod zone;
