@@ -41,9 +41,11 @@ impl Cron {
             "@weekly" => "0 0 * * 0".to_owned(),
             "@monthly" => "0 0 1 * *".to_owned(),
             "@yearly" | "@annually" => "0 0 1 1 *".to_owned(),
-            other if other.starts_with('@') => return Err(format!(
+            other if other.starts_with('@') => {
+                return Err(format!(
                 "unknown cron macro {other:?} (use @hourly, @daily, @weekly, @monthly or @yearly)"
-            )),
+            ))
+            }
             other => other.to_owned(),
         };
         let fields: Vec<&str> = expanded.split_whitespace().collect();
