@@ -39,6 +39,7 @@ pub mod config;
 pub mod connector;
 pub mod drain;
 pub mod env;
+pub mod fire;
 pub mod ids;
 pub mod inbox;
 pub mod ingress;

@@ -49,12 +49,21 @@ fuzz_target!(|data: &[u8]| {
         search: None,
         exec: None,
         files: platform.files.clone(),
+        kv: platform.kv.clone(),
     };
     let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect();
     let registry = ToolRegistry::builtins(&names, &deps).unwrap();
     let ctx = ToolContext {
         scope: SCOPE.into(),
         granted: Default::default(),
+        origin: Some(clawless_core::schedule::Origin {
+            connector: "main".into(),
+            chat: 1,
+            chat_type: "private".into(),
+            thread: None,
+            user: 1,
+            user_name: "Ada".into(),
+        }),
     };
 
     // Every built-in this platform offers (`exec` needs a shell that runs commands).

@@ -17,7 +17,8 @@ fn repository_config_is_valid() {
             "current_time",
             "memory_search",
             "memory_get",
-            "memory_write"
+            "memory_write",
+            "schedule"
         ]
     );
     assert_eq!(cfg.providers["openai"].kind, ProviderKind::Openai);

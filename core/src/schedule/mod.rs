@@ -67,6 +67,27 @@ pub struct Origin {
     pub user_name: String,
 }
 
+impl Origin {
+    /// The update a firing's job carries: a message in this chat (and topic) from the person
+    /// who set the reminder, numbered `update_id` (negative), so the turn stage finds the
+    /// session, memory scope and topic as for their own message. The bot made it up: it is
+    /// only ever built here, never accepted from a webhook.
+    pub fn message(&self, update_id: i64, at_ms: u64, text: &str) -> serde_json::Value {
+        let mut message = serde_json::json!({
+            "message_id": update_id,
+            "date": at_ms / 1000,
+            "chat": {"id": self.chat, "type": self.chat_type},
+            "from": {"id": self.user, "is_bot": false, "first_name": self.user_name},
+            "text": text,
+        });
+        if let Some(t) = self.thread {
+            message["message_thread_id"] = t.into();
+            message["is_topic_message"] = true.into();
+        }
+        serde_json::json!({"update_id": update_id, "message": message})
+    }
+}
+
 /// What a firing does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -136,8 +136,8 @@ impl Zone {
         self.instants(local).first().copied().unwrap_or(local)
     }
 
-    /// `2026-03-29 09:00:05 (Sunday), Europe/Berlin (UTC+02:00)`; `seconds` false leaves
-    /// them out.
+    /// `2026-03-29 09:00:05 (Sunday), Europe/Berlin (UTC+02:00)`, or `…, UTC+05:30` for a
+    /// fixed offset; `seconds` false leaves them out.
     pub fn format(&self, utc: i64, seconds: bool) -> String {
         let offset = self.offset_at(utc);
         let local = utc + offset;
@@ -151,7 +151,7 @@ impl Zone {
         };
         let at = format!("{y:04}-{mo:02}-{d:02} {time} ({day})");
         match self.name.starts_with("UTC") {
-            true => format!("{at}, {}", self.name),
+            true => format!("{at}, UTC{}", offset_text(offset)),
             false => format!("{at}, {} (UTC{})", self.name, offset_text(offset)),
         }
     }

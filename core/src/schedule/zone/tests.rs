@@ -101,7 +101,7 @@ fn formats_with_the_zone_and_its_offset() {
     );
     assert_eq!(
         Zone::utc().format(0, true),
-        "1970-01-01 00:00:00 (Thursday), UTC"
+        "1970-01-01 00:00:00 (Thursday), UTC+00:00"
     );
 }
 
