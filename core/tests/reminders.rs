@@ -5,7 +5,7 @@
 //! missed one-off late); cancelled ones never; another chat's neither listed nor cancelled;
 //! `/reminders` with its buttons, `/timezone`, and a scheduled task's agent turn in its topic.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 

@@ -134,7 +134,9 @@ fn what(input: &Value) -> Result<What, ToolError> {
 /// `#3 next at 2026-03-29 09:00 (Sunday), Europe/Berlin (UTC+02:00) (in 2 h 5 min),
 /// repeating "0 9 * * *" in Europe/Berlin: text "stretch"`, the text cut to `max_chars`.
 pub fn describe(r: &Reminder, zone: &Zone, now_ms: u64, max_chars: usize) -> String {
-    let at = zone.format((r.next_ms / 1000) as i64, r.next_ms % 60_000 != 0);
+    // Seconds only when the time has them (written so for the 1.85 MSRV: no is_multiple_of).
+    let whole_minute = r.next_ms / 60_000 * 60_000 == r.next_ms;
+    let at = zone.format((r.next_ms / 1000) as i64, !whole_minute);
     let repeats = match &r.cron {
         Some(c) => format!(", repeating {c:?} in {}", r.zone),
         None => String::new(),
