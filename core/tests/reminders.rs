@@ -116,16 +116,39 @@ fn a_reminder_in_ten_minutes_is_delivered_once_at_its_time() {
 fn overlapping_scheduler_runs_deliver_once() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
+        // A second instance on the same storage: another invocation, its own leases.
+        let env = clawless_core::Env::from_pairs([
+            ("TELEGRAM_BOT_TOKEN", support::TOKEN.to_string()),
+            ("TELEGRAM_WEBHOOK_SECRET", support::SECRET.to_string()),
+            ("TELEGRAM_ALLOWED_USERS", OWNER_ID.to_string()),
+            ("ANTHROPIC_API_KEY", "sk-ant-test".to_string()),
+            ("ANTHROPIC_BASE_URL", support::LLM.to_string()),
+        ]);
+        let config = Config::load(&clawless_core::config::embedded()).unwrap();
+        let other = clawless_core::App::new(h.platform.clone(), config, &env, "other").unwrap();
         set(
             &h,
             1,
             json!({"action": "create", "in_minutes": 5, "text": "stand up"}),
         )
         .await;
+        set(
+            &h,
+            2,
+            json!({"action": "create", "cron": "*/5 * * * *", "text": "blink"}),
+        )
+        .await;
         h.clock.advance(5 * MIN);
-        futures::join!(h.app.scheduled(), h.app.scheduled(), h.app.fire_due());
-        futures::join!(h.app.fire_due(), h.app.scheduled());
-        assert_eq!(alarms(&h), ["⏰ stand up"]);
+        futures::join!(
+            h.app.scheduled(),
+            other.scheduled(),
+            h.app.fire_due(),
+            other.fire_due()
+        );
+        futures::join!(other.fire_due(), h.app.scheduled());
+        let mut got = alarms(&h);
+        got.sort();
+        assert_eq!(got, ["⏰ blink", "⏰ stand up"]);
     });
 }
 
