@@ -1,5 +1,5 @@
 //! The built-in tools with any JSON input, on fresh in-memory ports: `current_time`, the
-//! memory tools and the workspace file tools. A call answers text or a `ToolError` with a
+//! memory tools, the workspace file tools and `schedule` (in a private chat). A call answers text or a `ToolError` with a
 //! message, never panics, and writes nothing outside its scope's memory and workspace roots.
 //!
 //! Input: one byte choosing the first tool, then JSON. A JSON array is a sequence of calls

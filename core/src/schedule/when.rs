@@ -55,6 +55,9 @@ pub fn first(input: &Value, now_ms: u64, zone: &Zone) -> Result<First, String> {
         }
         _ => {
             let expr = input["cron"].as_str().ok_or("cron must be a string")?;
+            if expr.len() > 100 {
+                return Err("a cron expression is at most 100 characters".into());
+            }
             let cron = Cron::parse(expr)?;
             let at = cron
                 .next_after(now_s, zone)
@@ -187,5 +190,9 @@ mod tests {
             .unwrap_err()
             .contains("exactly one"));
         assert!(first(&json!({"in_minutes": 1, "cron": "* * * * *"}), NOW, &utc).is_err());
+        let long = format!("0 9 * * {}", "1,".repeat(60));
+        assert!(first(&json!({ "cron": long }), NOW, &utc)
+            .unwrap_err()
+            .contains("at most 100"));
     }
 }
