@@ -3,8 +3,8 @@
 //! - [`App::new`] (in [`crate::assemble`]): config + env + ports → the app.
 //! - [`App::handle_webhook`], [`App::accept_update`] (in [`crate::ingress`]): the ack path.
 //! - [`App::drain`], [`App::sweep`] (in [`crate::drain`]): the work after the ack.
-//! - [`App::scheduled`], [`App::chat_local`] (here), and the command line's
-//!   calls (in [`crate::admin`]).
+//! - [`App::scheduled`], [`App::chat_local`] (here), [`App::fire_due`] (in [`crate::fire`]),
+//!   and the command line's calls (in [`crate::admin`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
@@ -104,16 +104,19 @@ impl App {
 
     /// The scheduled job every shell runs (native timer, Lambda schedule, Worker cron): expired
     /// Kv rows purged through the port
-    /// ([`Kv::purge_expired`](clawless_platform::Kv::purge_expired)), the [`App::sweep`], then
+    /// ([`Kv::purge_expired`](clawless_platform::Kv::purge_expired)), due reminders put in
+    /// the inbox (see [`crate::schedule`]), the [`App::sweep`] (which delivers them), then
     /// memory files edited by hand are re-indexed in every scope (after the one-time move of
     /// memory from before it was per person), then (once a day) [`App::consolidate`].
-    /// Errors are logged, not returned: one failing part does not stop the others.
+    /// Errors are logged, not returned: one failing part does not stop the others. Returns
+    /// the earliest of the next retry and the next reminder (ms).
     pub async fn scheduled(&self) -> Option<u64> {
         match self.platform.kv.purge_expired().await {
             Ok(0) => {}
             Ok(rows) => tracing::debug!(rows, "purged expired Kv rows"),
             Err(e) => tracing::warn!(error = %e, "purging expired Kv rows failed"),
         }
+        self.enqueue_due().await;
         let next = match self.sweep().await {
             Ok(next) => next,
             Err(e) => {
@@ -127,7 +130,10 @@ impl App {
             }
         }
         self.consolidate().await;
-        next
+        match (next, self.next_due().await) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The usage counters over this app's ports.
@@ -208,6 +214,7 @@ impl App {
         let ctx = ToolContext {
             scope: scope.clone(),
             granted: Default::default(),
+            origin: None,
         };
         conn.agent
             .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)

@@ -82,6 +82,7 @@ impl App {
             search: crate::tools::web::search::SearchBackend::from_env(env),
             exec: platform.exec.clone(),
             files: platform.files.clone(),
+            kv: platform.kv.clone(),
         };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {

@@ -55,6 +55,10 @@ pub struct Job {
     /// The turn, stopped at a call that waits for an approval (see `turn/approval.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspended: Option<Box<Suspended>>,
+    /// A reminder's firing (see [`crate::schedule`]): `update` is then a message the bot
+    /// made up in the reminder's chat, never one from Telegram, and its id is negative.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fire: Option<crate::schedule::Fire>,
 }
 
 /// The answer, once decided: what to send, how much was sent, and the session turn to apply.
@@ -342,6 +346,7 @@ mod tests {
             not_before_ms: 0,
             checkpoint: None,
             suspended: None,
+            fire: None,
         };
         let lane = Lane::new("main:1");
         let key = keys::job(&lane, 1);

@@ -109,6 +109,16 @@ impl App {
                 return Ok(None);
             }
         };
+        if update.id <= 0 {
+            // Telegram's ids are positive; the others name the bot's own jobs (a reminder's
+            // firing), which no webhook may pre-empt.
+            tracing::warn!(
+                connector,
+                update_id = update.id,
+                "update id not positive; dropped"
+            );
+            return Ok(None);
+        }
         let msg = match &update.kind {
             UpdateKind::Message(m) => m,
             UpdateKind::CallbackQuery(q) => {
@@ -187,6 +197,7 @@ impl App {
             not_before_ms: 0,
             checkpoint: None,
             suspended: None,
+            fire: None,
         };
         if !self.inbox.accept(&lane, &job).await? {
             tracing::info!(connector = %conn.id, update_id, "duplicate delivery dropped");

@@ -18,6 +18,10 @@
 //! | `usage/<connector>/<d2026-11-23 or m2026-11>/<u<user> or c<chat> or all>` | tokens and cost of a period (TTL) | usage |
 //! | `audit/<connector>/<at ms:015>/<trace>.<seq:05>` | one step of the audit trail (TTL: retention) | audit |
 //! | `grant/<connector>/<chat>/<tool>` | "allow for a while": a tool runs without asking in a chat, with a TTL | turn (approvals) |
+//! | `sched/<connector>/<chat>/<id:010>` | a reminder or scheduled task, with its next time | schedule |
+//! | `sched-due/<at ms:015>/<connector>/<chat>/<id>` | the due index: one entry per reminder's next time, in time order | schedule |
+//! | `sched-seq/<connector>` | the last reminder id given out on a connector | schedule |
+//! | `tz/<connector>/<chat>` | a chat's time zone (`/timezone`) | schedule |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
 
@@ -118,4 +122,41 @@ pub fn grant(connector: &ConnectorId, chat: i64, tool: &str) -> String {
 
 pub fn poll_offset(connector: &ConnectorId) -> String {
     format!("poll/{connector}/offset")
+}
+
+/// A reminder of a chat.
+pub fn reminder(connector: &ConnectorId, chat: i64, id: u64) -> String {
+    format!("{}{id:010}", reminders(connector, chat))
+}
+
+/// The prefix of a chat's reminders (in id order).
+pub fn reminders(connector: &ConnectorId, chat: i64) -> String {
+    format!("sched/{connector}/{chat}/")
+}
+
+/// Prefix of the due index.
+pub const DUE: &str = "sched-due/";
+
+/// The due index entry of a reminder's next time: lexical order is time order.
+pub fn due(at_ms: u64, connector: &ConnectorId, chat: i64, id: u64) -> String {
+    format!("{DUE}{at_ms:015}/{connector}/{chat}/{id}")
+}
+
+/// Reads a due index entry back: `(at ms, connector, chat, id)`.
+pub fn parse_due(key: &str) -> Option<(u64, ConnectorId, i64, u64)> {
+    let rest = key.strip_prefix(DUE)?;
+    let (at, rest) = rest.split_once('/')?;
+    let mut back = rest.rsplitn(3, '/');
+    let id = back.next()?.parse().ok()?;
+    let chat = back.next()?.parse().ok()?;
+    let connector = back.next()?;
+    Some((at.parse().ok()?, ConnectorId::new(connector), chat, id))
+}
+
+pub fn reminder_ids(connector: &ConnectorId) -> String {
+    format!("sched-seq/{connector}")
+}
+
+pub fn chat_zone(connector: &ConnectorId, chat: i64) -> String {
+    format!("tz/{connector}/{chat}")
 }

@@ -14,6 +14,8 @@
 //! - [`keys`]: every Kv key, built in one place; [`ids`]: the typed names keys are built
 //!   from (connector, lane, session key, memory scope).
 //! - [`inbox`]: the durable inbox: exactly-once, in-order per chat, leases, retries.
+//! - [`schedule`]: reminders and scheduled tasks: records, the due index, cron, time zones;
+//!   [`fire`]: firing what is due through the inbox, exactly once.
 //! - [`agent`]: the model ↔ tools loop.
 //! - [`llm`]: message model, Anthropic and OpenAI adapters, the retrying fallback chain.
 //! - [`tools`]: the tool registry and built-in tools.
@@ -24,7 +26,7 @@
 //! - [`usage`]: tokens and spend per person, chat and everyone; the spend caps.
 //! - [`shell`]: what every shell shares: the secret header, the body cap, routing.
 //! - [`telegram`]: update types, the Bot API client, Markdown → HTML and splitting.
-//! - [`calendar`]: days since the epoch to dates (daily notes, and soon usage per day).
+//! - [`calendar`]: days since the epoch to dates and back (daily notes, zones, cron).
 //! - [`config`]: YAML config into validated types. [`env`]: settings and secrets from the
 //!   target. [`secret`]: `Secret`, never printed.
 
@@ -39,12 +41,14 @@ pub mod config;
 pub mod connector;
 pub mod drain;
 pub mod env;
+pub mod fire;
 pub mod ids;
 pub mod inbox;
 pub mod ingress;
 pub mod keys;
 pub mod llm;
 pub mod memory;
+pub mod schedule;
 pub mod secret;
 pub mod session;
 pub mod shell;

@@ -1,5 +1,5 @@
 //! The built-in tools with any JSON input, on fresh in-memory ports: `current_time`, the
-//! memory tools and the workspace file tools. A call answers text or a `ToolError` with a
+//! memory tools, the workspace file tools and `schedule` (in a private chat). A call answers text or a `ToolError` with a
 //! message, never panics, and writes nothing outside its scope's memory and workspace roots.
 //!
 //! Input: one byte choosing the first tool, then JSON. A JSON array is a sequence of calls
@@ -49,12 +49,21 @@ fuzz_target!(|data: &[u8]| {
         search: None,
         exec: None,
         files: platform.files.clone(),
+        kv: platform.kv.clone(),
     };
     let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect();
     let registry = ToolRegistry::builtins(&names, &deps).unwrap();
     let ctx = ToolContext {
         scope: SCOPE.into(),
         granted: Default::default(),
+        origin: Some(clawless_core::schedule::Origin {
+            connector: "main".into(),
+            chat: 1,
+            chat_type: "private".into(),
+            thread: None,
+            user: 1,
+            user_name: "Ada".into(),
+        }),
     };
 
     // Every built-in this platform offers (`exec` needs a shell that runs commands).

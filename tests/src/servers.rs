@@ -1,6 +1,6 @@
 //! Fake Bot API and model servers on 127.0.0.1 for the shells' end-to-end tests (feature
 //! `servers`): every Bot API call is checked against the spec, the model is scripted by what
-//! it is asked ("remember: X" → memory_write, "time" → a tool call, "long" → 6000+
+//! it is asked ("remember: X" → memory_write, "schedule: {…}" → schedule, "time" → a tool call, "long" → 6000+
 //! characters, else an echo), and either side fails once on request (the `*_ONCE` markers).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -196,8 +196,8 @@ fn refusal(f: &Fakes, body: &Value) -> Option<(axum::http::StatusCode, Json<Valu
     None
 }
 
-/// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "time" asks for the
-/// clock tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
+/// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "schedule: {…}"
+/// calls `schedule` with that JSON, "time" asks for the clock tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
 /// marker fails the first time, [`MODEL_AWAITS_TYPING`] waits for "typing…", anything else is
 /// echoed.
 async fn llm(
@@ -260,6 +260,10 @@ fn answer(last: &Value) -> Value {
     let text = last["content"][0]["text"].as_str().unwrap_or("").to_owned();
     if let Some(fact) = text.strip_prefix("remember: ") {
         return anthropic_tool_use("toolu_mem", "memory_write", json!({"content": fact}));
+    }
+    if let Some(args) = text.strip_prefix("schedule: ") {
+        let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
+        return anthropic_tool_use("toolu_sched", "schedule", args);
     }
     if text.contains("time") {
         return anthropic_tool_use("toolu_e2e", "current_time", json!({"utc_offset": "UTC"}));

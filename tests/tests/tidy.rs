@@ -298,6 +298,10 @@ fn kv_keys_are_built_only_in_the_keys_module() {
         "grant/",
         "usage/",
         "audit/",
+        "sched/",
+        "sched-due/",
+        "sched-seq/",
+        "tz/",
     ];
     for f in files {
         // Tests may spell keys out to check what is stored; the keys module builds them.

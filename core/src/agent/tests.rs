@@ -40,7 +40,7 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
     let (p, _, _) = clawless_platform::Platform::in_memory();
     let memory = crate::memory::store::MemoryStore {
         files: p.files.clone(),
-        kv: p.kv,
+        kv: p.kv.clone(),
         vectors: p.vectors,
         text: p.text,
         embedder: Arc::new(crate::memory::embed::LocalEmbedder::default()),
@@ -54,6 +54,7 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
         search: None,
         exec: None,
         files: p.files,
+        kv: p.kv,
     }
 }
 
@@ -61,6 +62,7 @@ fn ctx() -> ToolContext {
     ToolContext {
         scope: "a/main".into(),
         granted: Default::default(),
+        origin: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn repository_config_is_valid() {
             "memory_search",
             "memory_get",
             "memory_write",
+            "schedule",
             "web_fetch",
             "web_search"
         ]

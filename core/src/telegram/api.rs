@@ -139,6 +139,19 @@ impl BotApi {
         html: bool,
         reply_to: Option<i64>,
     ) -> Result<i64, TelegramError> {
+        self.send_with_keyboard(to, text, html, reply_to, &[]).await
+    }
+
+    /// [`BotApi::send_message`] with an inline keyboard: `rows` of `(label, callback_data)`
+    /// buttons (none: no keyboard).
+    pub async fn send_with_keyboard(
+        &self,
+        to: Target,
+        text: &str,
+        html: bool,
+        reply_to: Option<i64>,
+        rows: &[Vec<(&str, &str)>],
+    ) -> Result<i64, TelegramError> {
         let mut body = json!({ "chat_id": to.chat_id, "text": text });
         if let Some(t) = to.thread_id {
             body["message_thread_id"] = json!(t);
@@ -149,6 +162,17 @@ impl BotApi {
         if let Some(id) = reply_to {
             body["reply_parameters"] =
                 json!({ "message_id": id, "allow_sending_without_reply": true });
+        }
+        if !rows.is_empty() {
+            let rows: Vec<Vec<Value>> = rows
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .map(|(label, data)| json!({ "text": label, "callback_data": data }))
+                        .collect()
+                })
+                .collect();
+            body["reply_markup"] = json!({ "inline_keyboard": rows });
         }
         let v = self.call("sendMessage", body).await?;
         Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
@@ -162,20 +186,8 @@ impl BotApi {
         text: &str,
         buttons: &[(&str, String)],
     ) -> Result<i64, TelegramError> {
-        let row: Vec<Value> = buttons
-            .iter()
-            .map(|(label, data)| json!({ "text": label, "callback_data": data }))
-            .collect();
-        let mut body = json!({
-            "chat_id": to.chat_id,
-            "text": text,
-            "reply_markup": { "inline_keyboard": [row] },
-        });
-        if let Some(t) = to.thread_id {
-            body["message_thread_id"] = json!(t);
-        }
-        let v = self.call("sendMessage", body).await?;
-        Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
+        let row: Vec<(&str, &str)> = buttons.iter().map(|(l, d)| (*l, d.as_str())).collect();
+        self.send_with_keyboard(to, text, false, None, &[row]).await
     }
 
     /// Replaces a message's text (and drops its buttons).

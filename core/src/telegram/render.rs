@@ -15,6 +15,9 @@ pub struct Part {
     /// Sent as a `.md` document with `text` as its caption (an answer too long for messages).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub document: Option<String>,
+    /// Inline buttons under the message, one per row: `(label, callback data ≤ 64 bytes)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buttons: Vec<(String, String)>,
 }
 
 /// The caption of an answer sent as a document.
@@ -26,6 +29,7 @@ pub fn document_part(markdown: &str) -> Part {
         text: DOCUMENT_CAPTION.into(),
         html: false,
         document: Some(markdown.to_owned()),
+        buttons: Vec::new(),
     }
 }
 
@@ -59,6 +63,7 @@ pub fn render_parts(markdown: &str) -> Vec<Part> {
             text: "(empty reply)".into(),
             html: false,
             document: None,
+            buttons: Vec::new(),
         });
     }
     out
@@ -78,6 +83,7 @@ fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
             text: html,
             html: true,
             document: None,
+            buttons: Vec::new(),
         });
         return;
     }
@@ -94,6 +100,7 @@ pub fn plain_parts(text: &str) -> Vec<Part> {
             text,
             html: false,
             document: None,
+            buttons: Vec::new(),
         })
         .collect()
 }

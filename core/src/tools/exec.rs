@@ -139,6 +139,7 @@ mod tests {
         ToolContext {
             scope: Scope::new("assistant/main/user-7"),
             granted: Default::default(),
+            origin: None,
         }
     }
 

@@ -6,10 +6,12 @@
 //!   scope's workspace.
 //! - [`web`]: the web tools and the URL guard they share.
 //! - [`exec`]: `exec`, a shell command in the workspace (native only).
+//! - [`schedule`]: `schedule`, reminders and scheduled tasks in the conversation's chat.
 
 pub mod exec;
 pub mod files;
 pub mod memory;
+pub mod schedule;
 pub mod time;
 pub mod web;
 
@@ -42,6 +44,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "edit_file",
     "list_dir",
     "delete_file",
+    "schedule",
 ];
 
 /// Built-ins offered only where something is there: (tool, what it needs).
@@ -61,6 +64,19 @@ pub struct ToolContext {
     pub scope: Scope,
     /// Tools that run without asking in this chat until their grant expires.
     pub granted: std::collections::BTreeSet<String>,
+    /// The Telegram chat (and topic, and person) of the conversation: where a reminder set
+    /// now fires. `None` outside Telegram (the terminal chat).
+    pub origin: Option<crate::schedule::Origin>,
+}
+
+/// A context for unit tests: the owner's scope, nothing granted, no chat.
+#[cfg(test)]
+pub(crate) fn tests_ctx() -> ToolContext {
+    ToolContext {
+        scope: Scope::new("assistant/main/u1"),
+        granted: Default::default(),
+        origin: None,
+    }
 }
 
 /// What a tool can affect, which decides what it needs before it runs (see
@@ -90,6 +106,8 @@ pub struct ToolDeps {
     pub exec: Option<Arc<dyn clawless_platform::Exec>>,
     /// The workspace the file tools work in (the same port as memory's files).
     pub files: Arc<dyn clawless_platform::Files>,
+    /// Where reminders are kept.
+    pub kv: Arc<dyn clawless_platform::Kv>,
 }
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool
@@ -189,6 +207,10 @@ impl ToolRegistry {
                 "edit_file" => reg.register(Arc::new(files::EditFile(workspace.clone()))),
                 "list_dir" => reg.register(Arc::new(files::ListDir(workspace.clone()))),
                 "delete_file" => reg.register(Arc::new(files::DeleteFile(workspace.clone()))),
+                "schedule" => reg.register(Arc::new(schedule::Schedule {
+                    kv: deps.kv.clone(),
+                    clock: deps.clock.clone(),
+                })),
                 other => {
                     return Err(format!(
                         "unknown tool {other:?} (built-ins: {})",

@@ -1,4 +1,4 @@
-//! `current_time`: the current date and time at a UTC offset.
+//! `current_time`: the current date and time in a time zone or at a UTC offset.
 
 use std::sync::Arc;
 
@@ -7,8 +7,8 @@ use clawless_platform::Clock;
 use serde_json::{json, Value};
 
 use super::{Level, Tool, ToolContext, ToolError};
-use crate::calendar::civil_from_days;
 use crate::llm::ToolSpec;
+use crate::schedule::zone::Zone;
 
 pub struct CurrentTime {
     pub clock: Arc<dyn Clock>,
@@ -23,90 +23,57 @@ impl Tool for CurrentTime {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "current_time".into(),
-            description: "The current date, time and weekday. Give `utc_offset` like \"+02:00\", \"-05:30\" or \"UTC\" for local time there (default UTC).".into(),
+            description: "The current date, time and weekday. Give `zone`, an IANA time zone like \"Europe/Berlin\" or \"America/New_York\", or `utc_offset` like \"+02:00\", \"-05:30\" or \"UTC\", for local time there (default UTC).".into(),
             input_schema: json!({
                 "type": "object",
-                "properties": {"utc_offset": {"type": "string", "description": "UTC offset, e.g. +02:00"}},
+                "properties": {
+                    "zone": {"type": "string", "description": "IANA time zone, e.g. Europe/Berlin"},
+                    "utc_offset": {"type": "string", "description": "UTC offset, e.g. +02:00"}
+                },
                 "additionalProperties": false
             }),
         }
     }
 
     async fn call(&self, _ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
-        let offset = match input.get("utc_offset") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(s)) => parse_offset(s)
-                .ok_or_else(|| ToolError(format!("utc_offset {s:?} is not like +02:00 or UTC")))?,
-            Some(other) => {
-                return Err(ToolError(format!(
-                    "utc_offset must be a string, got {other}"
-                )))
+        let mut zone = Zone::utc();
+        for field in ["utc_offset", "zone"] {
+            match input.get(field) {
+                None | Some(Value::Null) => {}
+                // Either field takes either form.
+                Some(Value::String(s)) => {
+                    zone = Zone::find(s).ok_or_else(|| {
+                        ToolError(format!(
+                            "{field} {s:?} is neither a time zone like Europe/Berlin nor an offset like +02:00 or UTC"
+                        ))
+                    })?
+                }
+                Some(other) => {
+                    return Err(ToolError(format!("{field} must be a string, got {other}")))
+                }
             }
-        };
-        Ok(format_time(self.clock.now_ms(), offset))
+        }
+        Ok(zone.format((self.clock.now_ms() / 1000) as i64, true))
     }
 }
 
 /// Parses "UTC", "Z", "+02:00", "-0530", "+3", "UTC+3" into minutes east of UTC.
 pub fn parse_offset(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let s = s
-        .strip_prefix("UTC")
-        .or_else(|| s.strip_prefix("GMT"))
-        .unwrap_or(s);
-    if s.is_empty() || s == "Z" {
-        return Some(0);
-    }
-    let (sign, rest) = match s.as_bytes().first()? {
-        b'+' => (1, &s[1..]),
-        b'-' => (-1, &s[1..]),
-        _ => return None,
-    };
-    let (h, m) = match rest.split_once(':') {
-        Some((h, m)) => (h, m),
-        None if rest.len() == 4 => (rest.get(..2)?, rest.get(2..)?),
-        None => (rest, "0"),
-    };
-    // One or two digits each, checked before any arithmetic (found by fuzzing:
-    // "+0507440737095516150" overflowed `h * 60`, "+a€" was split inside a character, and
-    // "+-5" passed as an hour).
-    let two_digits = |s: &str| (1..=2).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit());
-    if !two_digits(h) || !two_digits(m) {
-        return None;
-    }
-    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
-    (h <= 14 && m < 60).then(|| sign * (h * 60 + m))
+    crate::schedule::zone::parse_offset(s)
 }
 
 /// Formats `ms` since the epoch at `offset_min` as `2026-11-22 14:05:09 (Sunday), UTC+02:00`.
 pub fn format_time(ms: u64, offset_min: i64) -> String {
-    let secs = (ms / 1000) as i64 + offset_min * 60;
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let (y, mo, d) = civil_from_days(days);
-    let weekday = [
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-    ][days.rem_euclid(7) as usize];
-    let sign = if offset_min < 0 { '-' } else { '+' };
-    format!(
-        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02} ({weekday}), UTC{sign}{:02}:{:02}",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60,
-        offset_min.abs() / 60,
-        offset_min.abs() % 60
-    )
+    let zone =
+        Zone::find(&crate::schedule::zone::offset_text(offset_min * 60)).unwrap_or_else(Zone::utc);
+    zone.format((ms / 1000) as i64, true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clawless_platform::FakeClock;
+    use futures::executor::block_on;
 
     #[test]
     fn formats_known_instants() {
@@ -126,28 +93,35 @@ mod tests {
     }
 
     #[test]
-    fn parses_offsets() {
-        assert_eq!(parse_offset("UTC"), Some(0));
-        assert_eq!(parse_offset("+02:00"), Some(120));
-        assert_eq!(parse_offset("-0530"), Some(-330));
-        assert_eq!(parse_offset("UTC+3"), Some(180));
-        assert_eq!(parse_offset("Europe/Paris"), None);
-        assert_eq!(parse_offset("+25:00"), None);
-    }
-
-    #[test]
-    fn refuses_offsets_that_are_not_hours_and_minutes() {
-        // Found by fuzzing: these overflowed, panicked on a char boundary, or were accepted.
-        for bad in [
-            "+0507440737095516150",
-            "+a€",
-            "+-5",
-            "+1:-30",
-            "+123:00",
-            "-99999999999999999999",
-        ] {
-            assert_eq!(parse_offset(bad), None, "{bad}");
-        }
-        assert_eq!(parse_offset("+2:30"), Some(150));
+    fn zone_names_and_offsets_both_work() {
+        let tool = CurrentTime {
+            clock: Arc::new(FakeClock::new(1_785_000_000_000)),
+        };
+        let ctx = crate::tools::tests_ctx();
+        let call = |input: Value| block_on(tool.call(&ctx, input));
+        assert_eq!(
+            call(json!({"zone": "Europe/Berlin"})).unwrap(),
+            "2026-07-25 19:20:00 (Saturday), Europe/Berlin (UTC+02:00)"
+        );
+        assert_eq!(
+            call(json!({"zone": "america/new_york"})).unwrap(),
+            "2026-07-25 13:20:00 (Saturday), America/New_York (UTC-04:00)"
+        );
+        assert_eq!(
+            call(json!({"utc_offset": "+02:00"})).unwrap(),
+            "2026-07-25 19:20:00 (Saturday), UTC+02:00"
+        );
+        assert_eq!(
+            call(json!({"utc_offset": "Asia/Tokyo"})).unwrap(),
+            "2026-07-26 02:20:00 (Sunday), Asia/Tokyo (UTC+09:00)"
+        );
+        assert_eq!(
+            call(json!({})).unwrap(),
+            "2026-07-25 17:20:00 (Saturday), UTC+00:00"
+        );
+        assert!(call(json!({"zone": "Mars/Base"}))
+            .unwrap_err()
+            .0
+            .contains("neither a time zone"));
     }
 }

@@ -152,8 +152,18 @@ impl App {
                 let at = job.suspended.as_deref().map_or(0, |s| s.expires_ms);
                 return Ok(Wait::Until(at));
             };
+            if next.fire.is_some() {
+                // A reminder's task is a new turn in the chat, as a message is.
+                return self
+                    .record(key, job, conn, Outcome::Superseded, None, lease)
+                    .await;
+            }
             let update = Update::from_value(&next.update);
             match update.as_ref().map(|u| &u.kind) {
+                Ok(UpdateKind::CallbackQuery(q)) if super::reminders::is_reminder_button(q) => {
+                    self.reminder_tap(conn, q).await;
+                    self.inbox.finish(&next_key, &next).await?;
+                }
                 Ok(UpdateKind::CallbackQuery(q)) => {
                     let Some(s) = job.suspended.as_deref() else {
                         return Ok(Wait::Answered);
@@ -327,7 +337,12 @@ impl App {
         } else {
             Default::default()
         };
-        let ctx = ToolContext { scope, granted };
+        let origin = Some(super::reminders::origin(&conn.id, msg));
+        let ctx = ToolContext {
+            scope,
+            granted,
+            origin,
+        };
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
         let caps = self.config.limits.caps();
         let budget = match caps.any() {

@@ -19,6 +19,10 @@ pub enum Action {
     Usage,
     /// The last steps of the audit trail in this chat (the owner only).
     Audit,
+    /// This chat's reminders, each with a cancel button.
+    Reminders,
+    /// Shows or sets this chat's time zone.
+    TimeZone,
 }
 
 /// One command: its name (without the slash), what `/help` says of it, what it does.
@@ -62,6 +66,16 @@ pub const COMMANDS: &[Command] = &[
         action: Action::Audit,
     },
     Command {
+        name: "reminders",
+        help: "reminders and scheduled tasks in this chat, to cancel",
+        action: Action::Reminders,
+    },
+    Command {
+        name: "timezone",
+        help: "this chat's time zone for reminders, e.g. /timezone Europe/Berlin",
+        action: Action::TimeZone,
+    },
+    Command {
         name: "help",
         help: "this message",
         action: Action::Help,
@@ -76,6 +90,13 @@ pub const COMMANDS: &[Command] = &[
 /// The command called `name` (lower case, no slash).
 pub fn find(name: &str) -> Option<&'static Command> {
     COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// What follows the command word: `/timezone Europe/Berlin` → `Europe/Berlin`.
+pub fn args(text: &str) -> &str {
+    let text = text.trim_start();
+    text.find(char::is_whitespace)
+        .map_or("", |at| text[at..].trim())
 }
 
 /// `/cmd@bot args` → `("cmd", Some("bot"))`, the command lower-cased.
@@ -124,7 +145,7 @@ mod tests {
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),
-            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/help: this message"
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/help: this message"
         );
     }
 }

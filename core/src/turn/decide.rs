@@ -29,6 +29,10 @@ pub enum Decision {
     Usage,
     /// `/audit`: the last steps in this chat.
     Audit,
+    /// `/reminders`: this chat's reminders, with cancel buttons.
+    Reminders,
+    /// `/timezone [zone]`: show or set the chat's time zone.
+    TimeZone(String),
 }
 
 /// The connector's settings a decision depends on.
@@ -125,6 +129,8 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
             Action::Revoke => Decision::Revoke,
             Action::Usage => Decision::Usage,
             Action::Audit => Decision::Audit,
+            Action::Reminders => Decision::Reminders,
+            Action::TimeZone => Decision::TimeZone(commands::args(text).to_owned()),
         };
     }
     let body = body.trim();

@@ -98,7 +98,16 @@ impl App {
                         .send_document(target, "answer.md", doc.as_bytes(), &text, reply_to)
                         .await
                 }
-                None => conn.bot.send_message(target, &text, html, reply_to).await,
+                None => {
+                    let rows: Vec<Vec<(&str, &str)>> = part
+                        .buttons
+                        .iter()
+                        .map(|(label, data)| vec![(label.as_str(), data.as_str())])
+                        .collect();
+                    conn.bot
+                        .send_with_keyboard(target, &text, html, reply_to, &rows)
+                        .await
+                }
             };
             match sent {
                 Ok(_) => return Ok(()),

@@ -7,6 +7,7 @@ pub mod approval;
 pub mod commands;
 pub mod decide;
 mod deliver;
+mod reminders;
 mod reports;
 
 use std::time::Duration;
@@ -102,9 +103,11 @@ impl App {
             return Ok(Step::Done);
         };
         if let crate::telegram::UpdateKind::CallbackQuery(q) = &update.kind {
-            // A tap that no waiting turn consumed: a stale or repeated button.
-            if let Err(e) = conn
+            if reminders::is_reminder_button(q) {
+                self.reminder_tap(conn, q).await;
+            } else if let Err(e) = conn
                 .bot
+                // A tap that no waiting turn consumed: a stale or repeated button.
                 .answer_callback(&q.id, "This request is no longer waiting.", false)
                 .await
             {
@@ -187,8 +190,11 @@ impl App {
         step
     }
 
-    /// Decides and, for a turn, runs the agent.
+    /// Decides and, for a turn, runs the agent; a reminder's firing does what it holds.
     async fn answer(&self, conn: &Connector, msg: &Message, job: &Job) -> Result<Reply, Failure> {
+        if let Some(fire) = &job.fire {
+            return self.fired(conn, msg, fire).await;
+        }
         let me = match decide::needs_identity(msg) {
             true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
             false => None,
@@ -233,6 +239,16 @@ impl App {
                 .map_err(Failure::storage)?,
             Decision::Usage => self
                 .usage_reply(conn, msg)
+                .await
+                .map_err(Failure::storage)?,
+            Decision::Reminders => {
+                return self
+                    .reminders_reply(conn, msg, reply_to, books)
+                    .await
+                    .map_err(Failure::storage)
+            }
+            Decision::TimeZone(arg) => self
+                .timezone_reply(conn, msg.chat.id.0, &arg)
                 .await
                 .map_err(Failure::storage)?,
             Decision::Approvals | Decision::Revoke => self

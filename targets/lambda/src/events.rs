@@ -59,7 +59,7 @@ impl Shell {
             }
             Event::Schedule => {
                 let next = self.app.scheduled().await;
-                tracing::info!(next_retry = ?next, "scheduled job done");
+                tracing::info!(next_retry_or_reminder = ?next, "scheduled job done");
                 json!({"swept": true})
             }
             Event::Unknown => {

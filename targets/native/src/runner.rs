@@ -1,9 +1,10 @@
 //! The background drainer: lanes named by the ack path are drained on tokio tasks, a timer
 //! runs the scheduled job (`App::scheduled`: retries and leftovers, expired Kv rows, memory
-//! files edited by hand), and shutdown waits for work in flight.
+//! files edited by hand), another wakes at the next reminder's second (`App::fire_due`), and
+//! shutdown waits for work in flight.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clawless_core::{App, Drained, Lane};
 use tokio::sync::mpsc;
@@ -47,18 +48,40 @@ impl Runner {
             Err(e) => tracing::warn!(error = %e, "could not clear stale leases"),
         }
         let mut next_sweep = tokio::time::Instant::now();
+        // When the next reminder is due, as the last drain, sweep or firing saw it: a turn
+        // that set one tells us through its drain.
+        let (due_tx, mut due_rx) = mpsc::unbounded_channel::<Option<u64>>();
+        let mut next_fire: Option<tokio::time::Instant> = None;
         tokio::pin!(stop);
         loop {
             tokio::select! {
                 _ = &mut stop => break,
                 Some(lane) = self.rx.recv() => {
-                    let app = self.app.clone();
-                    tasks.spawn(async move { drain(&app, &lane).await; });
+                    let (app, due) = (self.app.clone(), due_tx.clone());
+                    tasks.spawn(async move {
+                        drain(&app, &lane).await;
+                        let _ = due.send(app.next_due().await);
+                    });
                 }
                 _ = tokio::time::sleep_until(next_sweep) => {
-                    let app = self.app.clone();
-                    tasks.spawn(async move { app.scheduled().await; });
+                    let (app, due) = (self.app.clone(), due_tx.clone());
+                    tasks.spawn(async move {
+                        app.scheduled().await;
+                        let _ = due.send(app.next_due().await);
+                    });
                     next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
+                }
+                Some(at) = due_rx.recv() => {
+                    // Reports race each other: keep the earliest (an early wake finds nothing
+                    // due and reports again), and never let a stale "none" cancel a wake.
+                    if let Some(at) = at.map(instant_of) {
+                        next_fire = Some(next_fire.map_or(at, |n| n.min(at)));
+                    }
+                }
+                _ = tokio::time::sleep_until(next_fire.unwrap_or(next_sweep)), if next_fire.is_some() => {
+                    next_fire = None;
+                    let (app, due) = (self.app.clone(), due_tx.clone());
+                    tasks.spawn(async move { let _ = due.send(app.fire_due().await); });
                 }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             }
@@ -70,6 +93,14 @@ impl Runner {
         let _ =
             tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
     }
+}
+
+/// The tokio instant of `at_ms` since the epoch (now, if it has passed).
+fn instant_of(at_ms: u64) -> tokio::time::Instant {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    tokio::time::Instant::now() + Duration::from_millis(at_ms.saturating_sub(now_ms))
 }
 
 async fn drain(app: &App, lane: &Lane) {

@@ -157,5 +157,5 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
         }
     };
     let next = shell.app.scheduled().await;
-    worker::console_log!("scheduled job done; next retry at {next:?}");
+    worker::console_log!("scheduled job done; next retry or reminder at {next:?}");
 }

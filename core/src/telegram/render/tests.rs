@@ -102,7 +102,8 @@ fn markup_that_shows_nothing_is_sent_as_written() {
             vec![Part {
                 text: md.into(),
                 html: false,
-                document: None
+                document: None,
+                buttons: Vec::new(),
             }],
             "{md:?}"
         );

@@ -22,6 +22,7 @@ fn ctx() -> ToolContext {
     ToolContext {
         scope: scope(),
         granted: Default::default(),
+        origin: None,
     }
 }
 
@@ -169,6 +170,7 @@ fn workspaces_are_per_scope() {
     let other = ToolContext {
         scope: Scope::new("a/main/u2"),
         granted: Default::default(),
+        origin: None,
     };
     let read = block_on(ReadFile(ws.clone()).call(&other, json!({"path": "a.md"})));
     assert!(read.unwrap_err().0.contains("does not exist"));
@@ -421,6 +423,7 @@ fn the_five_are_built_ins_and_guarded() {
         clock: p.clock.clone(),
         memory: Arc::new(memory),
         files: p.files.clone(),
+        kv: p.kv.clone(),
         http: p.http.clone(),
         web: Default::default(),
         search: None,

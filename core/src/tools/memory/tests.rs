@@ -61,6 +61,7 @@ fn ctx() -> ToolContext {
     ToolContext {
         scope: "assistant/main".into(),
         granted: Default::default(),
+        origin: None,
     }
 }
 
@@ -121,6 +122,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         search: None,
         exec: None,
         files: p.files.clone(),
+        kv: p.kv.clone(),
     };
     let agent = Agent {
         tools: ToolRegistry::for_agent(&config.tools, config.tool_timeout_secs, &deps).unwrap(),

@@ -18,6 +18,7 @@ fn ctx() -> ToolContext {
     ToolContext {
         scope: Scope::new("a/main/user-1"),
         granted: Default::default(),
+        origin: None,
     }
 }
 

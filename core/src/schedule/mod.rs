@@ -1,0 +1,378 @@
+//! Reminders and scheduled tasks: the bot writes first. A reminder belongs to one chat (and
+//! forum topic) and holds either a text to send or a prompt to run as an agent turn there; it
+//! fires once at a time, or on a cron expression in a time zone.
+//!
+//! Keys (built in [`crate::keys`]):
+//! - `sched/<connector>/<chat>/<id>`: the [`Reminder`], with `next_ms`, its next firing. The
+//!   record is the truth; everything else is derived from it.
+//! - `sched-due/<at>/<connector>/<chat>/<id>`: the due index, in time order. **Invariant:** a
+//!   record's `next_ms` always has its entry: the entry is written before the record names
+//!   the time. An entry whose record is gone or names another time is stale, and is deleted
+//!   when met.
+//! - `sched-seq/<connector>`: the last id given out (compare-and-swap).
+//! - `tz/<connector>/<chat>`: the chat's time zone.
+//!
+//! Firing (`fire.rs`, from every shell's scheduler) goes through the durable inbox, so
+//! delivery, retries, order and exactly-once are the inbox's:
+//! 1. read the record; stale entry → delete it, done;
+//! 2. enqueue a job in the chat's lane under [`fire_update_id`]`(id, time)`: deterministic,
+//!    so a second enqueue of the same firing is dropped by the inbox (`put_if_absent` on the
+//!    job while it is pending, the `seen/` marker once it finished);
+//! 3. [`Schedules::advance`] the record by compare-and-swap against the bytes read in 1:
+//!    a one-off is deleted; a recurring one gets its next time computed from *now* (after
+//!    downtime it fires once, not once per missed period), its new index entry written first;
+//! 4. delete the entry.
+//!
+//! Two overlapping runs: both enqueue the same id (one is dropped), one CAS wins, the loser
+//! sees the record changed and stops. A crash after 2: the next run repeats 2 (dropped) and
+//! goes on with 3. A crash after 3: the stale entry is deleted when met. So each firing is
+//! delivered once, as long as a run that crashed between 2 and 3 is repeated within
+//! `inbox.dedupe_hours` (24 h or more; the schedulers run every minute).
+
+pub mod cron;
+pub mod when;
+pub mod zone;
+
+use std::time::Duration;
+
+use clawless_platform::{Clock, Kv, KvExt, PortError};
+use serde::{Deserialize, Serialize};
+
+use crate::ids::ConnectorId;
+use crate::keys;
+use zone::Zone;
+
+/// At most this many reminders per chat.
+pub const MAX_PER_CHAT: usize = 50;
+/// A reminder's text or prompt is at most this many characters.
+pub const MAX_TEXT_CHARS: usize = 2000;
+/// A one-off is at most this far ahead.
+pub const MAX_AHEAD_MS: u64 = 366 * 86_400_000;
+/// Ids stay below this, so [`fire_update_id`] is unique.
+const MAX_ID: u64 = 1 << 30;
+
+/// The chat a reminder belongs to and who set it: what a synthetic message in that chat
+/// needs (its session, memory scope, topic).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    pub connector: ConnectorId,
+    pub chat: i64,
+    /// `private`, `group` or `supergroup`, as Telegram names it.
+    pub chat_type: String,
+    /// The forum topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<i64>,
+    pub user: i64,
+    #[serde(default)]
+    pub user_name: String,
+}
+
+impl Origin {
+    /// The update a firing's job carries: a message in this chat (and topic) from the person
+    /// who set the reminder, numbered `update_id` (negative), so the turn stage finds the
+    /// session, memory scope and topic as for their own message. The bot made it up: it is
+    /// only ever built here, never accepted from a webhook.
+    pub fn message(&self, update_id: i64, at_ms: u64, text: &str) -> serde_json::Value {
+        let mut message = serde_json::json!({
+            "message_id": update_id,
+            "date": at_ms / 1000,
+            "chat": {"id": self.chat, "type": self.chat_type},
+            "from": {"id": self.user, "is_bot": false, "first_name": self.user_name},
+            "text": text,
+        });
+        if let Some(t) = self.thread {
+            message["message_thread_id"] = t.into();
+            message["is_topic_message"] = true.into();
+        }
+        serde_json::json!({"update_id": update_id, "message": message})
+    }
+}
+
+/// What a firing does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum What {
+    /// Sends "⏰ text".
+    Text(String),
+    /// Runs an agent turn on the prompt in the chat's session.
+    Prompt(String),
+}
+
+impl What {
+    pub fn body(&self) -> &str {
+        match self {
+            What::Text(t) | What::Prompt(t) => t,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reminder {
+    pub id: u64,
+    pub origin: Origin,
+    pub what: What,
+    /// Recurring: the cron expression, read in `zone`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    pub zone: String,
+    /// The next firing (ms, a whole second).
+    pub next_ms: u64,
+    pub created_ms: u64,
+}
+
+/// One firing, carried by its inbox job: which reminder, at which time, doing what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fire {
+    pub reminder: u64,
+    pub at_ms: u64,
+    pub what: What,
+}
+
+/// The update id of a firing: negative, so never a Telegram update id (those are positive),
+/// unique per (reminder, time) (`id` < 2^30, seconds < 2^32), and ordered by time among
+/// firings. In a lane, keys of negative ids sort before every Telegram update's: a firing
+/// goes ahead of what waits there (a turn waiting for an approval included) instead of
+/// behind it.
+pub fn fire_update_id(id: u64, at_ms: u64) -> i64 {
+    let secs = (at_ms / 1000).min(u64::from(u32::MAX)) as i64;
+    -(secs * MAX_ID as i64 + (id % MAX_ID) as i64)
+}
+
+/// The reminders' storage.
+pub struct Schedules<'a> {
+    pub kv: &'a dyn Kv,
+    pub clock: &'a dyn Clock,
+}
+
+impl Schedules<'_> {
+    /// Stores a new reminder: index entry first, then the record. `Err(text)` is a refusal
+    /// to show the model.
+    pub async fn create(
+        &self,
+        origin: Origin,
+        what: What,
+        first: when::First,
+        zone: &Zone,
+    ) -> Result<Result<Reminder, String>, PortError> {
+        let (connector, chat) = (origin.connector.clone(), origin.chat);
+        let connector = &connector;
+        let held = self
+            .kv
+            .list(&keys::reminders(connector, chat), MAX_PER_CHAT + 1)
+            .await?;
+        if held.len() >= MAX_PER_CHAT {
+            return Ok(Err(format!(
+                "this chat already has {MAX_PER_CHAT} reminders, the most it may have: cancel some first"
+            )));
+        }
+        let Some(id) = self.next_id(connector).await? else {
+            return Ok(Err("no more reminder ids on this bot".into()));
+        };
+        let r = Reminder {
+            id,
+            origin,
+            what,
+            cron: first.cron,
+            zone: zone.name.clone(),
+            next_ms: first.next_ms,
+            created_ms: self.clock.now_ms(),
+        };
+        self.kv
+            .put(&keys::due(r.next_ms, connector, chat, id), b"", None)
+            .await?;
+        self.kv
+            .put_json(&keys::reminder(connector, chat, id), &r, None)
+            .await?;
+        Ok(Ok(r))
+    }
+
+    async fn next_id(&self, connector: &ConnectorId) -> Result<Option<u64>, PortError> {
+        let key = keys::reminder_ids(connector);
+        for _ in 0..32 {
+            let old = self.kv.get(&key).await?;
+            let last: u64 = old
+                .as_deref()
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            let id = last + 1;
+            if id >= MAX_ID {
+                return Ok(None);
+            }
+            let new = id.to_string();
+            if self
+                .kv
+                .compare_and_swap(&key, old.as_deref(), Some(new.as_bytes()), None)
+                .await?
+            {
+                return Ok(Some(id));
+            }
+        }
+        Err(PortError::new(
+            clawless_platform::ErrorKind::Conflict,
+            "reminder id counter: too many concurrent writers",
+        ))
+    }
+
+    /// A chat's reminders, in id order.
+    pub async fn list(
+        &self,
+        connector: &ConnectorId,
+        chat: i64,
+    ) -> Result<Vec<Reminder>, PortError> {
+        let keys = self
+            .kv
+            .list(&keys::reminders(connector, chat), MAX_PER_CHAT * 2)
+            .await?;
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            match self.kv.get_json::<Reminder>(&k).await {
+                Ok(Some(r)) => out.push(r),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(key = k, error = %e, "unreadable reminder skipped"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Cancels a chat's reminder; `None` when the chat has no such reminder.
+    pub async fn cancel(
+        &self,
+        connector: &ConnectorId,
+        chat: i64,
+        id: u64,
+    ) -> Result<Option<Reminder>, PortError> {
+        let key = keys::reminder(connector, chat, id);
+        // A firing may move a recurring record between our read and our swap: read again.
+        for _ in 0..4 {
+            let Some((bytes, r)) = self.load(&key).await? else {
+                return Ok(None);
+            };
+            if self
+                .kv
+                .compare_and_swap(&key, Some(&bytes), None, None)
+                .await?
+            {
+                self.kv
+                    .delete(&keys::due(r.next_ms, connector, chat, id))
+                    .await?;
+                return Ok(Some(r));
+            }
+        }
+        Err(PortError::new(
+            clawless_platform::ErrorKind::Conflict,
+            "reminder changed under every try to cancel it",
+        ))
+    }
+
+    /// A record and the bytes it was read from (for a compare-and-swap). An unreadable one
+    /// is logged and deleted.
+    pub async fn load(&self, key: &str) -> Result<Option<(Vec<u8>, Reminder)>, PortError> {
+        let Some(bytes) = self.kv.get(key).await? else {
+            return Ok(None);
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(r) => Ok(Some((bytes, r))),
+            Err(e) => {
+                tracing::error!(key, error = %e, "unreadable reminder dropped");
+                self.kv.delete(key).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Step 3 of a firing: the record moved past the firing at `r.next_ms`, by
+    /// compare-and-swap against `read`. `false`: another run (or a cancel) changed it first.
+    pub async fn advance(&self, r: &Reminder, read: &[u8], now_ms: u64) -> Result<bool, PortError> {
+        let (connector, chat) = (&r.origin.connector, r.origin.chat);
+        let key = keys::reminder(connector, chat, r.id);
+        let next = r.cron.as_deref().and_then(|c| {
+            let zone = Zone::find(&r.zone).unwrap_or_else(Zone::utc);
+            let from = (now_ms.max(r.next_ms) / 1000) as i64;
+            let at = cron::Cron::parse(c).ok()?.next_after(from, &zone)?;
+            u64::try_from(at).ok().map(|s| s * 1000)
+        });
+        let Some(next) = next else {
+            return self.kv.compare_and_swap(&key, Some(read), None, None).await;
+        };
+        // The new time's entry first (the invariant); left behind if the swap fails, as
+        // another run may have written the same entry for its own swap.
+        self.kv
+            .put(&keys::due(next, connector, chat, r.id), b"", None)
+            .await?;
+        let moved = Reminder {
+            next_ms: next,
+            ..r.clone()
+        };
+        let bytes = serde_json::to_vec(&moved).map_err(|e| PortError::invalid(e.to_string()))?;
+        self.kv
+            .compare_and_swap(&key, Some(read), Some(&bytes), None)
+            .await
+    }
+
+    /// Due index entries at or before `now_ms`, earliest first, at most `limit`.
+    pub async fn due(
+        &self,
+        now_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<(String, u64, ConnectorId, i64, u64)>, PortError> {
+        let keys = self.kv.list(keys::DUE, limit).await?;
+        let mut out = Vec::new();
+        for k in keys {
+            match keys::parse_due(&k) {
+                Some((at, ..)) if at > now_ms => break,
+                Some((at, c, chat, id)) => out.push((k, at, c, chat, id)),
+                None => self.kv.delete(&k).await?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// The earliest next firing of any reminder.
+    pub async fn next_due(&self) -> Result<Option<u64>, PortError> {
+        let first = self.kv.list(keys::DUE, 1).await?;
+        Ok(first
+            .first()
+            .and_then(|k| keys::parse_due(k))
+            .map(|(at, ..)| at))
+    }
+
+    /// The chat's time zone: its `/timezone`, else UTC.
+    pub async fn zone_of(&self, connector: &ConnectorId, chat: i64) -> Result<Zone, PortError> {
+        let stored = self.kv.get(&keys::chat_zone(connector, chat)).await?;
+        Ok(stored
+            .as_deref()
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .and_then(Zone::find)
+            .unwrap_or_else(Zone::utc))
+    }
+
+    pub async fn set_zone(
+        &self,
+        connector: &ConnectorId,
+        chat: i64,
+        zone: &Zone,
+    ) -> Result<(), PortError> {
+        self.kv
+            .put(
+                &keys::chat_zone(connector, chat),
+                zone.name.as_bytes(),
+                None,
+            )
+            .await
+    }
+}
+
+/// How long until `at_ms`, roughly, for people: "in 3 h 5 min".
+pub fn until(now_ms: u64, at_ms: u64) -> String {
+    let d = Duration::from_millis(at_ms.saturating_sub(now_ms)).as_secs();
+    match d {
+        0..=59 => format!("in {d} s"),
+        60..=3599 => format!("in {} min", d.div_ceil(60)),
+        3600..=86_399 => format!("in {} h {} min", d / 3600, d % 3600 / 60),
+        _ => format!("in {} days", d / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+//! Reminders in the turn stage: a firing's job (a text sent as "⏰ …", or a prompt run as an
+//! agent turn in the chat's session), `/reminders` (the chat's reminders, a cancel button
+//! each), `/timezone`, and the taps on those buttons.
+
+use clawless_platform::PortError;
+
+use super::{Checkpoint, Failure, Reply};
+use crate::app::App;
+use crate::connector::Connector;
+use crate::ids::ConnectorId;
+use crate::llm::ChatMessage;
+use crate::schedule::zone::Zone;
+use crate::schedule::{Fire, Origin, What};
+use crate::telegram::render::plain_parts;
+use crate::telegram::types::CallbackQuery;
+use crate::telegram::{ChatKind, Message};
+
+/// Callback data of a cancel button: `rm:<id>` (well under Telegram's 64 bytes).
+const BUTTON: &str = "rm:";
+/// How much of a reminder's text `/reminders` shows.
+const SHOWN_CHARS: usize = 60;
+
+/// Where a reminder set in `msg`'s conversation fires: its chat, topic and sender.
+pub(super) fn origin(connector: &ConnectorId, msg: &Message) -> Origin {
+    let chat_type = match msg.chat.kind {
+        ChatKind::Private => "private",
+        ChatKind::Group => "group",
+        ChatKind::Supergroup => "supergroup",
+        ChatKind::Channel => "channel",
+        ChatKind::Other => "other",
+    };
+    let from = msg.from.as_ref();
+    Origin {
+        connector: connector.clone(),
+        chat: msg.chat.id.0,
+        chat_type: chat_type.into(),
+        thread: msg.topic(),
+        user: from.map_or(0, |u| u.id.0),
+        user_name: from.map(|u| u.first_name.clone()).unwrap_or_default(),
+    }
+}
+
+/// Whether a tap is on a reminder's cancel button.
+pub(super) fn is_reminder_button(q: &CallbackQuery) -> bool {
+    q.data.as_deref().is_some_and(|d| d.starts_with(BUTTON))
+}
+
+impl App {
+    /// A firing: the text to send, or the prompt's agent turn (its answer goes to the chat,
+    /// not as a reply). Nothing when the person who set it may no longer talk to the bot.
+    pub(super) async fn fired(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        fire: &Fire,
+    ) -> Result<Reply, Failure> {
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        if !conn.allowed.contains(&user) {
+            tracing::info!(connector = %conn.id, reminder = fire.reminder, "its owner is no longer allowed; not fired");
+            return Ok(Reply::Nothing);
+        }
+        tracing::info!(connector = %conn.id, reminder = fire.reminder, at = fire.at_ms, "reminder fires");
+        let prompt = match &fire.what {
+            What::Text(text) => {
+                return Ok(Reply::Send(Checkpoint {
+                    parts: plain_parts(&format!("⏰ {text}")),
+                    sent: 0,
+                    reply_to: None,
+                    session_turn: None,
+                    books: None,
+                }))
+            }
+            What::Prompt(p) => p,
+        };
+        let text = format!(
+            "[Scheduled task #{}, set earlier to run now: carry it out and answer here.]\n{prompt}",
+            fire.reminder
+        );
+        let scope = conn.memory_scope_of(msg);
+        let recall = self.lifecycle().recall(&scope, prompt).await;
+        let run = conn.agent.begin(ChatMessage::user_text(text), &recall);
+        let mut reply = self.run_agent(conn, msg, run).await?;
+        if let Reply::Send(cp) = &mut reply {
+            cp.reply_to = None;
+        }
+        Ok(reply)
+    }
+
+    /// `/reminders`: the chat's reminders, times in its zone, a cancel button each.
+    pub(super) async fn reminders_reply(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        reply_to: Option<i64>,
+        books: Option<Box<crate::usage::Books>>,
+    ) -> Result<Reply, PortError> {
+        let chat = msg.chat.id.0;
+        let store = self.schedules();
+        let zone = store.zone_of(&conn.id, chat).await?;
+        let all = store.list(&conn.id, chat).await?;
+        let now = self.platform.clock.now_ms();
+        let text = match all.is_empty() {
+            true => format!(
+                "No reminders in this chat. Ask me, e.g. \"remind me tomorrow at 9 to call Ana\" or \"every Monday at 8 send me the week's plan\". Time zone: {} (/timezone to change it).",
+                zone.name
+            ),
+            false => {
+                let lines: Vec<String> = all
+                    .iter()
+                    .map(|r| crate::tools::schedule::describe(r, &zone, now, SHOWN_CHARS))
+                    .collect();
+                format!(
+                    "Reminders in this chat (time zone {}):\n{}",
+                    zone.name,
+                    lines.join("\n")
+                )
+            }
+        };
+        let mut parts = plain_parts(&text);
+        if let Some(last) = parts.last_mut() {
+            last.buttons = all
+                .iter()
+                .map(|r| (format!("Cancel #{}", r.id), format!("{BUTTON}{}", r.id)))
+                .collect();
+        }
+        Ok(Reply::Send(Checkpoint {
+            parts,
+            sent: 0,
+            reply_to,
+            session_turn: None,
+            books,
+        }))
+    }
+
+    /// `/timezone`: shows the chat's zone, or sets it to `arg`.
+    pub(super) async fn timezone_reply(
+        &self,
+        conn: &Connector,
+        chat: i64,
+        arg: &str,
+    ) -> Result<String, PortError> {
+        let store = self.schedules();
+        let now = (self.platform.clock.now_ms() / 1000) as i64;
+        if arg.is_empty() {
+            let zone = store.zone_of(&conn.id, chat).await?;
+            return Ok(format!(
+                "This chat's time zone is {}: it is {}. Change it with /timezone Europe/Berlin (any IANA name, or an offset like +02:00).",
+                zone.name,
+                zone.format(now, false)
+            ));
+        }
+        let Some(zone) = Zone::find(arg) else {
+            return Ok(format!(
+                "I don't know the time zone {arg:?}. Use a name like Europe/Berlin or America/New_York, or an offset like +02:00."
+            ));
+        };
+        store.set_zone(&conn.id, chat, &zone).await?;
+        Ok(format!(
+            "Time zone set to {}: it is {} there. Reminders set from now on use it; /reminders shows times in it.",
+            zone.name,
+            zone.format(now, false)
+        ))
+    }
+
+    /// A tap on a cancel button: the reminder of the button's chat cancelled if the person
+    /// tapping may talk to the bot. The tap is always answered.
+    pub(super) async fn reminder_tap(&self, conn: &Connector, q: &CallbackQuery) {
+        let id = q
+            .data
+            .as_deref()
+            .and_then(|d| d.strip_prefix(BUTTON))
+            .and_then(|d| d.parse::<u64>().ok());
+        let chat = q.message.as_ref().map(|m| m.chat.id.0);
+        let (text, alert) = match (id, chat) {
+            _ if !conn.allowed.contains(&q.from.id.0) => (
+                "Only people this bot serves can cancel reminders.".to_owned(),
+                true,
+            ),
+            (Some(id), Some(chat)) => match self.schedules().cancel(&conn.id, chat, id).await {
+                Ok(Some(_)) => (format!("Cancelled reminder #{id}."), false),
+                Ok(None) => ("That reminder is no longer there.".to_owned(), false),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reminder not cancelled");
+                    (
+                        "I could not cancel it right now; try again in a while.".to_owned(),
+                        true,
+                    )
+                }
+            },
+            _ => ("That reminder is no longer there.".to_owned(), false),
+        };
+        if let Err(e) = conn.bot.answer_callback(&q.id, &text, alert).await {
+            tracing::debug!(error = %e, "answerCallbackQuery failed");
+        }
+    }
+}

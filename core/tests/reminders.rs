@@ -1,0 +1,509 @@
+//! Reminders end to end over the fakes: set through the model's `schedule` call, fired by
+//! `App::scheduled` on the fake clock through the inbox, exactly once: not before the time,
+//! once at it, once with overlapping runs, once after a crash between the enqueue and the
+//! record's advance, once after downtime (a recurring one then rescheduled in the future, a
+//! missed one-off late); cancelled ones never; another chat's neither listed nor cancelled;
+//! `/reminders` with its buttons, `/timezone`, and a scheduled task's agent turn in its topic.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clawless_core::Config;
+use clawless_platform::{Clock, Kv};
+use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID, STRANGER_ID};
+use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
+use futures::executor::block_on;
+use serde_json::{json, Value};
+use support::{Harness, Wire};
+
+const MIN: Duration = Duration::from_secs(60);
+
+/// A private message from the owner.
+fn message(update_id: i64, text: &str) -> Value {
+    let mut u = fixtures::update("private_text", update_id);
+    u["message"]["message_id"] = json!(100 + update_id);
+    u["message"]["text"] = json!(text);
+    u
+}
+
+/// The model sets a reminder with `input` when asked `update_id`; returns the tool's answer.
+async fn set(h: &Harness, update_id: i64, input: Value) -> String {
+    h.script(
+        200,
+        anthropic_tool_use(&format!("t{update_id}"), "schedule", input),
+    );
+    h.script(200, anthropic_text("Done."));
+    assert_eq!(
+        h.deliver_raw(&message(update_id, "please schedule it"))
+            .await,
+        200
+    );
+    tool_result(h)
+}
+
+/// The last tool result the model was shown.
+fn tool_result(h: &Harness) -> String {
+    let requests = h.llm_requests();
+    requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .rfind(|b| b["type"] == "tool_result")
+        .map(|b| b["content"].as_str().unwrap_or("").to_owned())
+        .expect("a tool result")
+}
+
+fn alarms(h: &Harness) -> Vec<String> {
+    h.sent_texts()
+        .into_iter()
+        .filter(|t| t.starts_with('⏰'))
+        .collect()
+}
+
+/// A tap on a reminder button with `data`, by `from`, on a message in `chat`.
+fn tap(update_id: i64, from: i64, chat: i64, data: &str) -> Value {
+    json!({"update_id": update_id, "callback_query": {
+        "id": format!("cb{update_id}"),
+        "from": {"id": from, "is_bot": false, "first_name": "Ada"},
+        "chat_instance": "42",
+        "data": data,
+        "message": {"message_id": 5, "date": 1, "chat": {"id": chat, "type": "private"}, "text": "Reminders"}
+    }})
+}
+
+#[test]
+fn a_reminder_in_ten_minutes_is_delivered_once_at_its_time() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let said = set(
+            &h,
+            1,
+            json!({"action": "create", "in_minutes": 10, "text": "tea"}),
+        )
+        .await;
+        assert!(
+            said.starts_with("Scheduled. #1 next at 2023-11-14 22:23"),
+            "{said}"
+        );
+        h.app.scheduled().await;
+        h.clock.advance(9 * MIN);
+        h.app.scheduled().await;
+        assert!(alarms(&h).is_empty(), "nothing before its time");
+        h.clock.advance(MIN);
+        let next = h.app.scheduled().await;
+        assert_eq!(alarms(&h), ["⏰ tea"]);
+        assert_eq!(next, None, "nothing else is due");
+        h.clock.advance(MIN);
+        h.app.scheduled().await;
+        assert_eq!(alarms(&h).len(), 1, "once");
+        // Sent to the chat, not as a reply.
+        let sent = h.calls("sendMessage");
+        let last = sent.last().unwrap();
+        assert_eq!(last["chat_id"], json!(OWNER_ID));
+        assert!(last.get("reply_parameters").is_none());
+        h.assert_spec_clean();
+    });
+}
+
+#[test]
+fn overlapping_scheduler_runs_deliver_once() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        // A second instance on the same storage: another invocation, its own leases.
+        let env = clawless_core::Env::from_pairs([
+            ("TELEGRAM_BOT_TOKEN", support::TOKEN.to_string()),
+            ("TELEGRAM_WEBHOOK_SECRET", support::SECRET.to_string()),
+            ("TELEGRAM_ALLOWED_USERS", OWNER_ID.to_string()),
+            ("ANTHROPIC_API_KEY", "sk-ant-test".to_string()),
+            ("ANTHROPIC_BASE_URL", support::LLM.to_string()),
+        ]);
+        let config = Config::load(&clawless_core::config::embedded()).unwrap();
+        let other = clawless_core::App::new(h.platform.clone(), config, &env, "other").unwrap();
+        set(
+            &h,
+            1,
+            json!({"action": "create", "in_minutes": 5, "text": "stand up"}),
+        )
+        .await;
+        set(
+            &h,
+            2,
+            json!({"action": "create", "cron": "*/5 * * * *", "text": "blink"}),
+        )
+        .await;
+        h.clock.advance(5 * MIN);
+        futures::join!(
+            h.app.scheduled(),
+            other.scheduled(),
+            h.app.fire_due(),
+            other.fire_due()
+        );
+        futures::join!(other.fire_due(), h.app.scheduled());
+        let mut got = alarms(&h);
+        got.sort();
+        assert_eq!(got, ["⏰ blink", "⏰ stand up"]);
+    });
+}
+
+/// A Kv that, while armed, fails the next compare-and-swap on a reminder record: a firing
+/// that crashed after putting its job in the inbox and before advancing the record.
+struct CrashBeforeAdvance {
+    inner: Arc<dyn Kv>,
+    armed: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl Kv for CrashBeforeAdvance {
+    async fn get(&self, key: &str) -> clawless_platform::Result<Option<Vec<u8>>> {
+        self.inner.get(key).await
+    }
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: Option<Duration>,
+    ) -> clawless_platform::Result<()> {
+        self.inner.put(key, value, ttl).await
+    }
+    async fn delete(&self, key: &str) -> clawless_platform::Result<()> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
+        self.inner.list(prefix, limit).await
+    }
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<Duration>,
+    ) -> clawless_platform::Result<bool> {
+        if key.starts_with("sched/") && self.armed.swap(false, Ordering::SeqCst) {
+            return Err(clawless_platform::PortError::unavailable("crashed"));
+        }
+        self.inner.compare_and_swap(key, expected, new, ttl).await
+    }
+}
+
+#[test]
+fn a_crash_between_the_enqueue_and_the_advance_still_delivers_once() {
+    block_on(async {
+        let armed = Arc::new(AtomicBool::new(false));
+        let flag = armed.clone();
+        let config = Config::load(&clawless_core::config::embedded()).unwrap();
+        let h = Harness::with_ports(Wire::Anthropic, config, move |p, _, _| {
+            p.kv = Arc::new(CrashBeforeAdvance {
+                inner: p.kv.clone(),
+                armed: flag,
+            });
+        });
+        set(
+            &h,
+            1,
+            json!({"action": "create", "in_minutes": 1, "text": "once"}),
+        )
+        .await;
+        h.clock.advance(MIN);
+        armed.store(true, Ordering::SeqCst);
+        h.app.scheduled().await;
+        assert!(!armed.load(Ordering::SeqCst), "the advance failed");
+        assert_eq!(
+            alarms(&h),
+            ["⏰ once"],
+            "the job was in the inbox: the sweep delivered it"
+        );
+        // The next run finds the record unmoved: the same firing again, dropped as seen.
+        h.clock.advance(MIN);
+        h.app.scheduled().await;
+        h.clock.advance(MIN);
+        h.app.scheduled().await;
+        assert_eq!(alarms(&h), ["⏰ once"]);
+        assert!(h.app.next_due().await.is_none(), "the one-off is done");
+    });
+}
+
+#[test]
+fn after_downtime_a_recurring_one_fires_once_and_moves_past_now_and_a_missed_one_off_fires_late() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        // Every 10 minutes; and a one-off in 10 minutes.
+        set(
+            &h,
+            1,
+            json!({"action": "create", "cron": "*/10 * * * *", "text": "drink"}),
+        )
+        .await;
+        set(
+            &h,
+            2,
+            json!({"action": "create", "in_minutes": 10, "text": "late"}),
+        )
+        .await;
+        // Five hours down.
+        h.clock.advance(300 * MIN);
+        let now = h.clock.now_ms();
+        let next = h.app.scheduled().await.unwrap();
+        let mut got = alarms(&h);
+        got.sort();
+        assert_eq!(got, ["⏰ drink", "⏰ late"], "each once");
+        assert!(
+            next > now && next <= now + 600_000,
+            "next in the future: {next} vs {now}"
+        );
+        assert_eq!(next % 600_000, 0, "on the ten minutes");
+        h.clock.advance(Duration::from_millis(next - now));
+        h.app.scheduled().await;
+        assert_eq!(alarms(&h).iter().filter(|t| *t == "⏰ drink").count(), 2);
+    });
+}
+
+#[test]
+fn a_cancelled_reminder_never_fires() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        set(
+            &h,
+            1,
+            json!({"action": "create", "in_minutes": 3, "text": "nope"}),
+        )
+        .await;
+        let said = set(&h, 2, json!({"action": "cancel", "id": 1})).await;
+        assert_eq!(said, "Cancelled reminder #1.");
+        let said = set(&h, 3, json!({"action": "list"})).await;
+        assert_eq!(said, "Time zone of this chat: UTC. No reminders.");
+        h.clock.advance(10 * MIN);
+        h.app.scheduled().await;
+        assert!(alarms(&h).is_empty());
+    });
+}
+
+#[test]
+fn reminders_lists_with_cancel_buttons_and_the_button_cancels() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        set(
+            &h,
+            1,
+            json!({"action": "create", "in_minutes": 30, "text": "call Ana"}),
+        )
+        .await;
+        set(
+            &h,
+            2,
+            json!({"action": "create", "cron": "0 9 * * mon-fri", "prompt": "plan my day"}),
+        )
+        .await;
+        h.deliver_raw(&message(3, "/reminders")).await;
+        let sent = h.calls("sendMessage");
+        let list = sent.last().unwrap();
+        let text = list["text"].as_str().unwrap();
+        assert!(
+            text.starts_with(
+                "Reminders in this chat (time zone UTC):\n#1 next at 2023-11-14 22:43"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("#2 next at 2023-11-15 09:00 (Wednesday), UTC+00:00"),
+            "{text}"
+        );
+        assert!(
+            text.contains("repeating \"0 9 * * mon-fri\" in UTC: task \"plan my day\""),
+            "{text}"
+        );
+        let rows = list["reply_markup"]["inline_keyboard"].as_array().unwrap();
+        let data: Vec<&str> = rows
+            .iter()
+            .map(|r| r[0]["callback_data"].as_str().unwrap())
+            .collect();
+        assert_eq!(data, ["rm:1", "rm:2"]);
+        assert!(data.iter().all(|d| d.len() <= 64));
+        assert_eq!(rows[0][0]["text"], "Cancel #1");
+
+        // A stranger's tap is refused; the owner's cancels; a second tap finds nothing.
+        h.deliver_raw(&tap(4, STRANGER_ID, OWNER_ID, "rm:1")).await;
+        h.deliver_raw(&tap(5, OWNER_ID, OWNER_ID, "rm:1")).await;
+        h.deliver_raw(&tap(6, OWNER_ID, OWNER_ID, "rm:1")).await;
+        let answers = h.calls("answerCallbackQuery");
+        let said: Vec<(&str, bool)> = answers
+            .iter()
+            .map(|a| {
+                (
+                    a["text"].as_str().unwrap(),
+                    a["show_alert"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            said,
+            [
+                ("Only people this bot serves can cancel reminders.", true),
+                ("Cancelled reminder #1.", false),
+                ("That reminder is no longer there.", false)
+            ]
+        );
+        h.clock.advance(40 * MIN);
+        h.app.scheduled().await;
+        assert!(alarms(&h).is_empty(), "cancelled");
+        h.deliver_raw(&message(7, "/reminders")).await;
+        let text = h.sent_texts().pop().unwrap();
+        assert!(text.contains("#2") && !text.contains("#1"), "{text}");
+        h.assert_spec_clean();
+    });
+}
+
+#[test]
+fn another_chats_reminders_can_be_neither_listed_nor_cancelled() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        set(
+            &h,
+            1,
+            json!({"action": "create", "in_minutes": 5, "text": "mine"}),
+        )
+        .await;
+        // In the group, the owner sees none of the private chat's reminders …
+        let mut u = fixtures::update("group_mention", 2);
+        u["message"]["text"] = json!("/reminders");
+        u["message"]["entities"] = json!([]);
+        h.deliver_raw(&u).await;
+        assert!(h
+            .sent_texts()
+            .pop()
+            .unwrap()
+            .starts_with("No reminders in this chat."));
+        // … the model there cannot cancel it, nor can a button on a message in the group.
+        let mut u = fixtures::update("group_mention", 3);
+        h.script(
+            200,
+            anthropic_tool_use("t3", "schedule", json!({"action": "cancel", "id": 1})),
+        );
+        h.script(200, anthropic_text("No."));
+        u["message"]["text"] = json!("@clawless_test_bot cancel reminder 1");
+        h.deliver_raw(&u).await;
+        assert_eq!(tool_result(&h), "this chat has no reminder #1");
+        h.deliver_raw(&tap(4, OWNER_ID, GROUP_ID, "rm:1")).await;
+        assert_eq!(
+            h.calls("answerCallbackQuery")[0]["text"],
+            "That reminder is no longer there."
+        );
+        h.clock.advance(5 * MIN);
+        h.app.scheduled().await;
+        assert_eq!(alarms(&h), ["⏰ mine"]);
+    });
+}
+
+#[test]
+fn timezone_sets_the_zone_local_times_are_read_in() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        h.deliver_raw(&message(1, "/timezone")).await;
+        assert!(h.sent_texts()[0].starts_with("This chat's time zone is UTC"));
+        h.deliver_raw(&message(2, "/timezone Mars/Olympus")).await;
+        assert!(h.sent_texts()[1].starts_with("I don't know the time zone"));
+        h.deliver_raw(&message(3, "/timezone europe/berlin")).await;
+        assert!(
+            h.sent_texts()[2].starts_with("Time zone set to Europe/Berlin: it is 2023-11-14 23:13"),
+            "{:?}",
+            h.sent_texts()
+        );
+        let said = set(
+            &h,
+            4,
+            json!({"action": "create", "at": "2023-11-15T09:00", "text": "x"}),
+        )
+        .await;
+        assert!(
+            said.contains("2023-11-15 09:00 (Wednesday), Europe/Berlin (UTC+01:00)"),
+            "{said}"
+        );
+        // A zone given with the reminder wins for it.
+        let said = set(
+            &h,
+            5,
+            json!({"action": "create", "at": "2023-11-15T09:00", "zone": "America/New_York", "text": "y"}),
+        )
+        .await;
+        assert!(
+            said.contains("(in 15 h 46 min)"),
+            "09:00 EST is 14:00 UTC: {said}"
+        );
+    });
+}
+
+#[test]
+fn a_scheduled_task_runs_as_an_agent_turn_in_its_topic() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let u = fixtures::update("forum_topic_mention", 1);
+        h.script(
+            200,
+            anthropic_tool_use(
+                "t1",
+                "schedule",
+                json!({"action": "create", "in_minutes": 60, "prompt": "summarise the news"}),
+            ),
+        );
+        h.script(200, anthropic_text("Will do."));
+        h.deliver_raw(&u).await;
+        let before = h.llm_requests().len();
+        h.clock.advance(60 * MIN);
+        h.script(200, anthropic_text("Here is the news."));
+        h.app.scheduled().await;
+        let requests = h.llm_requests();
+        assert_eq!(requests.len(), before + 1);
+        let asked = requests.last().unwrap()["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .to_string();
+        assert!(asked.contains("[Scheduled task #1"), "{asked}");
+        assert!(asked.contains("summarise the news"), "{asked}");
+        let sent = h.calls("sendMessage");
+        let answer = sent.last().unwrap();
+        assert_eq!(answer["text"], "Here is the news.");
+        assert_eq!(answer["chat_id"], json!(GROUP_ID));
+        assert_eq!(answer["message_thread_id"], json!(5), "in its topic");
+        assert!(answer.get("reply_parameters").is_none());
+        h.assert_spec_clean();
+    });
+}
+
+#[test]
+fn refusals_are_sentences_for_the_model() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let long = "x".repeat(2001);
+        for (input, says) in [
+            (
+                json!({"action": "create", "in_minutes": 5, "text": long}),
+                "more than the 2000",
+            ),
+            (
+                json!({"action": "create", "in_minutes": 5}),
+                "exactly one of text or prompt",
+            ),
+            (
+                json!({"action": "create", "cron": "0 9 * *", "text": "x"}),
+                "has 5 fields",
+            ),
+            (
+                json!({"action": "create", "in_minutes": 5, "text": "x", "zone": "Nowhere"}),
+                "unknown time zone",
+            ),
+            (json!({"action": "cancel", "id": 9}), "no reminder #9"),
+            (json!({"action": "snooze"}), "action must be"),
+        ] {
+            let said = set(&h, h.llm_requests().len() as i64 + 1, input).await;
+            assert!(said.contains(says), "{said}");
+        }
+    });
+}
