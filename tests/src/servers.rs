@@ -437,3 +437,33 @@ where
         "{system}"
     );
 }
+
+/// Milliseconds since the epoch, now.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What to tell the fake model so it sets a reminder saying `text` at `at` (seconds since the
+/// epoch): a `schedule` call with the time as `2026-03-29T09:00:05Z`.
+pub fn reminder_at(at: u64, text: &str) -> String {
+    // Days since the epoch → civil date (Howard Hinnant's algorithm).
+    let z = (at / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let s = at % 86_400;
+    let when = format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s % 3600 / 60,
+        s % 60
+    );
+    format!("schedule: {{\"action\": \"create\", \"at\": \"{when}\", \"text\": \"{text}\"}}")
+}

@@ -6,31 +6,11 @@
 
 mod common;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use clawless_core::calendar::civil_from_days;
 use clawless_testkit::fixtures::OWNER_ID;
-use clawless_testkit::servers::{fakes, text_update, until};
+use clawless_testkit::servers::{fakes, now_ms, reminder_at, text_update, until};
 use common::bot::{post_update, start_bot, SECRET};
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
-
-/// `2026-03-29T09:00:05Z` for seconds since the epoch.
-fn iso(secs: u64) -> String {
-    let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
-    let s = secs % 86_400;
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s % 3600 / 60,
-        s % 60
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reminder_survives_kill_and_restart_and_is_delivered_once_on_time() {
@@ -38,10 +18,7 @@ async fn a_reminder_survives_kill_and_restart_and_is_delivered_once_on_time() {
     let data = common::temp_dir("reminders");
     let mut bot = start_bot(&data, &tg, &llm_url).await;
     let at = now_ms().div_ceil(1000) + 6;
-    let ask = format!(
-        "schedule: {{\"action\": \"create\", \"at\": \"{}\", \"text\": \"stretch\"}}",
-        iso(at)
-    );
+    let ask = reminder_at(at, "stretch");
     assert_eq!(
         post_update(&bot, &text_update(10, &ask), Some(SECRET)).await,
         200

@@ -1,7 +1,8 @@
 //! The built Worker in local workerd, through Miniflare (`tests/miniflare.mjs`), with D1
 //! simulated locally, a Vectorize mock, and the fake Bot API and model on 127.0.0.1: the port
 //! conformance suites on the real bindings, the shared scenarios and the approval scenarios
-//! (`clawless_testkit::scenarios`), the webhook's checks, memory and crash recovery.
+//! (`clawless_testkit::scenarios`), the webhook's checks, memory, crash recovery and a reminder
+//! across a restart.
 //!
 //! Needs (all set by `.ci/run`): `CLAWLESS_NODE` (Node >= 22), `CLAWLESS_NODE_MODULES` (with
 //! miniflare), `CLAWLESS_WORKER_BUILD` (the release build) and `CLAWLESS_WORKER_TEST_BUILD`
@@ -298,6 +299,59 @@ async fn a_killed_invocation_is_finished_by_the_cron_sweep() {
     second.control("scheduled", "").await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(f.sent_to(OWNER_ID).len(), 1);
+    drop(second);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A reminder in workerd: set through the model's `schedule` call, workerd stopped and started
+/// again on the same persisted D1 before it is due, then the cron handler — run twice at once,
+/// as overlapping cron invocations would — delivers it exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_is_delivered_once_by_the_cron_after_a_restart() {
+    use clawless_testkit::servers::{now_ms, reminder_at};
+    let (f, tg, llm) = fakes().await;
+    let dir = std::env::temp_dir().join(format!("clawless-worker-reminder-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = json!({"vars": bot_vars(&tg, &llm), "persist": dir.to_string_lossy()});
+    let first = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options.clone());
+    let at = now_ms().div_ceil(1000) + 5;
+    let ask = text_update(1, &reminder_at(at, "stretch"));
+    assert_eq!(first.post_update(&ask, Some(SECRET)).await, 200);
+    until("the tool's answer", || {
+        f.sent_to(OWNER_ID)
+            .iter()
+            .any(|t| t.starts_with("Tool said: Scheduled."))
+    })
+    .await;
+    // The turn's drain is over before the stop (a stop during it is the crash test's case).
+    let pending = "SELECT count(*) AS n FROM kv WHERE key LIKE 'inbox/%' OR key LIKE 'lease/%'";
+    while first.control("sql", pending).await[0]["n"] != 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    first.kill();
+    assert!(now_ms() < at * 1000, "restarted before the reminder is due");
+
+    let second = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options);
+    let alarms = || {
+        f.sent_to(OWNER_ID)
+            .into_iter()
+            .filter(|t| t.starts_with('⏰'))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(second.control("scheduled", "").await["outcome"], "ok");
+    assert!(alarms().is_empty(), "nothing before its time");
+    while now_ms() < at * 1000 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (a, b) = tokio::join!(
+        second.control("scheduled", ""),
+        second.control("scheduled", "")
+    );
+    assert_eq!((&a["outcome"], &b["outcome"]), (&json!("ok"), &json!("ok")));
+    until("the reminder", || !alarms().is_empty()).await;
+    second.control("scheduled", "").await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(alarms(), ["⏰ stretch"], "delivered exactly once");
     drop(second);
     let _ = std::fs::remove_dir_all(&dir);
 }
