@@ -310,7 +310,10 @@ impl Agent {
                 // A tool this agent does not have is not asked about: the call gets the
                 // "unknown tool" error (found by fuzzing: a made-up 4,000-character name
                 // reached the approval message).
-                let level = self.tools.get(name).map_or(Level::Unsafe, |t| t.level());
+                let level = self
+                    .tools
+                    .get(name)
+                    .map_or(Level::Unsafe, |t| t.level_for(ctx, input));
                 let rule = match self.tools.get(name) {
                     Some(_) => self.rule(name, level),
                     None => Rule::Allow,
@@ -352,6 +355,10 @@ impl Agent {
                     (_, None) => "allowed",
                 };
                 let args = crate::audit::shown_args(&input, crate::audit::MAX_DETAIL);
+                let level = self
+                    .tools
+                    .get(&name)
+                    .map_or(Level::Unsafe, |t| t.level_for(ctx, &input));
                 let started = self.clock.now_ms();
                 let (content, is_error) = match refusal {
                     Some(text) => (text, true),
@@ -370,7 +377,7 @@ impl Agent {
                 state.record(
                     now,
                     AuditStep::Tool {
-                        level: self.tools.get(&name).map_or(Level::Unsafe, |t| t.level()),
+                        level,
                         name: name.clone(),
                         args,
                         decision: decision.to_owned(),

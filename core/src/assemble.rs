@@ -74,6 +74,26 @@ impl App {
             embedder,
             config: config.memory.clone(),
         });
+        // One Bot API client per connector, shared by its connector and the `message` tool.
+        let mut bots = BTreeMap::new();
+        for (id, c) in &config.connectors {
+            let bot = Arc::new(BotApi::new(
+                platform.http.clone(),
+                &api_base,
+                env.secret(&c.token_env),
+            ));
+            let allowed = c
+                .allowed_users
+                .iter()
+                .chain(&extra_users)
+                .copied()
+                .collect();
+            bots.insert(
+                ConnectorId::new(id.as_str()),
+                crate::tools::message::Outbound { bot, allowed },
+            );
+        }
+        let bots = Arc::new(bots);
         let deps = ToolDeps {
             clock: platform.clock.clone(),
             memory: memory.clone(),
@@ -83,6 +103,7 @@ impl App {
             exec: platform.exec.clone(),
             files: platform.files.clone(),
             kv: platform.kv.clone(),
+            bots: bots.clone(),
         };
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {
@@ -121,7 +142,12 @@ impl App {
                 Connector {
                     id: ConnectorId::new(id.as_str()),
                     token_set: !token.is_empty(),
-                    bot: BotApi::new(platform.http.clone(), &api_base, token),
+                    bot: bots
+                        .get(id.as_str())
+                        .map(|o| o.bot.clone())
+                        .unwrap_or_else(|| {
+                            Arc::new(BotApi::new(platform.http.clone(), &api_base, token.clone()))
+                        }),
                     token_env: c.token_env.clone(),
                     secret: env.secret(&c.webhook_secret_env),
                     secret_env: c.webhook_secret_env.clone(),

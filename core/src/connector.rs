@@ -13,7 +13,7 @@ use crate::telegram::{BotApi, BotIdentity, Message};
 /// One Telegram bot and the agent behind it.
 pub struct Connector {
     pub(crate) id: ConnectorId,
-    pub(crate) bot: BotApi,
+    pub(crate) bot: std::sync::Arc<BotApi>,
     pub(crate) token_set: bool,
     pub(crate) token_env: String,
     pub(crate) secret: Secret,

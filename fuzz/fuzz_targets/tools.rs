@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
         web: Default::default(),
         search: None,
         exec: None,
+        bots: Default::default(),
         files: platform.files.clone(),
         kv: platform.kv.clone(),
     };

@@ -53,6 +53,7 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
         web: Default::default(),
         search: None,
         exec: None,
+        bots: Default::default(),
         files: p.files,
         kv: p.kv,
     }

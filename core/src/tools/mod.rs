@@ -6,11 +6,13 @@
 //!   scope's workspace.
 //! - [`web`]: the web tools and the URL guard they share.
 //! - [`exec`]: `exec`, a shell command in the workspace (native only).
+//! - [`message`]: `message`, a message sent now, to this chat or another person's.
 //! - [`schedule`]: `schedule`, reminders and scheduled tasks in the conversation's chat.
 
 pub mod exec;
 pub mod files;
 pub mod memory;
+pub mod message;
 pub mod schedule;
 pub mod time;
 pub mod web;
@@ -45,6 +47,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "list_dir",
     "delete_file",
     "schedule",
+    "message",
 ];
 
 /// Built-ins offered only where something is there: (tool, what it needs).
@@ -108,6 +111,8 @@ pub struct ToolDeps {
     pub files: Arc<dyn clawless_platform::Files>,
     /// Where reminders are kept.
     pub kv: Arc<dyn clawless_platform::Kv>,
+    /// The bots `message` sends through, by connector.
+    pub bots: Arc<BTreeMap<crate::ids::ConnectorId, message::Outbound>>,
 }
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool
@@ -121,6 +126,11 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     /// What the tool can affect; every tool says so.
     fn level(&self) -> Level;
+    /// What this call can affect, when it depends on the arguments (`message` to another chat
+    /// is Unsafe, to this one Guarded). The policy is applied to this.
+    fn level_for(&self, _ctx: &ToolContext, _input: &Value) -> Level {
+        self.level()
+    }
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<String, ToolError>;
 }
 
@@ -181,6 +191,9 @@ impl ToolRegistry {
                     memory: deps.memory.clone(),
                     clock: deps.clock.clone(),
                     index_budget: memory::index_budget(timeout),
+                })),
+                "message" => reg.register(Arc::new(message::MessageTool {
+                    bots: deps.bots.clone(),
                 })),
                 "web_fetch" => reg.register(Arc::new(web::fetch::WebFetch {
                     http: deps.http.clone(),

@@ -428,6 +428,7 @@ fn the_five_are_built_ins_and_guarded() {
         web: Default::default(),
         search: None,
         exec: None,
+        bots: Default::default(),
     };
     let names = [
         "read_file",

@@ -121,6 +121,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         web: Default::default(),
         search: None,
         exec: None,
+        bots: Default::default(),
         files: p.files.clone(),
         kv: p.kv.clone(),
     };
