@@ -197,7 +197,8 @@ fn refusal(f: &Fakes, body: &Value) -> Option<(axum::http::StatusCode, Json<Valu
 }
 
 /// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "schedule: {…}"
-/// calls `schedule` with that JSON, "time" asks for the clock tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
+/// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "time" asks for the clock
+/// tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
 /// marker fails the first time, [`MODEL_AWAITS_TYPING`] waits for "typing…", anything else is
 /// echoed.
 async fn llm(
@@ -260,6 +261,9 @@ fn answer(last: &Value) -> Value {
     let text = last["content"][0]["text"].as_str().unwrap_or("").to_owned();
     if let Some(fact) = text.strip_prefix("remember: ") {
         return anthropic_tool_use("toolu_mem", "memory_write", json!({"content": fact}));
+    }
+    if let Some(url) = text.strip_prefix("fetch: ") {
+        return anthropic_tool_use("toolu_fetch", "web_fetch", json!({"url": url}));
     }
     if let Some(args) = text.strip_prefix("schedule: ") {
         let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
