@@ -9,7 +9,9 @@
 //! Checked: the ack is 200; draining ends idle without a storage error; every Bot API call
 //! obeys the spec, every HTML message parses as Telegram HTML; every message goes to the
 //! update's chat; nobody but the allowed user reaches the model, and what is not a message
-//! from a person reaches nobody (a button tap gets only its answerCallbackQuery); a person's private message gets an answer, and at most
+//! from a person reaches nobody (a button tap gets only its answerCallbackQuery); a person's
+//! private message gets an answer (an update id that is not positive, which Telegram never
+//! sends, gets nothing), and at most
 //! `max_reply_parts` (2 here) messages; a second delivery of the same bytes is dropped without
 //! a call.
 
@@ -108,8 +110,14 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     assert!(sent <= 2, "{sent} messages for one update");
-    if person.is_some() && msg.is_some_and(|m| m.chat.kind == ChatKind::Private) {
+    // Telegram's update ids are positive; the others are the bot's own (a reminder's firing)
+    // and dropped at the ack.
+    let telegram_id = parsed.as_ref().is_some_and(|u| u.id > 0);
+    if person.is_some() && telegram_id && msg.is_some_and(|m| m.chat.kind == ChatKind::Private) {
         assert!(sent >= 1, "a person's private message got no answer");
+    }
+    if !telegram_id {
+        assert!(calls.is_empty(), "an update id that is not positive was acted on: {calls:?}");
     }
 
     // Telegram delivers again: nothing new happens.

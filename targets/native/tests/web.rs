@@ -133,6 +133,6 @@ fn tool_result(requests: &[serde_json::Value]) -> String {
         .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
         .filter(|b| b["type"] == "tool_result")
         .filter_map(|b| b["content"].as_str().map(str::to_owned))
-        .last()
+        .next_back()
         .unwrap_or_default()
 }
