@@ -128,7 +128,9 @@ pub async fn read(
 /// `90s`, `30m`, `2h`, `7d` → milliseconds (the `since` of `clawless audit` and of
 /// `/admin/audit`).
 pub fn parse_window(s: &str) -> Result<u64, String> {
-    let (n, unit) = s.split_at(s.len().saturating_sub(1));
+    // The unit is the last character (split there, not at a byte: `5é` is refused, not a panic).
+    let cut = s.char_indices().next_back().map_or(0, |(i, _)| i);
+    let (n, unit) = s.split_at(cut);
     let n: u64 = n
         .parse()
         .map_err(|_| format!("{s:?} is not a duration like 30m, 2h or 7d"))?;
@@ -247,7 +249,10 @@ mod tests {
         assert_eq!(parse_window("2h"), Ok(7_200_000));
         assert_eq!(parse_window("7d"), Ok(604_800_000));
         assert!(
-            parse_window("2w").is_err() && parse_window("h").is_err() && parse_window("").is_err()
+            parse_window("2w").is_err()
+                && parse_window("h").is_err()
+                && parse_window("").is_err()
+                && parse_window("5é").is_err()
         );
     }
 

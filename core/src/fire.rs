@@ -14,6 +14,9 @@ use crate::schedule::{fire_update_id, Fire, Schedules};
 /// At most this many firings per run; the rest are the next run's (at once on native).
 pub const MAX_FIRINGS_PER_RUN: usize = 200;
 
+/// The least time before [`App::fire_due`] looks at the due index again.
+const RETRY_FAILED_MS: u64 = 1_000;
+
 impl App {
     pub(crate) fn schedules(&self) -> Schedules<'_> {
         Schedules {
@@ -36,10 +39,13 @@ impl App {
             .buffer_unordered(crate::drain::SWEEP_PARALLEL)
             .collect::<Vec<()>>()
             .await;
-        self.next_due().await
+        // A firing that failed leaves its entry due now: asking again at once would spin
+        // while storage is down, so the next try is a few seconds off at the earliest.
+        let soonest = self.platform.clock.now_ms().saturating_add(RETRY_FAILED_MS);
+        self.next_due().await.map(|at| at.max(soonest))
     }
 
-    /// When the next reminder is due (ms), if any.
+    /// When the next reminder is due (ms), if any (possibly past, when a firing failed).
     pub async fn next_due(&self) -> Option<u64> {
         match self.schedules().next_due().await {
             Ok(at) => at,

@@ -1,6 +1,7 @@
 //! The `message` tool over the fakes: a progress message in the conversation's chat goes out
 //! before the answer without asking; to another person's private chat it is unsafe, so it
-//! asks first (and runs once allowed); to a chat the bot does not serve it is refused.
+//! asks first (and runs once allowed); to a chat the bot does not serve it is refused. And
+//! `exec`, which only the owner may approve.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -141,5 +142,85 @@ fn to_another_person_it_asks_first_and_only_people_the_bot_serves() {
             .unwrap()
             .contains("not the private chat of someone this bot serves"));
         h.assert_spec_clean();
+    });
+}
+
+/// `exec` runs as the bot's user: only the owner may approve it, even in another allowed
+/// person's own chat.
+#[test]
+fn only_the_owner_approves_exec() {
+    use std::sync::{Arc, Mutex};
+
+    use clawless_platform::{async_trait, Exec, ExecOutput, ExecRequest, PortError};
+
+    #[derive(Default)]
+    struct Ran(Mutex<Vec<String>>);
+    #[async_trait]
+    impl Exec for Ran {
+        async fn run(&self, r: ExecRequest) -> Result<ExecOutput, PortError> {
+            self.0.lock().unwrap().push(r.command);
+            Ok(ExecOutput {
+                status: Some(0),
+                ..ExecOutput::default()
+            })
+        }
+    }
+
+    block_on(async {
+        let mut config = Config::load(&clawless_core::config::embedded()).unwrap();
+        config
+            .agents
+            .get_mut("assistant")
+            .unwrap()
+            .tools
+            .push("exec".into());
+        let ran = Arc::new(Ran::default());
+        let exec = ran.clone();
+        let users = format!("{OWNER_ID},{FRIEND}");
+        let h = Harness::with_ports_env(
+            Wire::Anthropic,
+            config,
+            &[("TELEGRAM_ALLOWED_USERS", users.as_str())],
+            move |p, _, _| p.exec = Some(exec),
+        );
+        h.script(
+            200,
+            anthropic_tool_use("t1", "exec", json!({"command": "ls"})),
+        );
+        // The friend asks in their own private chat.
+        let mut u = clawless_testkit::fixtures::update("private_text", 1);
+        u["message"]["from"]["id"] = json!(FRIEND);
+        u["message"]["chat"]["id"] = json!(FRIEND);
+        h.deliver_raw(&u).await;
+        let asked = h.calls("sendMessage");
+        let data =
+            asked.last().unwrap()["reply_markup"]["inline_keyboard"][0][0]["callback_data"].clone();
+        let tap = |id: i64, from: i64| {
+            json!({"update_id": id, "callback_query": {
+                "id": format!("cb{id}"), "from": {"id": from, "is_bot": false, "first_name": "X"},
+                "chat_instance": "1", "data": data,
+                "message": {"message_id": 1, "date": 1, "chat": {"id": FRIEND, "type": "private"}, "text": "🔐"}
+            }})
+        };
+        h.deliver_raw(&tap(2, FRIEND)).await;
+        let answers = h.calls("answerCallbackQuery");
+        assert!(
+            answers.last().unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .contains("not yours"),
+            "{answers:?}"
+        );
+        assert!(
+            ran.0.lock().unwrap().is_empty(),
+            "not run on the friend's tap"
+        );
+        h.script(200, anthropic_text("Listed."));
+        h.deliver_raw(&tap(3, OWNER_ID)).await;
+        assert_eq!(
+            *ran.0.lock().unwrap(),
+            ["ls"],
+            "run once the owner allowed it"
+        );
     });
 }

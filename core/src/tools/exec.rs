@@ -1,7 +1,9 @@
 //! `exec` (Unsafe): runs a shell command in the conversation's workspace directory through the
 //! Exec port, which only the native binary has. The command runs with a timeout (its whole
 //! process group killed), its output capped, and an environment without any secret of the
-//! bot's. Under the default policy every call asks first.
+//! bot's. It runs as the bot's user and can read what the bot can, so under the default policy
+//! every call asks first, and only the connector's owner may allow it
+//! (`turn/approval.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -171,7 +171,10 @@ impl App {
                     let (id, code) = parse_button(q.data.as_deref().unwrap_or(""));
                     let outcome = (id == s.id).then(|| Outcome::from_button(code)).flatten();
                     let from = q.from.id.0;
-                    let may = (from == s.asker || conn.owner == Some(from))
+                    // `exec` runs as the bot's own user, with what it can read: only the owner
+                    // answers for it.
+                    let owner_only = s.call.name == "exec";
+                    let may = (from == s.asker && !owner_only || conn.owner == Some(from))
                         && conn.allowed.contains(&from);
                     let (text, alert) = match outcome {
                         None => ("This request is no longer waiting.", false),

@@ -77,6 +77,16 @@ impl Harness {
         Self::build(wire, config, extra, |_, _, _| {})
     }
 
+    /// [`Harness::with_ports`] with the settings `extra`.
+    pub fn with_ports_env(
+        wire: Wire,
+        config: Config,
+        extra: &[(&str, &str)],
+        adjust: impl FnOnce(&mut Platform, Arc<FakeHttp>, Arc<FakeClock>),
+    ) -> Harness {
+        Self::build(wire, config, extra, adjust).unwrap()
+    }
+
     fn build(
         wire: Wire,
         config: Config,

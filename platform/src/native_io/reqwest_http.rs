@@ -30,14 +30,17 @@ impl ReqwestHttp {
                 .map_err(|e| PortError::unavailable(format!("http client: {e}")))
         };
         let none = reqwest::redirect::Policy::none;
+        // No proxy for URLs from outside: through a proxy (HTTP_PROXY and the like, which
+        // reqwest reads by default) the proxy would resolve the name, past `PublicOnly`.
         Ok(Self {
             client: build(builder())?,
             outside: build(
                 builder()
                     .redirect(none())
+                    .no_proxy()
                     .dns_resolver(Arc::new(PublicOnly)),
             )?,
-            outside_private: build(builder().redirect(none()))?,
+            outside_private: build(builder().redirect(none()).no_proxy())?,
         })
     }
 }

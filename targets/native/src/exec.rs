@@ -43,6 +43,15 @@ impl ShellExec {
     }
 }
 
+/// Makes this process's memory and environment unreadable through `/proc` to processes of the
+/// same user (`prctl(PR_SET_DUMPABLE, 0)`): a command `exec` runs could otherwise read the bot's
+/// tokens and keys from `/proc/$PPID/environ`. Root still can. Called before the first command.
+pub fn hide_from_commands() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?;
+    Ok(())
+}
+
 /// Reads `from` to the end, keeping the first `max` bytes; says whether it dropped any.
 async fn capped(mut from: impl AsyncRead + Unpin, max: usize) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();
@@ -116,7 +125,13 @@ impl Exec for ShellExec {
             }
         };
         match tokio::time::timeout(req.timeout, output).await {
-            Ok(done) => Ok(done),
+            // What the command left running in the background (`cmd &`) ends with it.
+            Ok(done) => {
+                if pgid != 0 {
+                    kill_group(pgid).await;
+                }
+                Ok(done)
+            }
             Err(_) => {
                 if pgid != 0 {
                     kill_group(pgid).await;
@@ -178,6 +193,39 @@ mod tests {
             .await
             .unwrap();
         assert_eq!((out.stdout.len(), out.truncated), (1000, true));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_process_is_hidden_from_commands() {
+        hide_from_commands().unwrap();
+        assert_eq!(
+            rustix::process::dumpable_behavior().unwrap(),
+            rustix::process::DumpableBehavior::NotDumpable
+        );
+    }
+
+    #[tokio::test]
+    async fn a_background_job_ends_with_its_command() {
+        let root = temp_root();
+        let marker = root.join("outlived");
+        let command = format!(
+            "(sleep 2; touch {}) >/dev/null 2>&1 & echo started",
+            marker.display()
+        );
+        let out = ShellExec::new(&root)
+            .run(req(&command, Duration::from_secs(10)))
+            .await
+            .unwrap();
+        assert_eq!(
+            (out.status, out.stdout.as_slice()),
+            (Some(0), &b"started\n"[..])
+        );
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(
+            !marker.exists(),
+            "a background process outlived its command"
+        );
     }
 
     #[tokio::test]

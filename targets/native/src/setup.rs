@@ -111,6 +111,10 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
         .await
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", index_path.display()))?;
     let files_root = data.join("files");
+    // Before any command can run: the bot's environment (its secrets) stays out of their reach.
+    if let Err(e) = crate::exec::hide_from_commands() {
+        tracing::warn!(error = %e, "could not hide the process from commands (exec)");
+    }
     let platform = Platform {
         kv: kv.clone(),
         files: Arc::new(FsFiles::new(&files_root).context("creating files directory")?),

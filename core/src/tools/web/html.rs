@@ -15,6 +15,12 @@ const HIDDEN: &[&str] = &[
 ];
 /// Page furniture, left out when the page has no `<main>` or `<article>`.
 const FURNITURE: &[&str] = &["nav", "header", "footer", "aside", "form", "menu"];
+/// The deepest nesting tracked inside a skipped element (deeper tags are not tracked, so a
+/// page of endless nesting cannot make each end tag search a long stack), and the most tokens
+/// read of a page (about a few hundred KB of markup; the rest is not converted).
+const MAX_HIDDEN_DEPTH: usize = 256;
+const MAX_TOKENS: usize = 200_000;
+
 /// Elements that end a line of text.
 const BLOCKS: &[&str] = &[
     "p",
@@ -79,7 +85,7 @@ pub fn to_text(html: &str, base: &str) -> Page {
                     in_title = true;
                 }
                 if !hidden.is_empty() || HIDDEN.contains(&name) || attrs.hidden {
-                    if !VOID.contains(&name) {
+                    if !VOID.contains(&name) && hidden.len() < MAX_HIDDEN_DEPTH {
                         hidden.push(name.to_owned());
                     }
                     continue;
@@ -89,7 +95,7 @@ pub fn to_text(html: &str, base: &str) -> Page {
                 }
                 let outside_focus = focus.is_some() && focus_depth == 0;
                 if outside_focus || (focus.is_none() && FURNITURE.contains(&name)) {
-                    if focus.is_none() && !VOID.contains(&name) {
+                    if focus.is_none() && !VOID.contains(&name) && hidden.len() < MAX_HIDDEN_DEPTH {
                         hidden.push(name.to_owned());
                     }
                     continue;
@@ -202,7 +208,10 @@ fn tokens(html: &str) -> Vec<Tok> {
     emitter.naively_switch_states(true);
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let mut out = Vec::new();
-    for token in Tokenizer::new_with_emitter(html, emitter).flatten() {
+    for token in Tokenizer::new_with_emitter(html, emitter)
+        .flatten()
+        .take(MAX_TOKENS)
+    {
         match token {
             Token::StartTag(tag) => {
                 let attr = |name: &str| {
