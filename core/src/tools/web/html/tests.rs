@@ -70,3 +70,16 @@ fn tables_keep_their_cells_apart() {
         "| Name | Age\n| Ada | 36"
     );
 }
+
+#[test]
+fn a_nesting_bomb_inside_skipped_markup_ends_and_keeps_the_text_after_it() {
+    // Unclosed tags inside a <nav>, then end tags that match none: each end tag searches the
+    // skipped-element stack, which is bounded.
+    let html = format!(
+        "<nav>{}{}</nav><p>after</p>",
+        "<a>".repeat(50_000),
+        "</b>".repeat(50_000)
+    );
+    let page = to_text(&html, "http://a.test/");
+    assert_eq!(page.text, "after");
+}
