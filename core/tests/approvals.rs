@@ -71,19 +71,6 @@ fn approval(h: &Harness) -> (i64, Vec<String>) {
     (1001 + i as i64, buttons)
 }
 
-/// The tool results the model was shown in its last request.
-fn last_tool_result(h: &Harness) -> Value {
-    let requests = h.llm_requests();
-    let last = requests.last().unwrap();
-    last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .rfind(|b| b["type"] == "tool_result")
-        .expect("a tool result")
-}
-
 fn answers(h: &Harness) -> Vec<Value> {
     h.calls("answerCallbackQuery")
 }
@@ -116,7 +103,7 @@ fn allow_once_runs_the_call_and_resumes_the_turn_exactly_once() {
             "the call ran once allowed"
         );
         assert_eq!(h.llm_requests().len(), 2);
-        assert_eq!(last_tool_result(&h)["is_error"], json!(false));
+        assert_eq!(h.last_tool_result()["is_error"], json!(false));
         assert_eq!(h.sent_texts().last().unwrap(), "Saved.");
         assert_eq!(answers(&h).len(), 1, "the tap is answered");
         let edits = h.calls("editMessageText");
@@ -151,7 +138,7 @@ fn deny_tells_the_model_and_runs_nothing() {
         h.script(200, anthropic_text("Alright, I did not save it."));
         h.deliver_raw(&tap(2, OWNER_ID, &buttons[2], id)).await;
         assert!(daily(&h).await.is_empty());
-        let result = last_tool_result(&h);
+        let result = h.last_tool_result();
         assert_eq!(result["is_error"], json!(true));
         assert!(
             result["content"].as_str().unwrap().contains("denied"),
@@ -186,7 +173,7 @@ fn an_unanswered_approval_expires_through_the_clock() {
         );
         h.app.sweep().await.unwrap();
         assert_eq!(h.llm_requests().len(), 2);
-        let result = last_tool_result(&h);
+        let result = h.last_tool_result();
         assert!(
             result["content"].as_str().unwrap().contains("in time"),
             "{result}"
@@ -373,7 +360,7 @@ fn group_chatter_neither_answers_nor_supersedes_a_waiting_approval() {
             json!({"id": fixtures::GROUP_ID, "type": "supergroup"});
         h.deliver_raw(&t).await;
         assert_eq!(h.sent_texts().last().unwrap(), "Saved for the team.");
-        assert_eq!(last_tool_result(&h)["is_error"], json!(false));
+        assert_eq!(h.last_tool_result()["is_error"], json!(false));
         h.assert_spec_clean();
     });
 }
@@ -469,7 +456,7 @@ fn a_tool_the_agent_does_not_have_is_never_asked_about() {
             .calls("sendMessage")
             .iter()
             .all(|c| c.get("reply_markup").is_none()));
-        let result = last_tool_result(&h);
+        let result = h.last_tool_result();
         assert!(
             result["content"]
                 .as_str()

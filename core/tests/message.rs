@@ -11,7 +11,7 @@ use clawless_core::Config;
 use clawless_testkit::fixtures::OWNER_ID;
 use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
 use futures::executor::block_on;
-use serde_json::{json, Value};
+use serde_json::json;
 use support::{Harness, Wire};
 
 const FRIEND: i64 = 222_222_222;
@@ -42,17 +42,6 @@ fn sent(h: &Harness) -> Vec<(i64, String)> {
         .collect()
 }
 
-fn last_tool_result(h: &Harness) -> Value {
-    let requests = h.llm_requests();
-    requests.last().unwrap()["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .rfind(|b| b["type"] == "tool_result")
-        .unwrap()
-}
-
 #[test]
 fn a_progress_message_goes_out_before_the_answer() {
     block_on(async {
@@ -70,7 +59,7 @@ fn a_progress_message_goes_out_before_the_answer() {
                 (OWNER_ID, "Done.".to_owned())
             ]
         );
-        assert_eq!(last_tool_result(&h)["content"], "Sent.");
+        assert_eq!(h.last_tool_result()["content"], "Sent.");
         h.assert_spec_clean();
     });
 }
@@ -113,7 +102,7 @@ fn to_another_person_it_asks_first_and_only_people_the_bot_serves() {
         let to_friend: Vec<_> = sent(&h).into_iter().filter(|(c, _)| *c == FRIEND).collect();
         assert_eq!(to_friend, [(FRIEND, "Dinner at 8".to_owned())]);
         assert_eq!(
-            last_tool_result(&h)["content"],
+            h.last_tool_result()["content"],
             format!("Sent to chat {FRIEND}.")
         );
 
@@ -135,7 +124,7 @@ fn to_another_person_it_asks_first_and_only_people_the_bot_serves() {
         }});
         h.deliver_raw(&tap).await;
         assert!(sent(&h).iter().all(|(c, _)| *c != 333));
-        let refused = last_tool_result(&h);
+        let refused = h.last_tool_result();
         assert_eq!(refused["is_error"], true);
         assert!(refused["content"]
             .as_str()

@@ -266,6 +266,19 @@ impl Harness {
             .collect()
     }
 
+    /// The last tool result the model was shown, in its last request.
+    pub fn last_tool_result(&self) -> Value {
+        let requests = self.llm_requests();
+        let last = requests.last().expect("a model request");
+        last["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .rfind(|b| b["type"] == "tool_result")
+            .expect("a tool result")
+    }
+
     /// Every Bot API call so far obeyed the spec.
     pub fn assert_spec_clean(&self) {
         let v = self.violations.lock().unwrap();
