@@ -48,6 +48,8 @@ pub const MODEL_429_ONCE: &str = "model fails once with 429";
 /// most 2 s), as a model slower than one Bot API round trip does. Typing runs beside the model
 /// call and stops when it answers, so a fake answering at once may leave no indicator at all.
 pub const MODEL_AWAITS_TYPING: &str = "summarise the topic";
+/// The forum topic of that question (`forum_topic_mention.json`).
+const FORUM_TOPIC: i64 = 5;
 /// In a sent text: the Bot API refuses its first sendMessage with 502 Bad Gateway.
 pub const SEND_502_ONCE: &str = "send fails once with 502";
 /// In a sent text: the Bot API refuses its first sendMessage with 429, `retry_after` 1.
@@ -213,12 +215,13 @@ async fn llm(
     let last = msgs.last().cloned().unwrap_or(Value::Null);
     let asked = last["content"][0]["text"].as_str().unwrap_or("");
     if asked.contains(MODEL_AWAITS_TYPING) {
+        // Typing in the topic itself (other scenarios' typing is in the log too).
         let typed = || {
             f.calls
                 .lock()
                 .unwrap()
                 .iter()
-                .any(|(m, _)| m == "sendChatAction")
+                .any(|(m, b)| m == "sendChatAction" && b["message_thread_id"] == FORUM_TOPIC)
         };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         while !typed() && tokio::time::Instant::now() < deadline {
