@@ -34,6 +34,8 @@ pub fn request_body(req: &ChatRequest) -> Value {
                     Block::ToolResult { tool_use_id, content, is_error } => {
                         json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error})
                     }
+                    Block::Image { media_type, data } => json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}),
+                    Block::Document { media_type, data, name } => json!({"type": "document", "title": name, "source": {"type": "base64", "media_type": media_type, "data": data}}),
                 })
                 .collect();
             json!({"role": m.role, "content": content})

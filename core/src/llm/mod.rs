@@ -38,6 +38,41 @@ pub enum Block {
         content: String,
         is_error: bool,
     },
+    /// An image the user sent, for a model with vision: `media_type` (`image/jpeg`,
+    /// `image/png`, `image/webp`, `image/gif`) and the bytes in standard base64. Kept only for
+    /// the turn it arrived in: history and a waiting turn's state keep [`Block::placeholder`].
+    Image {
+        media_type: String,
+        data: String,
+    },
+    /// A document the provider reads itself (PDF): its type, the bytes in standard base64 and
+    /// the file's name. Kept only for its turn, like an image.
+    Document {
+        media_type: String,
+        data: String,
+        name: String,
+    },
+}
+
+impl Block {
+    /// What a media block leaves behind once its turn is over (history, a waiting turn): a
+    /// line saying it was there. Other blocks are kept as they are.
+    pub fn placeholder(&self) -> Block {
+        match self {
+            Block::Image { .. } => Block::Text {
+                text: "[An image was attached here.]".into(),
+            },
+            Block::Document { name, .. } => Block::Text {
+                text: format!("[The document {name:?} was attached here.]"),
+            },
+            other => other.clone(),
+        }
+    }
+
+    /// Whether this is an image or a document.
+    pub fn is_media(&self) -> bool {
+        matches!(self, Block::Image { .. } | Block::Document { .. })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +111,13 @@ impl ChatMessage {
             Block::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
             _ => None,
         })
+    }
+    /// This message with its media replaced by [`Block::placeholder`].
+    pub fn without_media(&self) -> ChatMessage {
+        ChatMessage {
+            role: self.role,
+            content: self.content.iter().map(Block::placeholder).collect(),
+        }
     }
     pub fn has_tool_results(&self) -> bool {
         self.content

@@ -56,7 +56,22 @@ pub fn request_body(req: &ChatRequest) -> Value {
                     }
                 }
                 let text = m.text();
-                if !text.is_empty() {
+                if m.content.iter().any(Block::is_media) {
+                    // Content parts: the text, then each image as a data URL and each
+                    // document as a file.
+                    let mut parts = Vec::new();
+                    if !text.is_empty() {
+                        parts.push(json!({"type": "text", "text": text}));
+                    }
+                    for b in &m.content {
+                        match b {
+                            Block::Image { media_type, data } => parts.push(json!({"type": "image_url", "image_url": {"url": format!("data:{media_type};base64,{data}")}})),
+                            Block::Document { media_type, data, name } => parts.push(json!({"type": "file", "file": {"filename": name, "file_data": format!("data:{media_type};base64,{data}")}})),
+                            _ => {}
+                        }
+                    }
+                    messages.push(json!({"role": "user", "content": parts}));
+                } else if !text.is_empty() {
                     messages.push(json!({"role": "user", "content": text}));
                 }
             }
