@@ -38,6 +38,8 @@ pub struct App {
     pub(crate) counter: AtomicU64,
     /// `CLAWLESS_ADMIN_TOKEN`: empty when the admin endpoint does not exist.
     pub(crate) admin_token: crate::secret::Secret,
+    /// Speech to text for voice notes, when a service is set.
+    pub(crate) transcriber: Option<Arc<dyn crate::media::Transcriber>>,
 }
 
 impl std::fmt::Debug for App {

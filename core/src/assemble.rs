@@ -36,6 +36,12 @@ impl App {
         Self::with_embedder(platform, config, env, instance, embedder)
     }
 
+    /// Replaces the transcription service (the Worker's Workers AI Whisper).
+    pub fn with_transcriber(mut self, transcriber: Arc<dyn crate::media::Transcriber>) -> App {
+        self.transcriber = Some(transcriber);
+        self
+    }
+
     /// [`App::new`] with the shell's own embedder (the Worker's Workers AI). Memory files
     /// indexed by another embedder are re-indexed as they are met (their manifests name it).
     pub fn with_embedder(
@@ -169,6 +175,7 @@ impl App {
             clock: platform.clock.clone(),
             config: config.inbox.clone(),
         };
+        let platform_http = platform.http.clone();
         Ok(App {
             platform,
             memory,
@@ -178,6 +185,8 @@ impl App {
             instance: instance.into(),
             counter: AtomicU64::new(0),
             admin_token,
+            transcriber: crate::media::transcribe::from_env(platform_http, env)
+                .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
         })
     }
 }
@@ -232,9 +241,28 @@ fn links(platform: &Platform, config: &Config, models: &[String], env: &Env) -> 
             model: model.to_owned(),
             attempts: p.attempts,
             price: p.prices.get(model).copied(),
+            vision: true,
+            reads_pdf: reads_pdf(p, env),
         });
     }
     out
+}
+
+/// Whether the provider reads PDFs given in a message: Anthropic, and OpenAI itself (not
+/// every OpenAI-compatible server does).
+fn reads_pdf(p: &ProviderConfig, env: &Env) -> bool {
+    match p.kind {
+        ProviderKind::Anthropic => true,
+        ProviderKind::Openai => {
+            let base = p
+                .base_url_env
+                .as_deref()
+                .and_then(|e| env.get(e))
+                .or(p.base_url.as_deref())
+                .unwrap_or(openai::DEFAULT_BASE_URL);
+            base.starts_with("https://api.openai.com/")
+        }
+    }
 }
 
 fn provider(platform: &Platform, p: &ProviderConfig, key: Secret, env: &Env) -> Arc<dyn Provider> {

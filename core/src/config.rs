@@ -18,6 +18,7 @@ pub mod spend;
 #[cfg(feature = "yaml")]
 mod validate;
 
+pub use crate::media::MediaConfig;
 pub use crate::tools::web::WebConfig;
 pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
 pub use spend::{Caps, Price};
@@ -182,6 +183,8 @@ struct MainFile {
     audit: AuditConfig,
     #[serde(default)]
     web: WebConfig,
+    #[serde(default)]
+    media: MediaConfig,
 }
 
 #[cfg(feature = "yaml")]
@@ -288,6 +291,9 @@ pub struct Config {
     /// What the web tools may reach and read.
     #[serde(default)]
     pub web: WebConfig,
+    /// How large photos, voice notes and documents may be.
+    #[serde(default)]
+    pub media: MediaConfig,
     /// connector id → agent id, every connector present.
     pub routing: BTreeMap<String, String>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -494,6 +500,9 @@ impl Config {
         if let Some((field, message)) = main.web.problem() {
             return Err(err("main.yaml", field, message));
         }
+        if let Some((field, message)) = main.media.problem() {
+            return Err(err("main.yaml", field, message));
+        }
         if !(1..=50).contains(&main.limits.max_reply_parts) {
             return Err(err(
                 "main.yaml",
@@ -510,6 +519,7 @@ impl Config {
             approvals: main.approvals,
             audit: main.audit,
             web: main.web,
+            media: main.media,
             routing: table,
             agents,
             providers,

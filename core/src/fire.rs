@@ -116,6 +116,8 @@ impl App {
                 at_ms: at,
                 what: r.what.clone(),
             }),
+            accepted_ms: at,
+            media: None,
         };
         if !self.inbox.accept(&lane, &job).await? {
             tracing::info!(%connector, id, at, "firing already in the inbox");

@@ -59,6 +59,30 @@ pub struct Job {
     /// made up in the reminder's chat, never one from Telegram, and its id is negative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fire: Option<crate::schedule::Fire>,
+    /// When the ack stored it (ms; 0 in jobs stored before this was kept).
+    #[serde(default)]
+    pub accepted_ms: u64,
+    /// What a media turn already gathered, kept across retries (see `turn/media.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<Box<MediaState>>,
+}
+
+/// What a media turn keeps in its job, so a retry neither loses an album nor pays for a
+/// second transcription.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaState {
+    /// The album's other updates, taken out of the lane into this job (their update ids
+    /// are in `album_ids`).
+    #[serde(default)]
+    pub album: Vec<Value>,
+    #[serde(default)]
+    pub album_ids: Vec<i64>,
+    /// Whether the album was gathered (it may have no other update).
+    #[serde(default)]
+    pub gathered: bool,
+    /// Transcripts by file id.
+    #[serde(default)]
+    pub transcripts: std::collections::BTreeMap<String, String>,
 }
 
 /// The answer, once decided: what to send, how much was sent, and the session turn to apply.
@@ -347,6 +371,8 @@ mod tests {
             checkpoint: None,
             suspended: None,
             fire: None,
+            accepted_ms: 0,
+            media: None,
         };
         let lane = Lane::new("main:1");
         let key = keys::job(&lane, 1);

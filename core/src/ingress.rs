@@ -198,6 +198,8 @@ impl App {
             checkpoint: None,
             suspended: None,
             fire: None,
+            accepted_ms: self.platform.clock.now_ms(),
+            media: None,
         };
         if !self.inbox.accept(&lane, &job).await? {
             tracing::info!(connector = %conn.id, update_id, "duplicate delivery dropped");

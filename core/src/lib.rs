@@ -47,6 +47,7 @@ pub mod inbox;
 pub mod ingress;
 pub mod keys;
 pub mod llm;
+pub mod media;
 pub mod memory;
 pub mod schedule;
 pub mod secret;

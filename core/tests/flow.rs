@@ -214,24 +214,26 @@ fn edits_unknown_updates_and_garbage_get_200_and_nothing_else() {
 }
 
 #[test]
-fn media_without_text_is_explained_and_captions_are_read() {
+fn stickers_are_explained_and_photos_are_turns() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
-        h.deliver("photo_no_caption", 1).await;
         h.deliver("sticker", 2).await;
-        assert_eq!(h.sent_texts().len(), 2);
-        assert!(h.sent_texts().iter().all(|t| t.contains("only read text")));
+        assert_eq!(h.sent_texts().len(), 1);
+        assert!(h.sent_texts()[0].contains("cannot read that kind of message"));
         assert!(h.llm_requests().is_empty());
-        h.script(200, anthropic_text("I cannot see it."));
+        // Photos are read (core/tests/media.rs): with or without a caption, a turn.
+        h.file("AgACAgQAAx0", b"jpeg".to_vec());
+        h.script(200, anthropic_text("A photo."));
+        h.deliver("photo_no_caption", 1).await;
+        h.script(200, anthropic_text("Still a photo."));
         h.deliver("photo_caption", 3).await;
-        let text = h.llm_requests()[0]["messages"][0]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        assert!(
-            text.contains("photo") && text.contains("What is in this picture?"),
-            "{text}"
-        );
+        let requests = h.llm_requests();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests[0]["messages"][0]["content"][0]["type"], "image");
+        let caption = requests[1]["messages"].as_array().unwrap().last().unwrap()["content"][1]
+            ["text"]
+            .clone();
+        assert_eq!(caption, "What is in this picture?");
         h.assert_spec_clean();
     });
 }

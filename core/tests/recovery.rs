@@ -294,6 +294,8 @@ fn an_update_accepted_while_the_drainer_lets_go_is_not_stranded() {
             checkpoint: None,
             suspended: None,
             fire: None,
+            accepted_ms: 0,
+            media: None,
         };
         let job = (
             format!("inbox/{lane}/{:020}", 2),

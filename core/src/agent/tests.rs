@@ -89,6 +89,8 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
                 model: "m".into(),
                 attempts: 1,
                 price: None,
+                vision: true,
+                reads_pdf: false,
             }],
             clock: clock.clone(),
             base_backoff: Duration::from_millis(1),
@@ -246,6 +248,8 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 model: "1".into(),
                 attempts: 3,
                 price: None,
+                vision: true,
+                reads_pdf: false,
             },
             Link {
                 label: "b/2".into(),
@@ -253,6 +257,8 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 model: "2".into(),
                 attempts: 3,
                 price: None,
+                vision: true,
+                reads_pdf: false,
             },
         ],
         clock: clock.clone(),
@@ -286,6 +292,8 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 model: "1".into(),
                 attempts: 3,
                 price: None,
+                vision: true,
+                reads_pdf: false,
             },
             Link {
                 label: "b/2".into(),
@@ -293,6 +301,8 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 model: "2".into(),
                 attempts: 3,
                 price: None,
+                vision: true,
+                reads_pdf: false,
             },
         ],
         ..chain
@@ -318,6 +328,8 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
             model: "1".into(),
             attempts: 3,
             price: None,
+            vision: true,
+            reads_pdf: false,
         }],
         ..chain
     };

@@ -19,6 +19,10 @@ pub struct Link {
     pub attempts: u32,
     /// The model's price (`prices:` of its provider), for usage and caps.
     pub price: Option<super::Price>,
+    /// Whether the model sees images.
+    pub vision: bool,
+    /// Whether the provider reads PDFs given in a message.
+    pub reads_pdf: bool,
 }
 
 #[derive(Clone)]

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_platform::{Http, HttpRequest, PortError};
+use clawless_platform::{Http, HttpRequest, Outside, PortError};
 use serde_json::{json, Value};
 
 use super::types::BotIdentity;
@@ -11,6 +11,8 @@ use crate::secret::Secret;
 
 pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// A file download (up to 20 MB).
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 /// The update types the bot asks Telegram for (webhook and long polling alike).
 pub const ALLOWED_UPDATES: [&str; 3] = ["message", "edited_message", "callback_query"];
 
@@ -236,13 +238,62 @@ impl BotApi {
                 json!({ "message_id": id, "allow_sending_without_reply": true }).to_string(),
             ));
         }
-        let (content_type, body) = multipart(&fields, ("document", filename, content));
+        let file = FilePart {
+            field: "document",
+            name: filename,
+            content_type: "text/markdown; charset=utf-8",
+            bytes: content,
+        };
+        let (content_type, body) = multipart(&fields, file);
         let url = format!("{}/bot{}/sendDocument", self.base, self.token.expose());
         let mut req = HttpRequest::post_json(url, &Value::Null, TIMEOUT);
         req.headers = vec![("content-type".into(), content_type)];
         req.body = body;
         let v = self.answer("sendDocument", req).await?;
         Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
+    }
+
+    /// Where a file can be downloaded (`getFile`): its `file_path`, and its size when
+    /// Telegram says.
+    pub async fn get_file(&self, file_id: &str) -> Result<(String, Option<u64>), TelegramError> {
+        let v = self.call("getFile", json!({ "file_id": file_id })).await?;
+        let path = v
+            .get("file_path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| {
+                // No path: the file is over the Bot API's 20 MB download limit.
+                TelegramError::BadRequest("getFile: no file_path (file too big)".into())
+            })?;
+        Ok((path.to_owned(), v.get("file_size").and_then(Value::as_u64)))
+    }
+
+    /// Downloads a file by its `file_path`, reading at most `max_bytes` (`Ok(None)` when it
+    /// is longer). The URL holds the bot token: no error names it.
+    pub async fn download(
+        &self,
+        file_path: &str,
+        max_bytes: usize,
+    ) -> Result<Option<Vec<u8>>, TelegramError> {
+        let url = format!("{}/file/bot{}/{file_path}", self.base, self.token.expose());
+        let req = HttpRequest::get(url, DOWNLOAD_TIMEOUT).outside(Outside {
+            max_body: max_bytes,
+            // Telegram's own server (or a local Bot API server the owner runs).
+            allow_private: true,
+        });
+        let resp = self
+            .http
+            .send(req)
+            .await
+            .map_err(|e| TelegramError::Unavailable(format!("file download: {:?}", e.kind)))?;
+        match resp.status {
+            200 if resp.truncated => Ok(None),
+            200 => Ok(Some(resp.body)),
+            s @ (401 | 403 | 404) => Err(TelegramError::Refused(s, "file download".into())),
+            s => Err(TelegramError::Unavailable(format!(
+                "file download: HTTP {s}"
+            ))),
+        }
     }
 
     pub async fn send_typing(&self, to: Target) -> Result<(), TelegramError> {
@@ -285,11 +336,27 @@ impl BotApi {
     }
 }
 
-/// A `multipart/form-data` body of text `fields` and one file `(field, filename, bytes)`:
+/// The file of a [`multipart`] body.
+#[derive(Debug, Clone, Copy)]
+pub struct FilePart<'a> {
+    /// The form field.
+    pub field: &'a str,
+    /// The file's name (characters other than printable ASCII are dropped).
+    pub name: &'a str,
+    pub content_type: &'a str,
+    pub bytes: &'a [u8],
+}
+
+/// A `multipart/form-data` body of text `fields` and one file:
 /// the content type (with its boundary) and the body. The boundary is chosen so that it
 /// occurs nowhere in the content.
-pub fn multipart(fields: &[(&str, String)], file: (&str, &str, &[u8])) -> (String, Vec<u8>) {
-    let (file_field, filename, bytes) = file;
+pub fn multipart(fields: &[(&str, String)], file: FilePart<'_>) -> (String, Vec<u8>) {
+    let FilePart {
+        field: file_field,
+        name: filename,
+        content_type,
+        bytes,
+    } = file;
     let mut boundary = String::from("clawless-form-boundary");
     while contains(bytes, boundary.as_bytes())
         || fields.iter().any(|(_, v)| v.contains(boundary.as_str()))
@@ -308,7 +375,7 @@ pub fn multipart(fields: &[(&str, String)], file: (&str, &str, &[u8])) -> (Strin
         .filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\')
         .collect();
     body.extend_from_slice(
-        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{file_field}\"; filename=\"{safe_name}\"\r\nContent-Type: text/markdown; charset=utf-8\r\n\r\n")
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{file_field}\"; filename=\"{safe_name}\"\r\nContent-Type: {content_type}\r\n\r\n")
             .as_bytes(),
     );
     body.extend_from_slice(bytes);

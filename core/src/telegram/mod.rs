@@ -6,3 +6,4 @@ pub mod types;
 
 pub use api::{BotApi, TelegramError};
 pub use types::{BotIdentity, Chat, ChatId, ChatKind, Message, Update, UpdateKind, User, UserId};
+pub use types::{MediaFile, PhotoSize};

@@ -104,7 +104,37 @@ pub struct Message {
     #[serde(default)]
     pub is_topic_message: bool,
     pub reply_to_message: Option<Box<Message>>,
-    pub photo: Option<Value>,
+    /// The sizes of a photo, smallest first.
+    #[serde(default)]
+    pub photo: Vec<PhotoSize>,
+    pub voice: Option<MediaFile>,
+    pub audio: Option<MediaFile>,
+    pub video_note: Option<MediaFile>,
+    pub document: Option<MediaFile>,
+    /// Set on each message of an album (photos sent together).
+    pub media_group_id: Option<String>,
+}
+
+/// One size of a photo.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct PhotoSize {
+    pub file_id: String,
+    #[serde(default)]
+    pub width: u32,
+    #[serde(default)]
+    pub height: u32,
+    pub file_size: Option<u64>,
+}
+
+/// A voice note, an audio file, a video note or a document: the fields clawless reads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MediaFile {
+    pub file_id: String,
+    /// Seconds (voice, audio, video notes).
+    pub duration: Option<u64>,
+    pub mime_type: Option<String>,
+    pub file_name: Option<String>,
+    pub file_size: Option<u64>,
 }
 
 impl Message {
@@ -114,6 +144,15 @@ impl Message {
             .as_deref()
             .or(self.caption.as_deref())
             .filter(|t| !t.trim().is_empty())
+    }
+
+    /// Whether it carries a photo, a voice note, an audio file, a video note or a document.
+    pub fn has_media(&self) -> bool {
+        !self.photo.is_empty()
+            || self.voice.is_some()
+            || self.audio.is_some()
+            || self.video_note.is_some()
+            || self.document.is_some()
     }
 
     /// The forum topic this message belongs to, if any (replies in a topic go there too).

@@ -27,6 +27,7 @@ use crate::connector::Connector;
 use crate::ids::Lane;
 use crate::inbox::{Job, Lease, Outcome, Suspended};
 use crate::keys;
+use crate::llm::ChatMessage;
 use crate::session;
 use crate::telegram::api::Target;
 use crate::telegram::render::{document_part, render_parts};
@@ -398,6 +399,11 @@ impl App {
             AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages, books)),
             AgentStep::Ask { mut state, call } => {
                 state.recorded = state.usage;
+                // Images and documents are not kept while the turn waits: the model has seen
+                // them; the resumed turn reads a line saying they were there.
+                for m in &mut state.messages {
+                    *m = m.without_media();
+                }
                 let size = serde_json::to_vec(&state).map_or(usize::MAX, |b| b.len());
                 if size > MAX_SUSPENDED_BYTES {
                     // Too big to keep while waiting: refuse the call and go on.
@@ -497,7 +503,11 @@ impl App {
             parts,
             sent: 0,
             reply_to: (!msg.is_private()).then_some(msg.message_id),
-            session_turn: Some((session::session_key(&conn.id, msg), messages)),
+            // The history keeps a line where an image or a document was, not its bytes.
+            session_turn: Some((
+                session::session_key(&conn.id, msg),
+                messages.iter().map(ChatMessage::without_media).collect(),
+            )),
             books,
         })
     }

@@ -62,8 +62,8 @@ impl<'a> Gate<'a> {
     }
 }
 
-const NO_CONTENT: &str =
-    "I can only read text for now: send me a message, or a caption with your photo or file.";
+pub(super) const NO_CONTENT: &str =
+    "I cannot read that kind of message: send me text, a photo, a voice note or a file.";
 
 /// Whether deciding on `msg` needs the bot's identity (group messages: mentions and replies).
 pub fn needs_identity(msg: &Message) -> bool {
@@ -134,20 +134,15 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
         };
     }
     let body = body.trim();
-    if body.is_empty() {
+    if body.is_empty() && !msg.has_media() {
         return if msg.text().is_some() {
             Decision::Reply("Yes? Write your question after the mention.".into())
         } else {
             Decision::Reply(NO_CONTENT.into())
         };
     }
-    let body = capped(body, gate.max_input_chars);
-    if msg.photo.is_some() {
-        return Decision::Turn(format!(
-            "[The user attached a photo, which you cannot see.]\n{body}"
-        ));
-    }
-    Decision::Turn(body)
+    // A photo, voice note or file is read by the turn (`turn/media.rs`).
+    Decision::Turn(capped(body, gate.max_input_chars))
 }
 
 /// `text` without the byte `ranges` (sorted by start, on char boundaries; overlaps skipped).

@@ -7,6 +7,7 @@ pub mod approval;
 pub mod commands;
 pub mod decide;
 mod deliver;
+mod media;
 mod reminders;
 mod reports;
 
@@ -61,6 +62,19 @@ impl Failure {
             user: e.for_user(provider.as_deref()),
             detail: format!("model: {e}"),
         }
+    }
+}
+
+/// Why [`App::answer`] gave no reply.
+enum Answer {
+    Failed(Failure),
+    /// Another drainer took the lane.
+    Lost,
+}
+
+impl From<Failure> for Answer {
+    fn from(f: Failure) -> Answer {
+        Answer::Failed(f)
     }
 }
 
@@ -139,7 +153,11 @@ impl App {
                         None => Ok(Reply::Nothing),
                     },
                 },
-                false => self.answer(conn, msg, &job).await,
+                false => match self.answer(key, &mut job, conn, msg, lease).await {
+                    Err(Answer::Lost) => return Ok(Step::LostLease),
+                    Err(Answer::Failed(f)) => Err(f),
+                    Ok(reply) => Ok(reply),
+                },
             };
             if !self.inbox.hold(lease).await? {
                 tracing::warn!(key, "lane taken by another drainer; answer discarded");
@@ -190,10 +208,18 @@ impl App {
         step
     }
 
-    /// Decides and, for a turn, runs the agent; a reminder's firing does what it holds.
-    async fn answer(&self, conn: &Connector, msg: &Message, job: &Job) -> Result<Reply, Failure> {
+    /// Decides and, for a turn, reads its media and runs the agent; a reminder's firing does
+    /// what it holds.
+    async fn answer(
+        &self,
+        key: &str,
+        job: &mut Job,
+        conn: &Connector,
+        msg: &Message,
+        lease: Lease<'_>,
+    ) -> Result<Reply, Answer> {
         if let Some(fire) = &job.fire {
-            return self.fired(conn, msg, fire).await;
+            return Ok(self.fired(conn, msg, fire).await?);
         }
         let me = match decide::needs_identity(msg) {
             true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
@@ -245,7 +271,7 @@ impl App {
                 return self
                     .reminders_reply(conn, msg, reply_to, books)
                     .await
-                    .map_err(Failure::storage)
+                    .map_err(|e| Answer::Failed(Failure::storage(e)))
             }
             Decision::TimeZone(arg) => self
                 .timezone_reply(conn, msg.chat.id.0, &arg)
@@ -269,12 +295,16 @@ impl App {
                 text
             }
             Decision::Turn(text) => {
-                let scope = conn.memory_scope_of(msg);
-                let recall = self.lifecycle().recall(&scope, &text).await;
-                let run = conn
-                    .agent
-                    .begin(crate::llm::ChatMessage::user_text(text), &recall);
-                return self.run_agent(conn, msg, run).await;
+                match self.user_message(key, job, conn, msg, text, lease).await? {
+                    media::Input::Message(user) => {
+                        let scope = conn.memory_scope_of(msg);
+                        let recall = self.lifecycle().recall(&scope, &user.text()).await;
+                        let run = conn.agent.begin(user, &recall);
+                        return Ok(self.run_agent(conn, msg, run).await?);
+                    }
+                    media::Input::Reply(text) => text,
+                    media::Input::Lost => return Err(Answer::Lost),
+                }
             }
         };
         Ok(Reply::Send(Checkpoint {

@@ -34,6 +34,8 @@ pub struct Harness {
     /// fails so; once empty, every call succeeds.
     pub tg_script: Arc<Mutex<VecDeque<Option<(u16, Value)>>>>,
     pub violations: Arc<Mutex<Vec<String>>>,
+    /// Files the fake Bot API serves (`getFile`, then the download), by file id.
+    pub files: Arc<Mutex<std::collections::BTreeMap<String, Vec<u8>>>>,
 }
 
 impl Harness {
@@ -122,6 +124,7 @@ impl Harness {
             llm: Default::default(),
             tg_script: Default::default(),
             violations: Default::default(),
+            files: Default::default(),
         };
         h.install_routes();
         Ok(h)
@@ -142,6 +145,18 @@ impl Harness {
                 None => HttpResponse::json(500, &json!({"error": "script exhausted"})),
             })
         });
+        let files = self.files.clone();
+        self.http.route(
+            format!("https://api.telegram.org/file/bot{TOKEN}/media/"),
+            move |req| {
+                let id = req.url.rsplit('/').next().unwrap_or("");
+                Ok(match files.lock().unwrap().get(id) {
+                    Some(bytes) => HttpResponse::new(200, bytes.clone()),
+                    None => HttpResponse::new(404, "not found"),
+                })
+            },
+        );
+        let files = self.files.clone();
         let script = self.tg_script.clone();
         let violations = self.violations.clone();
         let counter = Arc::new(Mutex::new(1000i64));
@@ -156,6 +171,16 @@ impl Harness {
                 "getMe" => Ok(HttpResponse::json(200, &json!({"ok": true, "result": {
                     "id": BOT_ID, "is_bot": true, "first_name": "Clawless", "username": BOT_USERNAME}}))),
                 "sendChatAction" => Ok(HttpResponse::json(200, &json!({"ok": true, "result": true}))),
+                "getFile" => {
+                    let id = body["file_id"].as_str().unwrap_or("").to_owned();
+                    Ok(match files.lock().unwrap().get(&id) {
+                        Some(bytes) => HttpResponse::json(200, &json!({"ok": true, "result": {
+                            "file_id": id, "file_unique_id": format!("u{id}"),
+                            "file_size": bytes.len(), "file_path": format!("media/{id}")}})),
+                        None => HttpResponse::json(400, &json!({"ok": false, "error_code": 400,
+                            "description": "Bad Request: invalid file_id"})),
+                    })
+                }
                 "sendMessage" | "sendDocument" => {
                     if let Some(Some((status, body))) = script.lock().unwrap().pop_front() {
                         return Ok(HttpResponse::json(status, &body));
@@ -254,6 +279,14 @@ impl Harness {
             .iter()
             .map(|b| b["text"].as_str().unwrap_or("").to_owned())
             .collect()
+    }
+
+    /// Serves `bytes` as the file `file_id`.
+    pub fn file(&self, file_id: &str, bytes: impl Into<Vec<u8>>) {
+        self.files
+            .lock()
+            .unwrap()
+            .insert(file_id.to_owned(), bytes.into());
     }
 
     /// The model requests made, as JSON bodies.

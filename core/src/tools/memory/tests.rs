@@ -135,6 +135,8 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
                 model: "m".into(),
                 attempts: 1,
                 price: None,
+                vision: true,
+                reads_pdf: false,
             }],
             clock: clock.clone(),
             base_backoff: Duration::from_millis(1),

@@ -1,0 +1,16 @@
+//! What people send besides text: photos, voice notes, audio, video notes and documents.
+//!
+//! - [`config`]: `media:` in `main.yaml` (sizes, durations, the album wait).
+//! - [`kind`]: what a message carries and which file of it to fetch.
+//! - [`transcribe`]: speech to text (`Transcriber`, the OpenAI-compatible adapter).
+//!
+//! The turn stage (`turn/media.rs`) downloads what a turn needs and builds the user's message
+//! from it.
+
+pub mod config;
+pub mod kind;
+pub mod transcribe;
+
+pub use config::MediaConfig;
+pub use kind::Media;
+pub use transcribe::Transcriber;
