@@ -32,6 +32,10 @@ pub enum Block {
         id: String,
         name: String,
         input: Value,
+        /// An opaque token the provider asked to get back with this call, exactly as it was
+        /// sent (Gemini's `thoughtSignature`); `None` from every other provider.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     ToolResult {
         tool_use_id: String,
@@ -108,7 +112,9 @@ impl ChatMessage {
     }
     pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
         self.content.iter().filter_map(|b| match b {
-            Block::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
+            Block::ToolUse {
+                id, name, input, ..
+            } => Some((id.as_str(), name.as_str(), input)),
             _ => None,
         })
     }
