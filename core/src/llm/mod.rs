@@ -3,10 +3,12 @@
 //!
 //! - [`anthropic`]: Anthropic Messages (native `tool_use`).
 //! - [`openai`]: OpenAI Chat Completions (`tools` / `tool_calls`), for any compatible endpoint.
+//! - [`gemini`]: Google Gemini `generateContent` (native function calling, thought signatures).
 //! - [`chain`]: retries with backoff honouring `retry-after`, then falls back model by model.
 
 pub mod anthropic;
 pub mod chain;
+pub mod gemini;
 pub mod openai;
 
 use async_trait::async_trait;
