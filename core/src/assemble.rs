@@ -16,7 +16,7 @@ use crate::env::{parse_user_list, Env};
 use crate::ids::ConnectorId;
 use crate::inbox::Inbox;
 use crate::llm::chain::Link;
-use crate::llm::{anthropic, openai, ModelChain, Provider};
+use crate::llm::{anthropic, gemini, openai, ModelChain, Provider};
 use crate::memory::embed::{EmbeddingProvider, LocalEmbedder, OpenAiEmbeddings};
 use crate::memory::store::MemoryStore;
 use crate::secret::Secret;
@@ -232,6 +232,7 @@ fn links(platform: &Platform, config: &Config, models: &[String], env: &Env) -> 
             model: model.to_owned(),
             attempts: p.attempts,
             price: p.prices.get(model).copied(),
+            vision: p.sees_images(model),
         });
     }
     out
@@ -256,6 +257,12 @@ fn provider(platform: &Platform, p: &ProviderConfig, key: Secret, env: &Env) -> 
         ProviderKind::Openai => Arc::new(openai::OpenAi {
             http,
             base_url: base.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()),
+            api_key: key,
+            timeout,
+        }),
+        ProviderKind::Gemini => Arc::new(gemini::Gemini {
+            http,
+            base_url: base.unwrap_or_else(|| gemini::DEFAULT_BASE_URL.into()),
             api_key: key,
             timeout,
         }),

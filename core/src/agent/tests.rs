@@ -90,6 +90,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
                 model: "m".into(),
                 attempts: 1,
                 price: None,
+                vision: true,
             }],
             clock: clock.clone(),
             base_backoff: Duration::from_millis(1),
@@ -247,6 +248,7 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 model: "1".into(),
                 attempts: 3,
                 price: None,
+                vision: true,
             },
             Link {
                 label: "b/2".into(),
@@ -254,6 +256,7 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 model: "2".into(),
                 attempts: 3,
                 price: None,
+                vision: true,
             },
         ],
         clock: clock.clone(),
@@ -287,6 +290,7 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 model: "1".into(),
                 attempts: 3,
                 price: None,
+                vision: true,
             },
             Link {
                 label: "b/2".into(),
@@ -294,6 +298,7 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
                 model: "2".into(),
                 attempts: 3,
                 price: None,
+                vision: true,
             },
         ],
         ..chain
@@ -319,6 +324,7 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
             model: "1".into(),
             attempts: 3,
             price: None,
+            vision: true,
         }],
         ..chain
     };

@@ -136,6 +136,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
                 model: "m".into(),
                 attempts: 1,
                 price: None,
+                vision: true,
             }],
             clock: clock.clone(),
             base_backoff: Duration::from_millis(1),
