@@ -268,3 +268,6 @@ fn provider(platform: &Platform, p: &ProviderConfig, key: Secret, env: &Env) -> 
         }),
     }
 }
+
+#[cfg(test)]
+mod tests;
