@@ -1,7 +1,7 @@
 //! Whole-flow tests on the Gemini wire: a Telegram turn with a tool round trip through the
 //! native `generateContent` API, its thought signature echoed, the key in its header.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 
