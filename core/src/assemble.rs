@@ -16,7 +16,7 @@ use crate::env::{parse_user_list, Env};
 use crate::ids::ConnectorId;
 use crate::inbox::Inbox;
 use crate::llm::chain::Link;
-use crate::llm::{anthropic, openai, ModelChain, Provider};
+use crate::llm::{anthropic, gemini, openai, ModelChain, Provider};
 use crate::memory::embed::{EmbeddingProvider, LocalEmbedder, OpenAiEmbeddings};
 use crate::memory::store::MemoryStore;
 use crate::secret::Secret;
@@ -241,18 +241,18 @@ fn links(platform: &Platform, config: &Config, models: &[String], env: &Env) -> 
             model: model.to_owned(),
             attempts: p.attempts,
             price: p.prices.get(model).copied(),
-            vision: true,
+            vision: p.sees_images(model),
             reads_pdf: reads_pdf(p, env),
         });
     }
     out
 }
 
-/// Whether the provider reads PDFs given in a message: Anthropic, and OpenAI itself (not
-/// every OpenAI-compatible server does).
+/// Whether the provider reads PDFs given in a message: Anthropic, Gemini, and OpenAI itself
+/// (not every OpenAI-compatible server does).
 fn reads_pdf(p: &ProviderConfig, env: &Env) -> bool {
     match p.kind {
-        ProviderKind::Anthropic => true,
+        ProviderKind::Anthropic | ProviderKind::Gemini => true,
         ProviderKind::Openai => {
             let base = p
                 .base_url_env
@@ -287,5 +287,14 @@ fn provider(platform: &Platform, p: &ProviderConfig, key: Secret, env: &Env) -> 
             api_key: key,
             timeout,
         }),
+        ProviderKind::Gemini => Arc::new(gemini::Gemini {
+            http,
+            base_url: base.unwrap_or_else(|| gemini::DEFAULT_BASE_URL.into()),
+            api_key: key,
+            timeout,
+        }),
     }
 }
+
+#[cfg(test)]
+mod tests;

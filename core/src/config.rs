@@ -14,6 +14,7 @@ use crate::memory::store::SearchConfig;
 use validate::validate_agent;
 
 pub mod policy;
+mod provider;
 pub mod spend;
 #[cfg(feature = "yaml")]
 mod validate;
@@ -21,6 +22,7 @@ mod validate;
 pub use crate::media::MediaConfig;
 pub use crate::tools::web::WebConfig;
 pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
+pub use provider::{ProviderConfig, ProviderKind};
 pub use spend::{Caps, Price};
 
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
@@ -233,43 +235,6 @@ fn default_tool_timeout() -> u64 {
     DEFAULT_TOOL_TIMEOUT_SECS
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    Anthropic,
-    Openai,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
-    pub id: String,
-    pub kind: ProviderKind,
-    /// Default base URL; `base_url_env` overrides it when set.
-    #[serde(default)]
-    pub base_url: Option<String>,
-    #[serde(default)]
-    pub base_url_env: Option<String>,
-    /// Env var holding the key; absent for keyless local servers (Ollama).
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    #[serde(default = "default_timeout")]
-    pub timeout_secs: u64,
-    /// Tries per call before falling back to the next model.
-    #[serde(default = "default_attempts")]
-    pub attempts: u32,
-    /// Model name → price, for usage and spend caps.
-    #[serde(default)]
-    pub prices: BTreeMap<String, Price>,
-}
-
-fn default_timeout() -> u64 {
-    120
-}
-fn default_attempts() -> u32 {
-    3
-}
-
 /// The whole validated configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
@@ -367,16 +332,7 @@ impl Config {
                 continue;
             }
             let p: ProviderConfig = parse(path, text)?;
-            if p.attempts == 0 {
-                return Err(err(path, "attempts", "must be at least 1"));
-            }
-            if let Some((model, _)) = p.prices.iter().find(|(_, price)| !price.is_valid()) {
-                return Err(err(
-                    path,
-                    format!("prices.{model}"),
-                    "prices are US dollars per million tokens: numbers of at least 0",
-                ));
-            }
+            p.check(path)?;
             if let Some(prev) = providers.insert(p.id.clone(), p) {
                 return Err(err(
                     path,

@@ -17,7 +17,8 @@
 //! - [`schedule`]: reminders and scheduled tasks: records, the due index, cron, time zones;
 //!   [`fire`]: firing what is due through the inbox, exactly once.
 //! - [`agent`]: the model ↔ tools loop.
-//! - [`llm`]: message model, Anthropic and OpenAI adapters, the retrying fallback chain.
+//! - [`llm`]: message model, Anthropic, OpenAI-compatible and Gemini adapters, the retrying
+//!   fallback chain.
 //! - [`tools`]: the tool registry and built-in tools.
 //! - [`memory`]: Markdown memory per person and per group: chunking, embeddings, hybrid
 //!   search, recall, summaries and consolidation.

@@ -26,6 +26,7 @@ impl Provider for Looping {
                     id: "t".into(),
                     name: "current_time".into(),
                     input: json!({}),
+                    signature: None,
                 }],
             },
             stop: StopReason::ToolUse,

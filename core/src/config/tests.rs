@@ -190,3 +190,134 @@ fn huge_durations_saturate() {
         120_000
     );
 }
+
+#[test]
+fn every_provider_preset_is_there_with_its_key_variable() {
+    let cfg = Config::load(&embedded()).unwrap();
+    for (id, kind, key, base_env) in [
+        (
+            "anthropic",
+            ProviderKind::Anthropic,
+            Some("ANTHROPIC_API_KEY"),
+            "ANTHROPIC_BASE_URL",
+        ),
+        (
+            "openai",
+            ProviderKind::Openai,
+            Some("OPENAI_API_KEY"),
+            "OPENAI_BASE_URL",
+        ),
+        (
+            "gemini",
+            ProviderKind::Gemini,
+            Some("GEMINI_API_KEY"),
+            "GEMINI_BASE_URL",
+        ),
+        (
+            "openrouter",
+            ProviderKind::Openai,
+            Some("OPENROUTER_API_KEY"),
+            "OPENROUTER_BASE_URL",
+        ),
+        (
+            "groq",
+            ProviderKind::Openai,
+            Some("GROQ_API_KEY"),
+            "GROQ_BASE_URL",
+        ),
+        (
+            "deepseek",
+            ProviderKind::Openai,
+            Some("DEEPSEEK_API_KEY"),
+            "DEEPSEEK_BASE_URL",
+        ),
+        (
+            "mistral",
+            ProviderKind::Openai,
+            Some("MISTRAL_API_KEY"),
+            "MISTRAL_BASE_URL",
+        ),
+        (
+            "xai",
+            ProviderKind::Openai,
+            Some("XAI_API_KEY"),
+            "XAI_BASE_URL",
+        ),
+        (
+            "together",
+            ProviderKind::Openai,
+            Some("TOGETHER_API_KEY"),
+            "TOGETHER_BASE_URL",
+        ),
+        ("ollama", ProviderKind::Openai, None, "OLLAMA_BASE_URL"),
+    ] {
+        let p = cfg
+            .providers
+            .get(id)
+            .unwrap_or_else(|| panic!("no {id} preset"));
+        assert_eq!(p.kind, kind, "{id}");
+        assert_eq!(p.api_key_env.as_deref(), key, "{id}");
+        assert_eq!(p.base_url_env.as_deref(), Some(base_env), "{id}");
+        let base = p.base_url.as_deref().unwrap_or_default();
+        assert!(
+            base.starts_with("https://") || id == "ollama",
+            "{id}: {base}"
+        );
+    }
+    assert_eq!(
+        cfg.providers["ollama"].base_url.as_deref(),
+        Some("http://localhost:11434/v1")
+    );
+    // A keyless provider is always in the chain of an agent that lists it: the default
+    // agent must not, or every turn would try a local server first.
+    let listed = &cfg.agents["assistant"].models;
+    assert!(
+        listed.iter().all(|m| !m.starts_with("ollama/")),
+        "{listed:?}"
+    );
+    assert!(cfg.providers["gemini"]
+        .prices
+        .contains_key("gemini-2.5-flash"));
+}
+
+#[test]
+fn which_models_see_images() {
+    let cfg = Config::load(&embedded()).unwrap();
+    let deepseek = &cfg.providers["deepseek"];
+    assert!(!deepseek.sees_images("deepseek-chat"));
+    assert!(!deepseek.sees_images("deepseek-reasoner"));
+    assert!(deepseek.sees_images("deepseek-vl-future"));
+    for (id, p) in &cfg.providers {
+        assert_ne!(p.vision, Some(false), "{id}");
+        assert!(id == "deepseek" || p.no_vision.is_empty(), "{id}");
+    }
+    assert!(cfg.providers["gemini"].sees_images("gemini-2.5-flash"));
+
+    let blind = Config::load(&with(
+        "providers.d/local.yaml",
+        "id: local\nkind: openai\nvision: false\n",
+    ))
+    .unwrap();
+    assert!(!blind.providers["local"].sees_images("anything"));
+
+    for (yaml, field) in [
+        (
+            "id: local\nkind: openai\nno_vision: [a, \" \"]\n",
+            "no_vision[1]",
+        ),
+        (
+            "id: local\nkind: openai\nvision: false\nno_vision: [a]\n",
+            "no_vision",
+        ),
+        ("id: local\nkind: openai\nattempts: 0\n", "attempts"),
+    ] {
+        let e = Config::load(&with("providers.d/local.yaml", yaml)).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_str()),
+            ("providers.d/local.yaml", field),
+            "{yaml}"
+        );
+    }
+    let e = Config::load(&with("providers.d/local.yaml", "id: local\nkind: palm\n")).unwrap_err();
+    assert!(e.message.contains("unknown variant"), "{e}");
+}

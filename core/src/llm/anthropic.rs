@@ -30,7 +30,7 @@ pub fn request_body(req: &ChatRequest) -> Value {
                 .iter()
                 .map(|b| match b {
                     Block::Text { text } => json!({"type": "text", "text": text}),
-                    Block::ToolUse { id, name, input } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
+                    Block::ToolUse { id, name, input, .. } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
                     Block::ToolResult { tool_use_id, content, is_error } => {
                         json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error})
                     }
@@ -79,6 +79,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
                     .unwrap_or("")
                     .to_owned(),
                 input: b.get("input").cloned().unwrap_or_else(|| json!({})),
+                signature: None,
             }),
             _ => {} // thinking and future block types are not replayed
         }

@@ -19,7 +19,7 @@ pub struct Link {
     pub attempts: u32,
     /// The model's price (`prices:` of its provider), for usage and caps.
     pub price: Option<super::Price>,
-    /// Whether the model sees images.
+    /// Whether the model sees images (`vision` / `no_vision` of its provider).
     pub vision: bool,
     /// Whether the provider reads PDFs given in a message.
     pub reads_pdf: bool,
@@ -36,6 +36,12 @@ pub struct ModelChain {
 }
 
 impl ModelChain {
+    /// Whether the first model of the chain, the one normally asked, sees images (false for
+    /// an empty chain).
+    pub fn sees_images(&self) -> bool {
+        self.links.first().is_some_and(|l| l.vision)
+    }
+
     /// Calls the chain. `request.model` is replaced by each link's model.
     pub async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let mut last = LlmError::NotConfigured("the agent's model chain is empty".into());

@@ -3,10 +3,12 @@
 //!
 //! - [`anthropic`]: Anthropic Messages (native `tool_use`).
 //! - [`openai`]: OpenAI Chat Completions (`tools` / `tool_calls`), for any compatible endpoint.
+//! - [`gemini`]: Google Gemini `generateContent` (native function calling, thought signatures).
 //! - [`chain`]: retries with backoff honouring `retry-after`, then falls back model by model.
 
 pub mod anthropic;
 pub mod chain;
+pub mod gemini;
 pub mod openai;
 
 use async_trait::async_trait;
@@ -32,6 +34,10 @@ pub enum Block {
         id: String,
         name: String,
         input: Value,
+        /// An opaque token the provider asked to get back with this call, exactly as it was
+        /// sent (Gemini's `thoughtSignature`); `None` from every other provider.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     ToolResult {
         tool_use_id: String,
@@ -108,7 +114,9 @@ impl ChatMessage {
     }
     pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
         self.content.iter().filter_map(|b| match b {
-            Block::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
+            Block::ToolUse {
+                id, name, input, ..
+            } => Some((id.as_str(), name.as_str(), input)),
             _ => None,
         })
     }

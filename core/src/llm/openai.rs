@@ -134,6 +134,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
                 .unwrap_or("")
                 .to_owned(),
             input,
+            signature: None,
         });
     }
     let stop = match choice.get("finish_reason").and_then(Value::as_str) {

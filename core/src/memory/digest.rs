@@ -138,6 +138,7 @@ mod tests {
                 id: "t1".into(),
                 name: "memory_write".into(),
                 input: json!({"content": "x"}),
+                signature: None,
             }],
         };
         let chat = vec![

@@ -89,6 +89,7 @@ impl Provider for WritesOnce {
                     id: "w".into(),
                     name: "memory_write".into(),
                     input: json!({"content": "The spare key is under the blue pot.", "target": "long_term"}),
+                    signature: None,
                 }],
             },
             stop: StopReason::ToolUse,
