@@ -463,3 +463,29 @@ fn no_error_names_the_bot_token() {
         assert!(!sent[0].contains(TOKEN) && !sent[0].contains("TEST-TOKEN"));
     });
 }
+
+#[test]
+fn a_model_without_vision_says_so_plainly() {
+    block_on(async {
+        let mut config = config();
+        if let Some(p) = config.providers.get_mut("anthropic") {
+            p.no_vision.push("claude-sonnet-4-5".into());
+        }
+        let h = Harness::with_config(Wire::Anthropic, config);
+        h.file("p1", JPEG);
+        let u = message(
+            1,
+            json!({"photo": photo("p1", JPEG.len()), "caption": "What is this?"}),
+        );
+        h.deliver_raw(&u).await;
+        assert!(h.llm_requests().is_empty(), "no model call");
+        assert!(h.calls("getFile").is_empty(), "nothing downloaded");
+        let sent = h.sent_texts();
+        assert!(
+            sent.len() == 1
+                && sent[0].contains("cannot see images")
+                && sent[0].contains("anthropic/claude-sonnet-4-5"),
+            "{sent:?}"
+        );
+    });
+}

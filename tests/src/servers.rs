@@ -38,6 +38,12 @@ pub struct Fakes {
     pub send_refused: Mutex<Vec<Value>>,
     /// Texts that already failed once (model questions and sent texts with a marker).
     failed_once: Mutex<HashSet<String>>,
+    /// Files `getFile` and the file download serve, by file id.
+    pub files: Mutex<std::collections::HashMap<String, Vec<u8>>>,
+    /// Transcriptions asked for: the audio file's name and content.
+    pub transcriptions: Mutex<Vec<(String, String)>>,
+    /// The bot token the shell used in its Bot API calls (from the URL path).
+    pub token: Mutex<Option<String>>,
 }
 
 /// In a question: the model answers it with HTTP 500 the first time it is asked.
@@ -127,6 +133,12 @@ async fn bot_api(
     let ok = axum::http::StatusCode::OK;
     let content_type = headers.get("content-type").and_then(|v| v.to_str().ok());
     let body = crate::spec::call_body(content_type, &raw);
+    if let Some(token) = method.strip_prefix("bot").and_then(|p| p.split('/').next()) {
+        f.token
+            .lock()
+            .unwrap()
+            .get_or_insert_with(|| token.to_owned());
+    }
     let method = method.rsplit('/').next().unwrap_or("").to_owned();
     if let Err(v) = spec().check_call(&method, &body) {
         f.violations.lock().unwrap().push(v.clone());
@@ -171,10 +183,50 @@ async fn bot_api(
         "sendMessage" => {
             json!({"message_id": 1, "date": 1, "chat": {"id": body["chat_id"], "type": "private"}, "text": body["text"]})
         }
+        "getFile" => {
+            let id = body["file_id"].as_str().unwrap_or("").to_owned();
+            let Some(size) = f.files.lock().unwrap().get(&id).map(Vec::len) else {
+                f.calls.lock().unwrap().push((method, body));
+                return (
+                    axum::http::StatusCode::BAD_REQUEST,
+                    Json(
+                        json!({"ok": false, "error_code": 400, "description": "Bad Request: invalid file_id"}),
+                    ),
+                );
+            };
+            json!({"file_id": id, "file_unique_id": format!("u-{id}"), "file_size": size, "file_path": format!("media/{id}")})
+        }
         _ => json!(true),
     };
     f.calls.lock().unwrap().push((method, body));
     (ok, Json(json!({"ok": true, "result": result})))
+}
+
+/// `GET /file/bot<token>/media/<file id>`: a file's bytes.
+async fn file(
+    State(f): State<Arc<Fakes>>,
+    axum::extract::Path(path): axum::extract::Path<String>,
+) -> (axum::http::StatusCode, Vec<u8>) {
+    let id = path.rsplit('/').next().unwrap_or("");
+    match f.files.lock().unwrap().get(id) {
+        Some(bytes) => (axum::http::StatusCode::OK, bytes.clone()),
+        None => (axum::http::StatusCode::NOT_FOUND, Vec::new()),
+    }
+}
+
+/// `POST /audio/transcriptions`: the "transcript" is the audio file's content.
+async fn transcribe(
+    State(f): State<Arc<Fakes>>,
+    headers: axum::http::HeaderMap,
+    raw: axum::body::Bytes,
+) -> Json<Value> {
+    let content_type = headers.get("content-type").and_then(|v| v.to_str().ok());
+    let (name, content) = crate::spec::multipart_file(content_type, &raw).unwrap_or_default();
+    f.transcriptions
+        .lock()
+        .unwrap()
+        .push((name, content.clone()));
+    Json(json!({ "text": content }))
 }
 
 /// The refusal a marked sendMessage gets the first time (none after).
@@ -213,7 +265,7 @@ async fn llm(
     }
     let msgs = req["messages"].as_array().cloned().unwrap_or_default();
     let last = msgs.last().cloned().unwrap_or(Value::Null);
-    let asked = last["content"][0]["text"].as_str().unwrap_or("");
+    let asked = &text_of(&last);
     if asked.contains(MODEL_AWAITS_TYPING) {
         // Typing in the topic itself (other scenarios' typing is in the log too).
         let typed = || {
@@ -253,15 +305,27 @@ async fn llm(
     )
 }
 
+/// The text blocks of a message, joined.
+fn text_of(message: &Value) -> String {
+    let blocks = message["content"].as_array().cloned().unwrap_or_default();
+    let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+    texts.join("\n")
+}
+
 /// What the scripted model answers to the last message.
 fn answer(last: &Value) -> Value {
+    let blocks = last["content"].as_array().cloned().unwrap_or_default();
+    let images = blocks.iter().filter(|b| b["type"] == "image").count();
+    if images > 0 {
+        return anthropic_text(&format!("I see {images} image(s): {}", text_of(last)));
+    }
     if last["content"][0]["type"] == "tool_result" {
         return anthropic_text(&format!(
             "Tool said: {}",
             last["content"][0]["content"].as_str().unwrap_or("")
         ));
     }
-    let text = last["content"][0]["text"].as_str().unwrap_or("").to_owned();
+    let text = text_of(last);
     if let Some(fact) = text.strip_prefix("remember: ") {
         return anthropic_tool_use("toolu_mem", "memory_write", json!({"content": fact}));
     }
@@ -323,12 +387,14 @@ pub async fn fakes() -> (Arc<Fakes>, String, String) {
     let tg = serve(
         axum::Router::new()
             .route("/{*method}", post(bot_api))
+            .route("/file/{*path}", axum::routing::get(file))
             .with_state(f.clone()),
     )
     .await;
     let llm_url = serve(
         axum::Router::new()
             .route("/v1/messages", post(llm))
+            .route("/audio/transcriptions", post(transcribe))
             .with_state(f.clone()),
     )
     .await;

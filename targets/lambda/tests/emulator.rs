@@ -26,6 +26,7 @@ use serde_json::Value;
 struct Lambda {
     emu: Arc<Emulator>,
     f: Arc<Fakes>,
+    function: common::emulator::Function,
 }
 
 impl Shell for Lambda {
@@ -46,6 +47,9 @@ impl Shell for Lambda {
             status.and_then(|s| u16::try_from(s).ok()).unwrap_or(0)
         })
     }
+    fn logs(&self) -> Vec<String> {
+        self.function.logs()
+    }
 }
 
 /// Every shared scenario (`clawless_testkit::scenarios`) on one bootstrap process, then what
@@ -60,8 +64,8 @@ async fn scenarios_on_lambda() {
     let (emu, runtime) = start_emulator().await;
     let users = scenarios::allowed_users();
     let env = [("TELEGRAM_ALLOWED_USERS", users.as_str())];
-    let _function = start_function_with(&runtime, &moto.url, "clawless-e2e", &tg, &llm, &env);
-    let lambda = Lambda { emu, f };
+    let function = start_function_with(&runtime, &moto.url, "clawless-e2e", &tg, &llm, &env);
+    let lambda = Lambda { emu, f, function };
     scenarios::run_all(&lambda).await;
 
     let drained: Vec<String> = lambda
@@ -112,8 +116,8 @@ async fn approval_scenarios_on_lambda() {
         ("CLAWLESS_CONFIG", config.to_str().unwrap()),
     ];
     let env = [env[0], env[1], ("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN)];
-    let _function = start_function_with(&runtime, &moto.url, "clawless-approvals", &tg, &llm, &env);
-    let lambda = Lambda { emu, f };
+    let function = start_function_with(&runtime, &moto.url, "clawless-approvals", &tg, &llm, &env);
+    let lambda = Lambda { emu, f, function };
     scenarios::run_approvals(&lambda).await;
 
     // The audit trail of those turns, through the admin endpoint.

@@ -40,15 +40,12 @@ async fn scenarios_on_native() {
 async fn scenarios_on_native_long_polling() {
     let (f, tg, llm_url) = fakes().await;
     let data = common::temp_dir("e2e-poll-scenarios");
-    let child = clawless(&data, &tg, &llm_url)
-        .env("TELEGRAM_ALLOWED_USERS", scenarios::allowed_users())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let bot = Bot {
-        child,
-        url: String::new(),
-    };
+    let bot = Bot::spawn(
+        clawless(&data, &tg, &llm_url)
+            .env("TELEGRAM_ALLOWED_USERS", scenarios::allowed_users())
+            .stdout(Stdio::null()),
+        String::new(),
+    );
     scenarios::run_all(&Polling { bot, f }).await;
 }
 
@@ -132,14 +129,10 @@ async fn long_polling_answers_without_a_public_url() {
         .lock()
         .unwrap()
         .extend([text_update(70, "polled one"), text_update(71, "polled two")]);
-    let child = clawless(&data, &tg, &llm_url)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _bot = Bot {
-        child,
-        url: String::new(),
-    };
+    let _bot = Bot::spawn(
+        clawless(&data, &tg, &llm_url).stdout(Stdio::null()),
+        String::new(),
+    );
     until("both polled updates answered", || {
         f.sent_to(OWNER_ID).len() == 2
     })

@@ -78,6 +78,9 @@ impl Shell for Worker {
     fn post<'a>(&'a self, body: String, secret: Option<&'a str>) -> Status<'a> {
         Box::pin(self.mf.post_body(body, secret))
     }
+    fn logs(&self) -> Vec<String> {
+        self.mf.logs.lock().unwrap().clone()
+    }
 }
 
 /// Every shared scenario (`clawless_testkit::scenarios`) on one workerd (memory through the

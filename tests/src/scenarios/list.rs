@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use base64::Engine as _;
+use serde_json::{json, Value};
 
 use super::{Ctx, Scenario};
 use crate::servers::{
@@ -195,6 +196,119 @@ super::scenarios! {
         c.id();
         c.id();
         recall_after_new_as(c.f, c.user, first, move |u| async move { c.post(&u).await }).await;
+    }
+
+    /// A photo with a caption reaches the model as an image (the largest size, its bytes in
+    /// base64) followed by the caption, and is answered once.
+    fn a_photo_with_a_caption_is_seen(c) {
+        let file = format!("photo-{}", c.user);
+        let bytes = format!("jpeg bytes of {}", c.user);
+        c.file(&file, bytes.clone());
+        c.post(&c.media(json!({"caption": "what is on this photo", "photo": [
+            {"file_id": "thumbnail", "file_unique_id": "t", "width": 90, "height": 90, "file_size": 10},
+            {"file_id": file, "file_unique_id": "p", "width": 800, "height": 600, "file_size": bytes.len()}
+        ]}))).await;
+        assert_eq!(
+            c.answers(c.user, 1, LIMIT).await,
+            ["I see 1 image(s): what is on this photo"]
+        );
+        let asked = c.asked("what is on this photo");
+        assert_eq!(asked.len(), 1);
+        let content = &asked[0]["messages"].as_array().unwrap().last().unwrap()["content"];
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        assert_eq!(
+            content[0],
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": data}})
+        );
+        assert_eq!(content[1]["text"], "what is on this photo");
+    }
+
+    /// A voice note is downloaded, transcribed once, and the transcript answered.
+    fn a_voice_note_is_transcribed_and_answered(c) {
+        let file = format!("voice-{}", c.user);
+        let words = format!("spoken words of {}", c.user);
+        c.file(&file, words.clone());
+        c.post(&c.media(json!({"voice": {
+            "file_id": file, "file_unique_id": "v", "duration": 2, "mime_type": "audio/ogg"
+        }}))).await;
+        let sent = c.answers(c.user, 1, LIMIT).await;
+        assert!(
+            sent.len() == 1 && sent[0].contains("transcribed") && sent[0].contains(&words),
+            "{sent:?}"
+        );
+        let heard: Vec<_> = c
+            .f
+            .transcriptions
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, content)| *content == words)
+            .cloned()
+            .collect();
+        assert_eq!(heard, [("voice.ogg".to_owned(), words)], "transcribed once");
+    }
+
+    /// The photos of an album, posted back to back, are one turn and one answer.
+    fn an_album_is_one_turn(c) {
+        let group = format!("album-{}", c.user);
+        for i in 0..3 {
+            let file = format!("album-{}-{i}", c.user);
+            c.file(&file, format!("picture {i}"));
+            let mut fields = json!({"media_group_id": group, "photo": [
+                {"file_id": file, "file_unique_id": format!("a{i}"), "width": 640, "height": 480, "file_size": 9}
+            ]});
+            if i == 0 {
+                fields["caption"] = json!("compare these pictures");
+            }
+            c.post(&c.media(fields)).await;
+        }
+        assert_eq!(
+            c.answers(c.user, 1, LIMIT).await,
+            ["I see 3 image(s): compare these pictures"]
+        );
+        assert_eq!(c.asked("compare these pictures").len(), 1, "one turn");
+    }
+
+    /// A text file is read into the message, and answered.
+    fn a_text_file_is_read(c) {
+        let file = format!("notes-{}", c.user);
+        let content = format!("shopping: eggs and {} apples", c.user);
+        c.file(&file, content.clone());
+        c.post(&c.media(json!({"caption": "summarise my file", "document": {
+            "file_id": file, "file_unique_id": "d", "file_name": "notes.txt",
+            "mime_type": "text/plain", "file_size": content.len()
+        }}))).await;
+        let sent = c.answers(c.user, 1, LIMIT).await;
+        assert!(
+            sent.len() == 1 && sent[0].contains(&content) && sent[0].contains("summarise my file"),
+            "{sent:?}"
+        );
+    }
+
+    /// A file over the limits gets a plain reply; it is not downloaded and the model is not
+    /// asked.
+    fn a_too_large_file_gets_a_clear_reply(c) {
+        let file = format!("huge-{}", c.user);
+        c.post(&c.media(json!({"caption": "read this huge log", "document": {
+            "file_id": file, "file_unique_id": "h", "file_name": "huge.log",
+            "mime_type": "text/plain", "file_size": 30_000_000
+        }}))).await;
+        let sent = c.answers(c.user, 1, LIMIT).await;
+        assert!(sent.len() == 1 && sent[0].contains("too large"), "{sent:?}");
+        assert!(c.asked("huge log").is_empty());
+        let fetched = c.f.calls.lock().unwrap().iter().any(|(m, b)| m == "getFile" && b["file_id"] == file.as_str());
+        assert!(!fetched, "not downloaded");
+    }
+
+    /// Runs last: no line the shell logged during all the scenarios names the bot token
+    /// (file downloads carry it in their URL; failures are logged).
+    fn no_log_line_names_the_bot_token(c) {
+        let token = c.f.token.lock().unwrap().clone().expect("the shell called the Bot API");
+        assert!(token.len() > 8, "{token}");
+        let logs = c.shell.logs();
+        assert!(!logs.is_empty(), "the shell's log was captured");
+        let leaks: Vec<&String> = logs.iter().filter(|l| l.contains(&token)).collect();
+        assert!(leaks.is_empty(), "the token in the log: {leaks:?}");
     }
 }
 

@@ -39,6 +39,8 @@ pub trait Shell {
     /// POSTs `body` to the shell's `/telegram/main` (with `secret` as the secret header, none
     /// without one) and returns the HTTP status.
     fn post<'a>(&'a self, body: String, secret: Option<&'a str>) -> Status<'a>;
+    /// Every line the shell has logged so far (its process's output, the Worker's console).
+    fn logs(&self) -> Vec<String>;
     /// Why this shell cannot run `scenario`, if it cannot (printed; should be rare).
     fn skip(&self, _scenario: &str) -> Option<&'static str> {
         None
@@ -136,6 +138,26 @@ impl<'a> Ctx<'a> {
     /// A private text from the scenario's user, with a fresh update id.
     pub fn text(&self, text: &str) -> Value {
         crate::servers::text_update_from(self.user, self.id(), text)
+    }
+
+    /// A private message from the scenario's user with `fields` (a photo, a voice note, a
+    /// document, a caption …) and no text, with a fresh update id.
+    pub fn media(&self, fields: Value) -> Value {
+        let mut u = self.text("");
+        if let (Some(m), Some(fields)) = (u["message"].as_object_mut(), fields.as_object()) {
+            m.remove("text");
+            m.extend(fields.clone());
+        }
+        u
+    }
+
+    /// Serves `bytes` as the file `file_id` from the fake Bot API.
+    pub fn file(&self, file_id: &str, bytes: impl Into<Vec<u8>>) {
+        self.f
+            .files
+            .lock()
+            .unwrap()
+            .insert(file_id.to_owned(), bytes.into());
     }
 
     /// The fixture `name` with a fresh update id and the scenario's ids in place of the

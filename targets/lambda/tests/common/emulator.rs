@@ -161,13 +161,36 @@ pub async fn start_emulator() -> (Arc<Emulator>, String) {
 }
 
 /// The function process, killed on drop.
-pub struct Function(Child);
+pub struct Function {
+    child: Child,
+    /// What it printed (its log), line by line; also echoed to the test's stderr.
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl Function {
+    /// The lines it printed so far (stdout and stderr).
+    pub fn logs(&self) -> Vec<String> {
+        self.logs.lock().unwrap().clone()
+    }
+}
 
 impl Drop for Function {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
+}
+
+/// Copies `out` line by line into `logs` and the test's stderr, on a thread of its own.
+fn keep_lines(out: impl std::io::Read + Send + 'static, logs: &Arc<Mutex<Vec<String>>>) {
+    use std::io::BufRead;
+    let sink = logs.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            sink.lock().unwrap().push(line);
+        }
+    });
 }
 
 pub fn bootstrap() -> String {
@@ -208,11 +231,20 @@ pub fn start_function_with(
         .env("TELEGRAM_API_BASE", tg)
         .env("ANTHROPIC_API_KEY", "sk-lambda")
         .env("ANTHROPIC_BASE_URL", llm)
+        .env("TRANSCRIBE_BASE_URL", llm)
         .env("RUST_LOG", "warn")
         .envs(env.iter().copied())
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    Function(child)
+    let mut child = child;
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    if let Some(out) = child.stdout.take() {
+        keep_lines(out, &logs);
+    }
+    if let Some(err) = child.stderr.take() {
+        keep_lines(err, &logs);
+    }
+    Function { child, logs }
 }

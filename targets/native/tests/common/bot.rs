@@ -1,6 +1,8 @@
 //! The real `clawless` binary as a child process, pointed at the testkit's fake servers.
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clawless_testkit::fixtures::OWNER_ID;
@@ -13,6 +15,31 @@ pub const SECRET: &str = "e2e-secret";
 pub struct Bot {
     pub child: Child,
     pub url: String,
+    /// What it wrote to stderr (its log), line by line; also echoed to the test's stderr.
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl Bot {
+    /// Spawns `cmd` with its stderr captured (see [`Bot::logs`]).
+    pub fn spawn(cmd: &mut Command, url: String) -> Bot {
+        let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let sink = logs.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    eprintln!("{line}");
+                    sink.lock().unwrap().push(line);
+                }
+            });
+        }
+        Bot { child, url, logs }
+    }
+
+    /// The lines it logged so far.
+    pub fn logs(&self) -> Vec<String> {
+        self.logs.lock().unwrap().clone()
+    }
 }
 
 impl Drop for Bot {
@@ -38,6 +65,7 @@ fn configure(cmd: &mut Command, data: &std::path::Path, tg: &str, llm: &str) {
         .env("TELEGRAM_API_BASE", tg)
         .env("ANTHROPIC_API_KEY", "sk-e2e")
         .env("ANTHROPIC_BASE_URL", llm)
+        .env("TRANSCRIBE_BASE_URL", llm)
         .env("CLAWLESS_DATA", data)
         .env(
             "CLAWLESS_CONFIG",
@@ -83,16 +111,12 @@ pub async fn start_bot_with(data: &std::path::Path, tg: &str, llm: &str, how: Se
     };
     configure(&mut cmd, data, tg, llm);
     cmd.envs(how.env.iter().copied());
-    let child = cmd
-        .args(["serve", "--listen", &listen])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
     // Owned by `Bot` at once, so a failing test still kills and reaps it.
-    let bot = Bot {
-        child,
-        url: format!("http://{listen}"),
-    };
+    let bot = Bot::spawn(
+        cmd.args(["serve", "--listen", &listen])
+            .stdout(Stdio::null()),
+        format!("http://{listen}"),
+    );
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {

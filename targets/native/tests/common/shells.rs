@@ -27,6 +27,9 @@ impl Shell for Native {
     fn post<'a>(&'a self, body: String, secret: Option<&'a str>) -> Status<'a> {
         Box::pin(post_body(&self.bot, body, secret))
     }
+    fn logs(&self) -> Vec<String> {
+        self.bot.logs()
+    }
 }
 
 /// `clawless` long polling as a [`Shell`]: what a webhook would have received is handed out
@@ -52,6 +55,9 @@ impl Shell for Polling {
             self.f.updates.lock().unwrap().push(update);
             200
         })
+    }
+    fn logs(&self) -> Vec<String> {
+        self.bot.logs()
     }
     fn skip(&self, scenario: &str) -> Option<&'static str> {
         match scenario {

@@ -190,5 +190,6 @@ pub fn bot_vars(tg: &str, llm: &str) -> Value {
         "TELEGRAM_API_BASE": tg,
         "ANTHROPIC_API_KEY": "sk-worker",
         "ANTHROPIC_BASE_URL": llm,
+        "TRANSCRIBE_BASE_URL": llm,
     })
 }
