@@ -26,7 +26,9 @@ use serde_json::Value;
 struct Lambda {
     emu: Arc<Emulator>,
     f: Arc<Fakes>,
-    function: common::emulator::Function,
+    /// The function's instances: a real Lambda runs a second instance while the first is
+    /// busy (a drain waiting for an album's other photos, say).
+    functions: Vec<common::emulator::Function>,
 }
 
 impl Shell for Lambda {
@@ -48,11 +50,12 @@ impl Shell for Lambda {
         })
     }
     fn logs(&self) -> Vec<String> {
-        self.function.logs()
+        self.functions.iter().flat_map(|f| f.logs()).collect()
     }
 }
 
-/// Every shared scenario (`clawless_testkit::scenarios`) on one bootstrap process, then what
+/// Every shared scenario (`clawless_testkit::scenarios`) on two bootstrap processes (two
+/// instances, as a real Lambda runs while one is busy), then what
 /// only the Lambda has: each answered chat was drained by an asynchronous self-invocation, and
 /// the schedule event sweeps.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,8 +67,10 @@ async fn scenarios_on_lambda() {
     let (emu, runtime) = start_emulator().await;
     let users = scenarios::allowed_users();
     let env = [("TELEGRAM_ALLOWED_USERS", users.as_str())];
-    let function = start_function_with(&runtime, &moto.url, "clawless-e2e", &tg, &llm, &env);
-    let lambda = Lambda { emu, f, function };
+    let functions = (0..2)
+        .map(|_| start_function_with(&runtime, &moto.url, "clawless-e2e", &tg, &llm, &env))
+        .collect();
+    let lambda = Lambda { emu, f, functions };
     scenarios::run_all(&lambda).await;
 
     let drained: Vec<String> = lambda
@@ -116,8 +121,15 @@ async fn approval_scenarios_on_lambda() {
         ("CLAWLESS_CONFIG", config.to_str().unwrap()),
     ];
     let env = [env[0], env[1], ("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN)];
-    let function = start_function_with(&runtime, &moto.url, "clawless-approvals", &tg, &llm, &env);
-    let lambda = Lambda { emu, f, function };
+    let functions = vec![start_function_with(
+        &runtime,
+        &moto.url,
+        "clawless-approvals",
+        &tg,
+        &llm,
+        &env,
+    )];
+    let lambda = Lambda { emu, f, functions };
     scenarios::run_approvals(&lambda).await;
 
     // The audit trail of those turns, through the admin endpoint.
