@@ -36,6 +36,11 @@ impl App {
         Self::with_embedder(platform, config, env, instance, embedder)
     }
 
+    /// Whether voice notes can be transcribed (a service is set).
+    pub fn transcribes(&self) -> bool {
+        self.transcriber.is_some()
+    }
+
     /// Replaces the transcription service (the Worker's Workers AI Whisper).
     pub fn with_transcriber(mut self, transcriber: Arc<dyn crate::media::Transcriber>) -> App {
         self.transcriber = Some(transcriber);

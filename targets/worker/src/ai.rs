@@ -1,9 +1,13 @@
-//! Memory embeddings from Workers AI (`@cf/baai/bge-small-en-v1.5`, 384 dimensions: the same
-//! size as the local embedder, so a Vectorize index fits either), called through the `AI`
-//! binding with `js_sys::Reflect`. Used when an `AI` binding is present; without one the
-//! Worker embeds locally.
+//! Workers AI through the `AI` binding (`js_sys::Reflect`), when one is bound: memory
+//! embeddings (`@cf/baai/bge-small-en-v1.5`, 384 dimensions: the same size as the local
+//! embedder, so a Vectorize index fits either; without the binding the Worker embeds
+//! locally), and voice transcription (`@cf/openai/whisper-large-v3-turbo`, unless a
+//! transcription service is set in the environment).
 
 use async_trait::async_trait;
+use base64::Engine as _;
+use clawless_core::llm::LlmError;
+use clawless_core::media::Transcriber;
 use clawless_core::memory::embed::{EmbedError, EmbeddingProvider};
 use js_sys::{Array, Function, Object, Promise, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
@@ -17,6 +21,76 @@ const BATCH: usize = 50;
 
 pub struct WorkersAi {
     ai: SendWrapper<JsValue>,
+}
+
+/// Calls `ai.run(model, input)` and awaits its answer; errors as their message.
+async fn run_model(ai: &JsValue, model: &str, input: &Object) -> Result<JsValue, String> {
+    let message = |e: JsValue| {
+        e.dyn_ref::<js_sys::Error>()
+            .map(|e| String::from(e.message()))
+            .or_else(|| e.as_string())
+            .unwrap_or_else(|| "unknown error".into())
+    };
+    let run: Function = Reflect::get(ai, &JsValue::from_str("run"))
+        .ok()
+        .and_then(|f| f.dyn_into().ok())
+        .ok_or_else(|| "the AI binding has no run()".to_owned())?;
+    let promise = run
+        .call2(ai, &JsValue::from_str(model), input)
+        .map_err(message)?;
+    JsFuture::from(Promise::resolve(&promise))
+        .await
+        .map_err(message)
+}
+
+/// The speech model.
+pub const WHISPER: &str = "@cf/openai/whisper-large-v3-turbo";
+
+/// Voice notes transcribed by Workers AI Whisper.
+pub struct WorkersAiWhisper {
+    ai: SendWrapper<JsValue>,
+}
+
+impl WorkersAiWhisper {
+    pub fn new(ai: JsValue) -> Self {
+        Self {
+            ai: SendWrapper(ai),
+        }
+    }
+
+    async fn run(&self, audio: &[u8]) -> Result<String, LlmError> {
+        let input = Object::new();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(audio);
+        let _ = Reflect::set(
+            &input,
+            &JsValue::from_str("audio"),
+            &JsValue::from_str(&encoded),
+        );
+        // Workers AI errors are mostly capacity and limits: worth a retry later.
+        let out = run_model(&self.ai.0, WHISPER, &input)
+            .await
+            .map_err(|e| LlmError::Transient(format!("workers ai whisper: {e}")))?;
+        let text = Reflect::get(&out, &JsValue::from_str("text"))
+            .ok()
+            .and_then(|t| t.as_string())
+            .ok_or_else(|| LlmError::Fatal("workers ai whisper: no text in the answer".into()))?;
+        Ok(text
+            .trim()
+            .chars()
+            .take(clawless_core::media::transcribe::MAX_TRANSCRIPT_CHARS)
+            .collect())
+    }
+}
+
+#[async_trait]
+impl Transcriber for WorkersAiWhisper {
+    fn name(&self) -> &str {
+        "workers-ai"
+    }
+
+    async fn transcribe(&self, audio: &[u8], _file_name: &str) -> Result<String, LlmError> {
+        SendFuture::new(self.run(audio)).await
+    }
 }
 
 impl WorkersAi {

@@ -8,7 +8,7 @@ use clawless_platform::{Clock, Platform, Vectors};
 use js_sys::{Object, Reflect};
 use wasm_bindgen::JsValue;
 
-use crate::ai::WorkersAi;
+use crate::ai::{WorkersAi, WorkersAiWhisper};
 use crate::d1::{D1Files, D1Kv, D1Text, D1Vectors, D1};
 use crate::io::{FetchHttp, WorkerClock};
 use crate::vectorize::Vectorize;
@@ -78,18 +78,22 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
     let ai =
         Reflect::get(env.as_ref(), &JsValue::from_str(AI_BINDING)).unwrap_or(JsValue::UNDEFINED);
     let env = env_strings(env);
-    let app = if ai.is_object() {
+    let mut app = if ai.is_object() {
         App::with_embedder(
             platform,
             config,
             &env,
             instance,
-            Arc::new(WorkersAi::new(ai)),
+            Arc::new(WorkersAi::new(ai.clone())),
         )
     } else {
         App::new(platform, config, &env, instance)
     }
     .map_err(|e| e.to_string())?;
+    // A transcription service set in the environment wins; else Whisper on Workers AI.
+    if ai.is_object() && !app.transcribes() {
+        app = app.with_transcriber(Arc::new(WorkersAiWhisper::new(ai)));
+    }
     for missing in app.missing_settings() {
         worker::console_error!(
             "not configured: the bot cannot answer until this is set: {missing}"
