@@ -29,6 +29,15 @@ pub struct Agent {
     pub clock: Arc<dyn Clock>,
 }
 
+/// What a run may use beyond its state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions<'a> {
+    /// What the nearest spend cap leaves.
+    pub budget: Option<Left>,
+    /// The model the chat chose (`provider/model`, `/model`): tried first.
+    pub model: Option<&'a str>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutput {
     /// The text to send to the user.
@@ -160,7 +169,7 @@ impl Agent {
         let mut state = self.begin(user, recall);
         state.closing = Some(Verdict::Denied);
         match self
-            .run(history, state, ctx, None)
+            .run(history, state, ctx, RunOptions::default())
             .await
             .map_err(|f| f.error)?
         {
@@ -196,15 +205,17 @@ impl Agent {
 
     /// Runs the turn from `state` until it answers or a call needs an approval. A state
     /// that stopped at [`Step::Ask`] resumes here once its verdict is in `state.verdicts`.
-    /// With `budget` (what the nearest spend cap leaves), no model call starts once the
+    /// With `opts.budget` (what the nearest spend cap leaves), no model call starts once the
     /// turn's unrecorded spend has used it up: the turn ends saying so.
     pub async fn run(
         &self,
         history: &[ChatMessage],
         mut state: RunState,
         ctx: &ToolContext,
-        budget: Option<Left>,
+        opts: RunOptions<'_>,
     ) -> Result<Step, Box<Failed>> {
+        let budget = opts.budget;
+        let chain = self.chain.preferring(opts.model);
         let tools = self.tools.specs();
         loop {
             let resuming = state
@@ -238,12 +249,12 @@ impl Agent {
                     max_tokens: self.config.max_tokens,
                 };
                 let started = self.clock.now_ms();
-                let response = match self.chain.chat(&request).await {
+                let response = match chain.chat(&request).await {
                     Ok(response) => response,
                     Err(error) => {
                         let now = self.clock.now_ms();
                         // The chain fails only after its last link failed.
-                        let model = self.chain.links.last().map(|l| l.label.clone());
+                        let model = chain.links.last().map(|l| l.label.clone());
                         state.record(
                             now,
                             AuditStep::Model {

@@ -22,6 +22,7 @@
 //! | `sched-due/<at ms:015>/<connector>/<chat>/<id>` | the due index: one entry per reminder's next time, in time order | schedule |
 //! | `sched-seq/<connector>` | the last reminder id given out on a connector | schedule |
 //! | `tz/<connector>/<chat>` | a chat's time zone (`/timezone`) | schedule |
+//! | `model/<connector>/<chat>` | the model a chat chose with `/model` (`provider/model`) | turn |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
 
@@ -159,4 +160,9 @@ pub fn reminder_ids(connector: &ConnectorId) -> String {
 
 pub fn chat_zone(connector: &ConnectorId, chat: i64) -> String {
     format!("tz/{connector}/{chat}")
+}
+
+/// The model a chat chose with `/model`.
+pub fn chat_model(connector: &ConnectorId, chat: i64) -> String {
+    format!("model/{connector}/{chat}")
 }

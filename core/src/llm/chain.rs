@@ -36,6 +36,17 @@ pub struct ModelChain {
 }
 
 impl ModelChain {
+    /// This chain with the link labelled `label` (`provider/model`) tried first, the others
+    /// after it in their order; unchanged when no link has that label.
+    pub fn preferring(&self, label: Option<&str>) -> ModelChain {
+        let mut chain = self.clone();
+        if let Some(at) = label.and_then(|l| chain.links.iter().position(|k| k.label == l)) {
+            let link = chain.links.remove(at);
+            chain.links.insert(0, link);
+        }
+        chain
+    }
+
     /// Whether the first model of the chain, the one normally asked, sees images (false for
     /// an empty chain).
     pub fn sees_images(&self) -> bool {

@@ -161,8 +161,11 @@ impl App {
             }
             let update = Update::from_value(&next.update);
             match update.as_ref().map(|u| &u.kind) {
-                Ok(UpdateKind::CallbackQuery(q)) if super::reminders::is_reminder_button(q) => {
-                    self.reminder_tap(conn, q).await;
+                Ok(UpdateKind::CallbackQuery(q))
+                    if super::reminders::is_reminder_button(q)
+                        || super::model::is_model_button(q) =>
+                {
+                    self.button_tap(conn, q).await;
                     self.inbox.finish(&next_key, &next).await?;
                 }
                 Ok(UpdateKind::CallbackQuery(q)) => {
@@ -322,11 +325,13 @@ impl App {
     ) -> Result<Reply, Failure> {
         let key = session::session_key(&conn.id, msg);
         let scope = conn.memory_scope_of(msg);
-        let history = self
-            .current_session(&key, Some((conn, &scope)))
-            .await
-            .map_err(Failure::storage)?
-            .messages;
+        // The chat's model is read beside the history, not after it.
+        let (session, model) = futures::future::join(
+            self.current_session(&key, Some((conn, &scope))),
+            self.chosen_model(conn, msg.chat.id.0),
+        )
+        .await;
+        let history = session.map_err(Failure::storage)?.messages;
         let granted = if conn.agent.config.policy.may_ask() {
             let prefix = keys::grants(&conn.id, msg.chat.id.0);
             let keys = self
@@ -364,9 +369,13 @@ impl App {
             thread_id: msg.topic(),
         };
         let round = run.round;
+        let opts = crate::agent::RunOptions {
+            budget,
+            model: model.as_deref(),
+        };
         let step = match select(
             pin!(self.keep_typing(conn, target)),
-            pin!(conn.agent.run(&history, run, &ctx, budget)),
+            pin!(conn.agent.run(&history, run, &ctx, opts)),
         )
         .await
         {

@@ -23,6 +23,8 @@ pub enum Action {
     Reminders,
     /// Shows or sets this chat's time zone.
     TimeZone,
+    /// The chat's model, with a button per model of the agent.
+    Model,
 }
 
 /// One command: its name (without the slash), what `/help` says of it, what it does.
@@ -74,6 +76,11 @@ pub const COMMANDS: &[Command] = &[
         name: "timezone",
         help: "this chat's time zone for reminders, e.g. /timezone Europe/Berlin",
         action: Action::TimeZone,
+    },
+    Command {
+        name: "model",
+        help: "which model answers in this chat, to choose another",
+        action: Action::Model,
     },
     Command {
         name: "help",

@@ -33,6 +33,8 @@ pub enum Decision {
     Reminders,
     /// `/timezone [zone]`: show or set the chat's time zone.
     TimeZone(String),
+    /// `/model`: the chat's model, with buttons to choose another.
+    Model,
 }
 
 /// The connector's settings a decision depends on.
@@ -131,6 +133,7 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
             Action::Audit => Decision::Audit,
             Action::Reminders => Decision::Reminders,
             Action::TimeZone => Decision::TimeZone(commands::args(text).to_owned()),
+            Action::Model => Decision::Model,
         };
     }
     let body = body.trim();

@@ -177,15 +177,16 @@ impl App {
         let Some(media) = kind::of(msg, cfg.max_photo()) else {
             return Ok(Read::Nothing);
         };
-        let model = conn.agent.chain.links.first().map(|l| l.label.as_str());
-        let model = model.unwrap_or("none");
+        let chain = self.chain_for(conn, msg.chat.id.0).await;
+        let first = chain.links.first();
+        let model = first.map_or("none", |l| l.label.as_str());
         match media {
             Media::Image {
                 file_id,
                 size,
                 media_type,
             } => {
-                if !conn.agent.chain.links.first().is_none_or(|l| l.vision) {
+                if !first.is_none_or(|l| l.vision) {
                     return Ok(Read::Reply(format!(
                         "I cannot see images: my model ({model}) has no vision. Describe it in words, or ask the bot's owner for a model that sees images."
                     )));
@@ -252,7 +253,7 @@ impl App {
                 }
             }
             Media::Pdf { file, name } => {
-                if !conn.agent.chain.links.first().is_some_and(|l| l.reads_pdf) {
+                if !first.is_some_and(|l| l.reads_pdf) {
                     return Ok(Read::Reply(format!(
                         "I cannot read PDFs with my model ({model}). Send the text, or ask the bot's owner for a model that reads PDFs (Anthropic, Gemini or OpenAI)."
                     )));

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod decide;
 mod deliver;
 mod media;
+mod model;
 mod reminders;
 mod reports;
 
@@ -117,15 +118,15 @@ impl App {
             return Ok(Step::Done);
         };
         if let crate::telegram::UpdateKind::CallbackQuery(q) = &update.kind {
-            if reminders::is_reminder_button(q) {
-                self.reminder_tap(conn, q).await;
-            } else if let Err(e) = conn
-                .bot
-                // A tap that no waiting turn consumed: a stale or repeated button.
-                .answer_callback(&q.id, "This request is no longer waiting.", false)
-                .await
-            {
-                tracing::debug!(error = %e, "answerCallbackQuery failed");
+            if !self.button_tap(conn, q).await {
+                if let Err(e) = conn
+                    .bot
+                    // A tap that no waiting turn consumed: a stale or repeated button.
+                    .answer_callback(&q.id, "This request is no longer waiting.", false)
+                    .await
+                {
+                    tracing::debug!(error = %e, "answerCallbackQuery failed");
+                }
             }
             self.inbox.finish(key, &job).await?;
             return Ok(Step::Done);
@@ -267,6 +268,12 @@ impl App {
                 .usage_reply(conn, msg)
                 .await
                 .map_err(Failure::storage)?,
+            Decision::Model => {
+                return self
+                    .model_reply(conn, msg, reply_to, books)
+                    .await
+                    .map_err(|e| Answer::Failed(Failure::storage(e)))
+            }
             Decision::Reminders => {
                 return self
                     .reminders_reply(conn, msg, reply_to, books)
@@ -314,6 +321,23 @@ impl App {
             session_turn: None,
             books,
         }))
+    }
+
+    /// Handles a tap on a button that is not an approval's (a reminder's cancel, a model);
+    /// `false` when it is none of those.
+    pub(super) async fn button_tap(
+        &self,
+        conn: &Connector,
+        q: &crate::telegram::types::CallbackQuery,
+    ) -> bool {
+        if reminders::is_reminder_button(q) {
+            self.reminder_tap(conn, q).await;
+        } else if model::is_model_button(q) {
+            self.model_tap(conn, q).await;
+        } else {
+            return false;
+        }
+        true
     }
 
     /// Shows "typing…" in the chat until dropped: at once, then every [`TYPING_EVERY`]

@@ -1,0 +1,133 @@
+//! `/model`: a button per model of the agent's chain; a tap by a person the bot serves makes
+//! it the chat's first choice (`model/<connector>/<chat>`), the rest of the chain staying as
+//! its fallbacks. "Default" forgets the choice.
+
+use clawless_platform::{KvExt, PortError};
+
+use super::{Checkpoint, Reply};
+use crate::app::App;
+use crate::connector::Connector;
+use crate::keys;
+use crate::llm::ModelChain;
+use crate::telegram::render::plain_parts;
+use crate::telegram::types::CallbackQuery;
+use crate::telegram::Message;
+
+/// Callback data of the model buttons: `md:<index in the chain>`, or `md:-` for the default.
+const BUTTON: &str = "md:";
+
+pub(super) fn is_model_button(q: &CallbackQuery) -> bool {
+    q.data.as_deref().is_some_and(|d| d.starts_with(BUTTON))
+}
+
+impl App {
+    /// The model `chat` chose with `/model`, if it is still in the agent's chain.
+    pub(super) async fn chosen_model(&self, conn: &Connector, chat: i64) -> Option<String> {
+        let key = keys::chat_model(&conn.id, chat);
+        match self.platform.kv.get_json::<String>(&key).await {
+            Ok(label) => label.filter(|l| conn.agent.chain.links.iter().any(|k| &k.label == l)),
+            Err(e) => {
+                // The default chain answers; the choice is back once storage is.
+                tracing::warn!(error = %e, "the chat's model could not be read");
+                None
+            }
+        }
+    }
+
+    /// The agent's chain as `chat` uses it: its chosen model first.
+    pub(super) async fn chain_for(&self, conn: &Connector, chat: i64) -> ModelChain {
+        let chosen = self.chosen_model(conn, chat).await;
+        conn.agent.chain.preferring(chosen.as_deref())
+    }
+
+    /// `/model`: the chat's model and a button per model of the chain.
+    pub(super) async fn model_reply(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        reply_to: Option<i64>,
+        books: Option<Box<crate::usage::Books>>,
+    ) -> Result<Reply, PortError> {
+        let links = &conn.agent.chain.links;
+        let chosen = self.chosen_model(conn, msg.chat.id.0).await;
+        let text = match (links.first(), &chosen) {
+            (None, _) => "No model is configured: the bot's owner needs to add an API key.".into(),
+            (Some(_), Some(c)) => format!("This chat uses {c} (chosen with /model). Pick another:"),
+            (Some(first), None) => format!(
+                "This chat uses {} (the default). Pick another; the others stay as fallbacks:",
+                first.label
+            ),
+        };
+        let mut parts = plain_parts(&text);
+        if let Some(last) = parts.last_mut() {
+            last.buttons = links
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (l.label.clone(), format!("{BUTTON}{i}")))
+                .collect();
+            if chosen.is_some() {
+                last.buttons.push(("Default".into(), format!("{BUTTON}-")));
+            }
+        }
+        Ok(Reply::Send(Checkpoint {
+            parts,
+            sent: 0,
+            reply_to,
+            session_turn: None,
+            books,
+        }))
+    }
+
+    /// A tap on a `/model` button.
+    pub(super) async fn model_tap(&self, conn: &Connector, q: &CallbackQuery) {
+        let code = q.data.as_deref().and_then(|d| d.strip_prefix(BUTTON));
+        let chat = q.message.as_ref().map(|m| m.chat.id.0);
+        let links = &conn.agent.chain.links;
+        let (text, alert) = match (code, chat) {
+            _ if !conn.allowed.contains(&q.from.id.0) => (
+                "Only people this bot serves can choose its model.".to_owned(),
+                true,
+            ),
+            (Some("-"), Some(chat)) => {
+                match self
+                    .platform
+                    .kv
+                    .delete(&keys::chat_model(&conn.id, chat))
+                    .await
+                {
+                    Ok(()) => (
+                        format!(
+                            "Back to the default: {}.",
+                            links.first().map_or("none", |l| l.label.as_str())
+                        ),
+                        false,
+                    ),
+                    Err(e) => failed(&e),
+                }
+            }
+            (Some(code), Some(chat)) => match code.parse::<usize>().ok().and_then(|i| links.get(i))
+            {
+                Some(link) => {
+                    let key = keys::chat_model(&conn.id, chat);
+                    match self.platform.kv.put_json(&key, &link.label, None).await {
+                        Ok(()) => (format!("This chat now uses {}.", link.label), false),
+                        Err(e) => failed(&e),
+                    }
+                }
+                None => ("That model is no longer configured.".to_owned(), true),
+            },
+            _ => ("That button is no longer valid.".to_owned(), false),
+        };
+        if let Err(e) = conn.bot.answer_callback(&q.id, &text, alert).await {
+            tracing::debug!(error = %e, "answerCallbackQuery failed");
+        }
+    }
+}
+
+fn failed(e: &PortError) -> (String, bool) {
+    tracing::warn!(error = %e, "the chat's model not changed");
+    (
+        "I could not change it right now; try again in a while.".to_owned(),
+        true,
+    )
+}
