@@ -4,10 +4,12 @@
 //! - [`anthropic`]: Anthropic Messages (native `tool_use`).
 //! - [`openai`]: OpenAI Chat Completions (`tools` / `tool_calls`), for any compatible endpoint.
 //! - [`chain`]: retries with backoff honouring `retry-after`, then falls back model by model.
+//! - [`sse`]: server-sent events parsed incrementally.
 
 pub mod anthropic;
 pub mod chain;
 pub mod openai;
+pub mod sse;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
