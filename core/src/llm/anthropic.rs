@@ -83,33 +83,37 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
             _ => {} // thinking and future block types are not replayed
         }
     }
-    let stop = match v.get("stop_reason").and_then(Value::as_str) {
-        Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
-        Some("tool_use") => StopReason::ToolUse,
-        Some("max_tokens") => StopReason::MaxTokens,
-        _ => StopReason::Other,
-    };
-    let tokens = |field: &str| {
-        v.pointer(&format!("/usage/{field}"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
-    let usage = super::Usage {
-        // Anthropic counts cache writes apart from input; they are billed as input here.
-        input: tokens("input_tokens").saturating_add(tokens("cache_creation_input_tokens")),
-        output: tokens("output_tokens"),
-        cached_input: tokens("cache_read_input_tokens"),
-    };
     Ok(ChatResponse {
         message: ChatMessage {
             role: Role::Assistant,
             content,
         },
-        stop,
-        usage,
+        stop: stop_reason(v.get("stop_reason").and_then(Value::as_str)),
+        usage: usage(v.get("usage").unwrap_or(&Value::Null)),
         cost_micros: 0,
         model: String::new(),
     })
+}
+
+/// A `stop_reason` as a [`StopReason`].
+pub(crate) fn stop_reason(reason: Option<&str>) -> StopReason {
+    match reason {
+        Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        _ => StopReason::Other,
+    }
+}
+
+/// A `usage` object as [`super::Usage`].
+pub(crate) fn usage(usage: &Value) -> super::Usage {
+    let tokens = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
+    super::Usage {
+        // Anthropic counts cache writes apart from input; they are billed as input here.
+        input: tokens("input_tokens").saturating_add(tokens("cache_creation_input_tokens")),
+        output: tokens("output_tokens"),
+        cached_input: tokens("cache_read_input_tokens"),
+    }
 }
 
 #[async_trait]

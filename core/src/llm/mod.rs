@@ -4,12 +4,14 @@
 //! - [`anthropic`]: Anthropic Messages (native `tool_use`).
 //! - [`openai`]: OpenAI Chat Completions (`tools` / `tool_calls`), for any compatible endpoint.
 //! - [`chain`]: retries with backoff honouring `retry-after`, then falls back model by model.
-//! - [`sse`]: server-sent events parsed incrementally.
+//! - [`sse`]: server-sent events parsed incrementally; [`stream`]: a streamed answer of each
+//!   wire format (Anthropic, OpenAI, Gemini) assembled into the same [`ChatResponse`].
 
 pub mod anthropic;
 pub mod chain;
 pub mod openai;
 pub mod sse;
+pub mod stream;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

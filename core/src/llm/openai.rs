@@ -120,8 +120,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
             .pointer("/function/arguments")
             .and_then(Value::as_str)
             .unwrap_or("{}");
-        let input = serde_json::from_str(if args.trim().is_empty() { "{}" } else { args })
-            .unwrap_or_else(|_| json!({"_invalid_arguments": args}));
+        let input = tool_input(args);
         content.push(Block::ToolUse {
             id: call
                 .get("id")
@@ -136,21 +135,9 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
             input,
         });
     }
-    let stop = match choice.get("finish_reason").and_then(Value::as_str) {
-        Some("stop") => StopReason::EndTurn,
-        Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
-        Some("length") => StopReason::MaxTokens,
-        _ if content.iter().any(|b| matches!(b, Block::ToolUse { .. })) => StopReason::ToolUse,
-        _ => StopReason::Other,
-    };
-    let tokens = |pointer: &str| v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
-    // prompt_tokens includes the cached ones.
-    let cached = tokens("/usage/prompt_tokens_details/cached_tokens");
-    let usage = super::Usage {
-        input: tokens("/usage/prompt_tokens").saturating_sub(cached),
-        output: tokens("/usage/completion_tokens"),
-        cached_input: cached,
-    };
+    let calls = content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+    let stop = stop_reason(choice.get("finish_reason").and_then(Value::as_str), calls);
+    let usage = usage(v.get("usage").unwrap_or(&Value::Null));
     Ok(ChatResponse {
         message: ChatMessage {
             role: Role::Assistant,
@@ -161,6 +148,35 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         cost_micros: 0,
         model: String::new(),
     })
+}
+
+/// A call's `arguments` as its input: `{}` when empty, `{"_invalid_arguments": "<text>"}` when
+/// not JSON.
+pub(crate) fn tool_input(args: &str) -> Value {
+    serde_json::from_str(if args.trim().is_empty() { "{}" } else { args })
+        .unwrap_or_else(|_| json!({"_invalid_arguments": args}))
+}
+
+/// A `finish_reason` as a [`StopReason`]; `calls`: the answer has tool calls.
+pub(crate) fn stop_reason(reason: Option<&str>, calls: bool) -> StopReason {
+    match reason {
+        Some("stop") => StopReason::EndTurn,
+        Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
+        Some("length") => StopReason::MaxTokens,
+        _ if calls => StopReason::ToolUse,
+        _ => StopReason::Other,
+    }
+}
+
+/// A `usage` object as [`super::Usage`]; `prompt_tokens` includes the cached ones.
+pub(crate) fn usage(usage: &Value) -> super::Usage {
+    let tokens = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let cached = tokens("/prompt_tokens_details/cached_tokens");
+    super::Usage {
+        input: tokens("/prompt_tokens").saturating_sub(cached),
+        output: tokens("/completion_tokens"),
+        cached_input: cached,
+    }
 }
 
 #[async_trait]
