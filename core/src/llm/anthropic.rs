@@ -7,7 +7,10 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
-use super::{Block, ChatMessage, ChatRequest, ChatResponse, LlmError, Provider, Role, StopReason};
+use super::stream::{receive, Wire};
+use super::{
+    Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
+};
 use crate::secret::Secret;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -116,14 +119,22 @@ pub(crate) fn usage(usage: &Value) -> super::Usage {
     }
 }
 
+impl Anthropic {
+    fn http_request(&self, body: &Value) -> HttpRequest {
+        let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
+        HttpRequest::post_json(url, body, self.timeout)
+            .header("x-api-key", self.api_key.expose())
+            .header("anthropic-version", "2023-06-01")
+    }
+}
+
 #[async_trait]
 impl Provider for Anthropic {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
-        let http_req = HttpRequest::post_json(url, &request_body(req), self.timeout)
-            .header("x-api-key", self.api_key.expose())
-            .header("anthropic-version", "2023-06-01");
-        let resp = self.http.send(http_req).await?;
+        let resp = self
+            .http
+            .send(self.http_request(&request_body(req)))
+            .await?;
         if resp.status != 200 {
             return Err(LlmError::from_status(
                 resp.status,
@@ -132,5 +143,17 @@ impl Provider for Anthropic {
             ));
         }
         parse_response(&resp.body)
+    }
+
+    /// `"stream": true`: server-sent events, assembled by [`super::stream`].
+    async fn chat_stream(
+        &self,
+        req: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut body = request_body(req);
+        body["stream"] = json!(true);
+        let resp = self.http.send_streaming(self.http_request(&body)).await?;
+        receive(resp, Wire::Anthropic, on_text).await
     }
 }

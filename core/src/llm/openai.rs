@@ -8,7 +8,10 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
-use super::{Block, ChatMessage, ChatRequest, ChatResponse, LlmError, Provider, Role, StopReason};
+use super::stream::{receive, Wire};
+use super::{
+    Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
+};
 use crate::secret::Secret;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -179,16 +182,24 @@ pub(crate) fn usage(usage: &Value) -> super::Usage {
     }
 }
 
+impl OpenAi {
+    fn http_request(&self, body: &Value) -> HttpRequest {
+        let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
+        let http_req = HttpRequest::post_json(url, body, self.timeout);
+        if self.api_key.is_empty() {
+            return http_req;
+        }
+        http_req.header("authorization", format!("Bearer {}", self.api_key.expose()))
+    }
+}
+
 #[async_trait]
 impl Provider for OpenAi {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
-        let mut http_req = HttpRequest::post_json(url, &request_body(req), self.timeout);
-        if !self.api_key.is_empty() {
-            http_req =
-                http_req.header("authorization", format!("Bearer {}", self.api_key.expose()));
-        }
-        let resp = self.http.send(http_req).await?;
+        let resp = self
+            .http
+            .send(self.http_request(&request_body(req)))
+            .await?;
         if resp.status != 200 {
             return Err(LlmError::from_status(
                 resp.status,
@@ -197,5 +208,19 @@ impl Provider for OpenAi {
             ));
         }
         parse_response(&resp.body)
+    }
+
+    /// `"stream": true` with `stream_options.include_usage`, so the last chunk carries the
+    /// usage: server-sent events, assembled by [`super::stream`].
+    async fn chat_stream(
+        &self,
+        req: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut body = request_body(req);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let resp = self.http.send_streaming(self.http_request(&body)).await?;
+        receive(resp, Wire::OpenAi, on_text).await
     }
 }

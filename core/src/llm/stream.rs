@@ -216,4 +216,6 @@ fn cut(wire: Wire, last: &str) -> LlmError {
 }
 
 #[cfg(test)]
+mod provider_tests;
+#[cfg(test)]
 mod tests;
