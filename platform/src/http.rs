@@ -1,5 +1,10 @@
-//! Http port: one request, one response, with a timeout. No client library types leak into
-//! the core.
+//! Http port: one request, one response, with a timeout; or the response's body read piece
+//! by piece ([`Http::send_streaming`], types in [`stream`]). No client library types leak
+//! into the core.
+
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance;
+pub mod stream;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -7,6 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::Result;
+pub use stream::{BodyStream, Capped, FakeStream, HttpStreamResponse, OnePiece, MAX_STREAM_BODY};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -25,6 +31,9 @@ pub struct HttpRequest {
     pub timeout: Duration,
     /// Set for a URL that came from outside (a model's tool call): see [`Http::send`].
     pub outside: Option<Outside>,
+    /// The longest wait between two pieces of a streamed body ([`Http::send_streaming`]);
+    /// `None`: only `timeout` bounds it.
+    pub idle: Option<Duration>,
 }
 
 /// How a request to a URL from outside is bounded (see [`Http::send`]).
@@ -56,6 +65,7 @@ impl HttpRequest {
             body: body.to_string().into_bytes(),
             timeout,
             outside: None,
+            idle: None,
         }
     }
     pub fn get(url: impl Into<String>, timeout: Duration) -> Self {
@@ -66,6 +76,7 @@ impl HttpRequest {
             body: Vec::new(),
             timeout,
             outside: None,
+            idle: None,
         }
     }
     /// Marks the request as going to a URL from outside, bounded by `outside`.
@@ -73,9 +84,18 @@ impl HttpRequest {
         self.outside = Some(outside);
         self
     }
+    /// Bounds the wait between two pieces of a streamed body.
+    pub fn idle(mut self, idle: Duration) -> Self {
+        self.idle = Some(idle);
+        self
+    }
     pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
         self.headers.push((name.to_ascii_lowercase(), value.into()));
         self
+    }
+    /// How many bytes a streamed body of this request may carry.
+    pub fn stream_cap(&self) -> usize {
+        self.outside.map_or(MAX_STREAM_BODY, |o| o.max_body)
     }
     pub fn header_value(&self, name: &str) -> Option<&str> {
         self.headers
@@ -135,14 +155,45 @@ pub trait Http: Send + Sync {
     /// `allow_private` — a name resolving to anything else is `Invalid`. An IP-literal host is
     /// the caller's to check.
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse>;
+
+    /// Sends one request and returns the response as soon as its head has arrived, with the
+    /// body to read piece by piece (a model's answer streamed as server-sent events).
+    ///
+    /// # Behavior
+    /// Status, headers and errors before the body are as for [`Http::send`], `outside`
+    /// included. The body's pieces follow [`BodyStream::next_chunk`]: in order, complete,
+    /// bounded by `timeout` (the whole exchange), `idle` (between pieces) and
+    /// [`HttpRequest::stream_cap`]. An adapter that can read bodies incrementally yields
+    /// pieces as they arrive; this default sends the request with [`Http::send`] and yields the
+    /// whole body as one piece, so every adapter works, without the streaming.
+    async fn send_streaming(&self, request: HttpRequest) -> Result<HttpStreamResponse> {
+        let cap = request.stream_cap();
+        let resp = self.send(request).await?;
+        Ok(HttpStreamResponse {
+            status: resp.status,
+            headers: resp.headers,
+            body: Box::new(Capped::new(Box::new(OnePiece::new(resp.body)), cap)),
+        })
+    }
 }
 
 type Handler = dyn Fn(&HttpRequest) -> Result<HttpResponse> + Send + Sync;
+type StreamHandler = dyn Fn(&HttpRequest) -> Result<FakeStream> + Send + Sync;
 
-/// A scriptable [`Http`]: a list of `(url prefix, handler)` routes, every request recorded.
+/// What a route of [`FakeHttp`] answers with.
+#[derive(Clone)]
+enum Route {
+    Whole(Arc<Handler>),
+    Pieces(Arc<StreamHandler>),
+}
+
+/// A scriptable [`Http`]: a list of `(url prefix, handler)` routes, every request recorded. A
+/// route answers a whole response ([`FakeHttp::route`]) or a body in pieces
+/// ([`FakeHttp::route_stream`]); either serves both [`Http::send`] and
+/// [`Http::send_streaming`].
 #[derive(Default)]
 pub struct FakeHttp {
-    routes: Mutex<Vec<(String, Arc<Handler>)>>,
+    routes: Mutex<Vec<(String, Route)>>,
     log: Mutex<Vec<HttpRequest>>,
 }
 
@@ -158,7 +209,31 @@ impl FakeHttp {
         handler: impl Fn(&HttpRequest) -> Result<HttpResponse> + Send + Sync + 'static,
     ) {
         let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-        routes.insert(0, (prefix.into(), Arc::new(handler)));
+        routes.insert(0, (prefix.into(), Route::Whole(Arc::new(handler))));
+    }
+
+    /// Routes requests whose URL starts with `prefix` to `handler`, whose answer's body comes
+    /// in the pieces it lists (later routes win). [`Http::send`] gets the pieces joined.
+    pub fn route_stream(
+        &self,
+        prefix: impl Into<String>,
+        handler: impl Fn(&HttpRequest) -> Result<FakeStream> + Send + Sync + 'static,
+    ) {
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        routes.insert(0, (prefix.into(), Route::Pieces(Arc::new(handler))));
+    }
+
+    /// Records `request` and finds its route.
+    fn route_for(&self, request: &HttpRequest) -> Option<Route> {
+        self.log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(request.clone());
+        let routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        routes
+            .iter()
+            .find(|(p, _)| request.url.starts_with(p.as_str()))
+            .map(|(_, h)| h.clone())
     }
 
     /// Every request sent so far, in order.
@@ -174,19 +249,21 @@ impl FakeHttp {
 #[async_trait]
 impl Http for FakeHttp {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse> {
-        self.log
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(request.clone());
-        let handler = {
-            let routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-            routes
-                .iter()
-                .find(|(p, _)| request.url.starts_with(p.as_str()))
-                .map(|(_, h)| h.clone())
-        };
-        let mut resp = match handler {
-            Some(h) => h(&request)?,
+        let mut resp = match self.route_for(&request) {
+            Some(Route::Whole(h)) => h(&request)?,
+            Some(Route::Pieces(h)) => {
+                let stream = h(&request)?;
+                let mut body = Vec::new();
+                for piece in stream.pieces {
+                    body.extend(piece?);
+                }
+                HttpResponse {
+                    status: stream.status,
+                    headers: stream.headers,
+                    body,
+                    truncated: false,
+                }
+            }
             None => HttpResponse::new(404, "no fake route"),
         };
         if let Some(o) = request.outside {
@@ -197,122 +274,26 @@ impl Http for FakeHttp {
         }
         Ok(resp)
     }
-}
 
-/// Conformance suite for [`Http`] adapters, against a server at `base` that serves
-/// [`conformance::echo`]'s routes (the fake serves them in-process; real adapters get a local
-/// HTTP server that answers the same way).
-#[cfg(any(test, feature = "testing"))]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-pub mod conformance {
-    use super::*;
-    use crate::error::{ErrorKind, PortError};
-
-    /// The reference behaviour of the test server: `POST /echo` returns the body and the
-    /// `x-test` request header as `x-echo`; `GET /status/N` returns status N with
-    /// `retry-after: 7`; `GET /slow` answers after 2 s; `GET /redirect` is a 302 to `/big`;
-    /// `GET /big` answers [`BIG`] bytes of `x`.
-    pub fn echo(req: &HttpRequest) -> Result<HttpResponse> {
-        let path = req.url.splitn(4, '/').nth(3).unwrap_or("");
-        if path == "echo" {
-            let mut resp = HttpResponse::new(200, req.body.clone());
-            if let Some(v) = req.header_value("x-test") {
-                resp = resp.with_header("x-echo", v);
+    async fn send_streaming(&self, request: HttpRequest) -> Result<HttpStreamResponse> {
+        let stream = match self.route_for(&request) {
+            Some(Route::Pieces(h)) => h(&request)?,
+            Some(Route::Whole(h)) => {
+                let resp = h(&request)?;
+                FakeStream {
+                    status: resp.status,
+                    headers: resp.headers,
+                    pieces: vec![Ok(resp.body)],
+                }
             }
-            return Ok(resp);
-        }
-        if let Some(code) = path.strip_prefix("status/") {
-            let code = code.parse().unwrap_or(500);
-            return Ok(HttpResponse::new(code, "status").with_header("retry-after", "7"));
-        }
-        if path == "redirect" {
-            return Ok(HttpResponse::new(302, "moved").with_header("location", "/big"));
-        }
-        if path == "big" {
-            return Ok(HttpResponse::new(200, vec![b'x'; BIG]));
-        }
-        if path == "slow" {
-            if req.timeout < Duration::from_secs(2) {
-                return Err(PortError::timeout("slow"));
-            }
-            return Ok(HttpResponse::new(200, "slow"));
-        }
-        Ok(HttpResponse::new(404, "not found"))
-    }
-
-    /// The size of `GET /big`.
-    pub const BIG: usize = 100_000;
-
-    pub async fn run(http: &dyn Http, base: &str) {
-        let t = Duration::from_secs(5);
-        let body = serde_json::json!({"hello": "wörld"});
-        let resp = http
-            .send(HttpRequest::post_json(format!("{base}/echo"), &body, t).header("X-Test", "v1"))
-            .await
-            .unwrap();
-        assert_eq!(resp.status, 200);
-        assert_eq!(
-            serde_json::from_slice::<serde_json::Value>(&resp.body).unwrap(),
-            body,
-            "body round-trips"
-        );
-        assert_eq!(
-            resp.header("X-Echo"),
-            Some("v1"),
-            "request headers are sent, response headers readable"
-        );
-        for code in [404u16, 429, 503] {
-            let resp = http
-                .send(HttpRequest::get(format!("{base}/status/{code}"), t))
-                .await
-                .unwrap();
-            assert_eq!(
-                resp.status, code,
-                "error statuses are responses, not errors"
-            );
-            assert_eq!(resp.header("retry-after"), Some("7"));
-        }
-        let err = http
-            .send(HttpRequest::get(
-                format!("{base}/slow"),
-                Duration::from_millis(300),
-            ))
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.kind,
-            ErrorKind::Timeout,
-            "a slow answer past the timeout is Timeout"
-        );
-
-        // A URL from outside: no redirect followed, the body read up to the cap.
-        let outside = Outside {
-            max_body: 1000,
-            allow_private: true,
+            None => FakeStream::new(404, ["no fake route"]),
         };
-        let resp = http
-            .send(HttpRequest::get(format!("{base}/redirect"), t).outside(outside))
-            .await
-            .unwrap();
-        assert_eq!(
-            (resp.status, resp.header("location")),
-            (302, Some("/big")),
-            "a redirect is returned, not followed"
-        );
-        let resp = http
-            .send(HttpRequest::get(format!("{base}/big"), t).outside(outside))
-            .await
-            .unwrap();
-        assert_eq!(
-            (resp.status, resp.body.len(), resp.truncated),
-            (200, 1000, true),
-            "the body stops at max_body"
-        );
-        let resp = http
-            .send(HttpRequest::get(format!("{base}/big"), t))
-            .await
-            .unwrap();
-        assert_eq!((resp.body.len(), resp.truncated), (BIG, false));
+        let pieces = Box::new(stream::Pieces::new(stream.pieces));
+        Ok(HttpStreamResponse {
+            status: stream.status,
+            headers: stream.headers,
+            body: Box::new(Capped::new(pieces, request.stream_cap())),
+        })
     }
 }
 
@@ -324,7 +305,56 @@ mod tests {
     fn fake_http_conforms() {
         let http = FakeHttp::new();
         http.route("http://fake.test/", conformance::echo);
+        http.route_stream("http://fake.test/stream", conformance::stream);
         futures::executor::block_on(conformance::run(&http, "http://fake.test"));
+    }
+
+    #[test]
+    fn the_default_streaming_is_one_capped_piece() {
+        struct Whole;
+        #[async_trait]
+        impl Http for Whole {
+            async fn send(&self, _: HttpRequest) -> Result<HttpResponse> {
+                Ok(HttpResponse::new(200, "abcdef"))
+            }
+        }
+        futures::executor::block_on(async {
+            let req = || HttpRequest::get("http://x.test/", Duration::from_secs(1));
+            let mut resp = Whole.send_streaming(req()).await.unwrap();
+            assert_eq!(resp.body.next_chunk().await.unwrap().unwrap(), b"abcdef");
+            assert_eq!(resp.body.next_chunk().await.unwrap(), None);
+            let outside = Outside {
+                max_body: 5,
+                allow_private: false,
+            };
+            let mut resp = Whole.send_streaming(req().outside(outside)).await.unwrap();
+            let err = resp.body.next_chunk().await.unwrap_err();
+            assert_eq!(err.kind, crate::ErrorKind::Invalid);
+            assert_eq!(resp.body.next_chunk().await.unwrap(), None);
+        });
+    }
+
+    #[test]
+    fn fake_streams_pieces_and_cuts() {
+        let http = FakeHttp::new();
+        http.route_stream("http://m.test/", |_| {
+            Ok(FakeStream::new(200, ["ab", "cd"])
+                .then_fail(crate::PortError::unavailable("reset"))
+                .with_header("X-A", "1"))
+        });
+        futures::executor::block_on(async {
+            let req = HttpRequest::get("http://m.test/x", Duration::from_secs(1));
+            let mut resp = http.send_streaming(req.clone()).await.unwrap();
+            assert_eq!(resp.header("x-a"), Some("1"));
+            assert_eq!(resp.body.next_chunk().await.unwrap().unwrap(), b"ab");
+            assert_eq!(resp.body.next_chunk().await.unwrap().unwrap(), b"cd");
+            let err = resp.body.next_chunk().await.unwrap_err();
+            assert_eq!(err.kind, crate::ErrorKind::Unavailable);
+            assert_eq!(resp.body.next_chunk().await.unwrap(), None);
+            let err = http.send(req).await.unwrap_err();
+            assert_eq!(err.kind, crate::ErrorKind::Unavailable, "send sees the cut");
+            assert_eq!(http.requests().len(), 2);
+        });
     }
 
     #[test]

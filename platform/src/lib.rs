@@ -42,7 +42,10 @@ pub use clock::{Clock, FakeClock};
 pub use error::{ErrorKind, PortError, Result};
 pub use exec::{Exec, ExecOutput, ExecRequest};
 pub use files::{Files, MemoryFiles};
-pub use http::{FakeHttp, Http, HttpRequest, HttpResponse, Method, Outside};
+pub use http::{
+    BodyStream, FakeHttp, FakeStream, Http, HttpRequest, HttpResponse, HttpStreamResponse, Method,
+    Outside,
+};
 pub use kv::{Kv, KvExt, MemoryKv};
 pub use text::{MemoryText, TextDoc, TextHit, TextIndex};
 pub use vectors::{MemoryVectors, VectorHit, VectorRecord, Vectors};

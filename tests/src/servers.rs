@@ -410,8 +410,7 @@ pub async fn serve(router: axum::Router) -> String {
 }
 
 /// The server the Http conformance suite expects (`/echo`, `/status/{code}`, `/slow`,
-/// `/redirect`, `/big`), served
-/// on 127.0.0.1; returns its base URL.
+/// `/redirect`, `/big`, `/stream`), served on 127.0.0.1; returns its base URL.
 pub async fn echo_server() -> String {
     use axum::body::Bytes;
     use axum::extract::Path;
@@ -451,8 +450,26 @@ pub async fn echo_server() -> String {
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 "slow"
             }),
-        );
+        )
+        .route("/stream", get(stream));
     serve(router).await
+}
+
+/// `GET /stream` of the Http conformance suite (`clawless_platform::http::conformance::stream`
+/// is the reference): three pieces, each 300 ms after the one before, sent as they come.
+async fn stream() -> impl axum::response::IntoResponse {
+    const PIECES: [&str; 3] = ["data: one\n\n", "data: two\n\n", "data: three\n\n"];
+    let pieces = futures::stream::unfold(0usize, |i| async move {
+        let piece = PIECES.get(i)?;
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        Some((Ok::<_, std::convert::Infallible>(*piece), i + 1))
+    });
+    (
+        [("content-type", "text/event-stream")],
+        axum::body::Body::from_stream(pieces),
+    )
 }
 
 /// Memory across sessions, the same on every shell: "remember: …" (the model saves it with

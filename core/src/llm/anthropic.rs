@@ -7,7 +7,10 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
-use super::{Block, ChatMessage, ChatRequest, ChatResponse, LlmError, Provider, Role, StopReason};
+use super::stream::{receive, Wire};
+use super::{
+    Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
+};
 use crate::secret::Secret;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -84,43 +87,55 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
             _ => {} // thinking and future block types are not replayed
         }
     }
-    let stop = match v.get("stop_reason").and_then(Value::as_str) {
-        Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
-        Some("tool_use") => StopReason::ToolUse,
-        Some("max_tokens") => StopReason::MaxTokens,
-        _ => StopReason::Other,
-    };
-    let tokens = |field: &str| {
-        v.pointer(&format!("/usage/{field}"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
-    let usage = super::Usage {
-        // Anthropic counts cache writes apart from input; they are billed as input here.
-        input: tokens("input_tokens").saturating_add(tokens("cache_creation_input_tokens")),
-        output: tokens("output_tokens"),
-        cached_input: tokens("cache_read_input_tokens"),
-    };
     Ok(ChatResponse {
         message: ChatMessage {
             role: Role::Assistant,
             content,
         },
-        stop,
-        usage,
+        stop: stop_reason(v.get("stop_reason").and_then(Value::as_str)),
+        usage: usage(v.get("usage").unwrap_or(&Value::Null)),
         cost_micros: 0,
         model: String::new(),
     })
 }
 
+/// A `stop_reason` as a [`StopReason`].
+pub(crate) fn stop_reason(reason: Option<&str>) -> StopReason {
+    match reason {
+        Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        _ => StopReason::Other,
+    }
+}
+
+/// A `usage` object as [`super::Usage`].
+pub(crate) fn usage(usage: &Value) -> super::Usage {
+    let tokens = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
+    super::Usage {
+        // Anthropic counts cache writes apart from input; they are billed as input here.
+        input: tokens("input_tokens").saturating_add(tokens("cache_creation_input_tokens")),
+        output: tokens("output_tokens"),
+        cached_input: tokens("cache_read_input_tokens"),
+    }
+}
+
+impl Anthropic {
+    fn http_request(&self, body: &Value) -> HttpRequest {
+        let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
+        HttpRequest::post_json(url, body, self.timeout)
+            .header("x-api-key", self.api_key.expose())
+            .header("anthropic-version", "2023-06-01")
+    }
+}
+
 #[async_trait]
 impl Provider for Anthropic {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
-        let http_req = HttpRequest::post_json(url, &request_body(req), self.timeout)
-            .header("x-api-key", self.api_key.expose())
-            .header("anthropic-version", "2023-06-01");
-        let resp = self.http.send(http_req).await?;
+        let resp = self
+            .http
+            .send(self.http_request(&request_body(req)))
+            .await?;
         if resp.status != 200 {
             return Err(LlmError::from_status(
                 resp.status,
@@ -129,5 +144,17 @@ impl Provider for Anthropic {
             ));
         }
         parse_response(&resp.body)
+    }
+
+    /// `"stream": true`: server-sent events, assembled by [`super::stream`].
+    async fn chat_stream(
+        &self,
+        req: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut body = request_body(req);
+        body["stream"] = json!(true);
+        let resp = self.http.send_streaming(self.http_request(&body)).await?;
+        receive(resp, Wire::Anthropic, on_text).await
     }
 }

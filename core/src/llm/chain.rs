@@ -1,12 +1,15 @@
 //! The retrying fallback chain: each model in turn, retrying transient failures with
-//! exponential backoff (or the provider's `retry-after`), then the next model.
+//! exponential backoff (or the provider's `retry-after`), then the next model. Streamed or
+//! not: a streamed attempt that fails after showing text withdraws it (`on_text("")`) before
+//! the next attempt starts over.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_platform::Clock;
 
-use super::{ChatRequest, ChatResponse, LlmError, Provider};
+use super::{ChatRequest, ChatResponse, LlmError, OnText, Provider};
 
 /// One link: a provider and the model name to ask it for.
 #[derive(Clone)]
@@ -55,12 +58,47 @@ impl ModelChain {
 
     /// Calls the chain. `request.model` is replaced by each link's model.
     pub async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.call(request, None).await
+    }
+
+    /// [`ModelChain::chat`] with each attempt streamed: `on_text` gets the text so far of the
+    /// attempt under way. When an attempt that showed text fails, `on_text("")` withdraws it
+    /// before the chain retries, falls back or gives up, so the caller never keeps the text of
+    /// a failed attempt (each attempt starts over from nothing).
+    pub async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        self.call(request, Some(on_text)).await
+    }
+
+    async fn call(
+        &self,
+        request: &ChatRequest,
+        on_text: Option<OnText<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        // Whether the attempt under way has shown text.
+        let shown = AtomicBool::new(false);
+        let relay = |text: &str| {
+            shown.store(!text.is_empty(), Ordering::Relaxed);
+            if let Some(on_text) = on_text {
+                on_text(text);
+            }
+        };
         let mut last = LlmError::NotConfigured("the agent's model chain is empty".into());
         for link in &self.links {
             let mut req = request.clone();
             req.model = link.model.clone();
             for attempt in 0..link.attempts.max(1) {
-                match link.provider.chat(&req).await {
+                let answer = match on_text {
+                    Some(_) => link.provider.chat_stream(&req, &relay).await,
+                    None => link.provider.chat(&req).await,
+                };
+                if answer.is_err() && shown.swap(false, Ordering::Relaxed) {
+                    relay("");
+                }
+                match answer {
                     Ok(mut resp) => {
                         resp.cost_micros =
                             link.price.as_ref().map_or(0, |p| resp.usage.cost_micros(p));

@@ -5,11 +5,15 @@
 //! - [`openai`]: OpenAI Chat Completions (`tools` / `tool_calls`), for any compatible endpoint.
 //! - [`gemini`]: Google Gemini `generateContent` (native function calling, thought signatures).
 //! - [`chain`]: retries with backoff honouring `retry-after`, then falls back model by model.
+//! - [`sse`]: server-sent events parsed incrementally; [`stream`]: a streamed answer of each
+//!   wire format (Anthropic, OpenAI, Gemini) assembled into the same [`ChatResponse`].
 
 pub mod anthropic;
 pub mod chain;
 pub mod gemini;
 pub mod openai;
+pub mod sse;
+pub mod stream;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -321,8 +325,29 @@ pub fn parse_retry_after(v: &str) -> Option<u64> {
         .map(|s| (s * 1000.0) as u64)
 }
 
+/// What a streamed model call tells its caller as the answer comes: the answer's whole text so
+/// far (not the new piece), each time it has grown. `""` withdraws the text shown: the attempt
+/// that produced it failed ([`ModelChain::chat_stream`] then tries again or gives up).
+pub type OnText<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
 #[async_trait]
 pub trait Provider: Send + Sync {
     /// One model call. Never retries: [`ModelChain`] does.
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// One model call whose answer is streamed: `on_text` gets the text so far (see
+    /// [`OnText`]) while it comes; the result is what [`Provider::chat`] would return. Never
+    /// retries. This default makes the call with `chat` and gives the whole text once.
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let resp = self.chat(request).await?;
+        let text = resp.message.text();
+        if !text.is_empty() {
+            on_text(&text);
+        }
+        Ok(resp)
+    }
 }

@@ -8,7 +8,10 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
-use super::{Block, ChatMessage, ChatRequest, ChatResponse, LlmError, Provider, Role, StopReason};
+use super::stream::{receive, Wire};
+use super::{
+    Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
+};
 use crate::secret::Secret;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -120,8 +123,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
             .pointer("/function/arguments")
             .and_then(Value::as_str)
             .unwrap_or("{}");
-        let input = serde_json::from_str(if args.trim().is_empty() { "{}" } else { args })
-            .unwrap_or_else(|_| json!({"_invalid_arguments": args}));
+        let input = tool_input(args);
         content.push(Block::ToolUse {
             id: call
                 .get("id")
@@ -137,21 +139,9 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
             signature: None,
         });
     }
-    let stop = match choice.get("finish_reason").and_then(Value::as_str) {
-        Some("stop") => StopReason::EndTurn,
-        Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
-        Some("length") => StopReason::MaxTokens,
-        _ if content.iter().any(|b| matches!(b, Block::ToolUse { .. })) => StopReason::ToolUse,
-        _ => StopReason::Other,
-    };
-    let tokens = |pointer: &str| v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
-    // prompt_tokens includes the cached ones.
-    let cached = tokens("/usage/prompt_tokens_details/cached_tokens");
-    let usage = super::Usage {
-        input: tokens("/usage/prompt_tokens").saturating_sub(cached),
-        output: tokens("/usage/completion_tokens"),
-        cached_input: cached,
-    };
+    let calls = content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+    let stop = stop_reason(choice.get("finish_reason").and_then(Value::as_str), calls);
+    let usage = usage(v.get("usage").unwrap_or(&Value::Null));
     Ok(ChatResponse {
         message: ChatMessage {
             role: Role::Assistant,
@@ -164,16 +154,53 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
     })
 }
 
+/// A call's `arguments` as its input: `{}` when empty, `{"_invalid_arguments": "<text>"}` when
+/// not JSON.
+pub(crate) fn tool_input(args: &str) -> Value {
+    serde_json::from_str(if args.trim().is_empty() { "{}" } else { args })
+        .unwrap_or_else(|_| json!({"_invalid_arguments": args}))
+}
+
+/// A `finish_reason` as a [`StopReason`]; `calls`: the answer has tool calls.
+pub(crate) fn stop_reason(reason: Option<&str>, calls: bool) -> StopReason {
+    match reason {
+        Some("stop") => StopReason::EndTurn,
+        Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
+        Some("length") => StopReason::MaxTokens,
+        _ if calls => StopReason::ToolUse,
+        _ => StopReason::Other,
+    }
+}
+
+/// A `usage` object as [`super::Usage`]; `prompt_tokens` includes the cached ones.
+pub(crate) fn usage(usage: &Value) -> super::Usage {
+    let tokens = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let cached = tokens("/prompt_tokens_details/cached_tokens");
+    super::Usage {
+        input: tokens("/prompt_tokens").saturating_sub(cached),
+        output: tokens("/completion_tokens"),
+        cached_input: cached,
+    }
+}
+
+impl OpenAi {
+    fn http_request(&self, body: &Value) -> HttpRequest {
+        let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
+        let http_req = HttpRequest::post_json(url, body, self.timeout);
+        if self.api_key.is_empty() {
+            return http_req;
+        }
+        http_req.header("authorization", format!("Bearer {}", self.api_key.expose()))
+    }
+}
+
 #[async_trait]
 impl Provider for OpenAi {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
-        let mut http_req = HttpRequest::post_json(url, &request_body(req), self.timeout);
-        if !self.api_key.is_empty() {
-            http_req =
-                http_req.header("authorization", format!("Bearer {}", self.api_key.expose()));
-        }
-        let resp = self.http.send(http_req).await?;
+        let resp = self
+            .http
+            .send(self.http_request(&request_body(req)))
+            .await?;
         if resp.status != 200 {
             return Err(LlmError::from_status(
                 resp.status,
@@ -182,5 +209,19 @@ impl Provider for OpenAi {
             ));
         }
         parse_response(&resp.body)
+    }
+
+    /// `"stream": true` with `stream_options.include_usage`, so the last chunk carries the
+    /// usage: server-sent events, assembled by [`super::stream`].
+    async fn chat_stream(
+        &self,
+        req: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut body = request_body(req);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let resp = self.http.send_streaming(self.http_request(&body)).await?;
+        receive(resp, Wire::OpenAi, on_text).await
     }
 }

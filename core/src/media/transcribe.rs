@@ -122,6 +122,7 @@ impl Transcriber for OpenAiTranscriber {
             headers: vec![("content-type".into(), content_type)],
             body,
             timeout: self.timeout,
+            idle: None,
             outside: None,
         };
         if !self.api_key.is_empty() {

@@ -1,13 +1,17 @@
 //! The Http port over reqwest with rustls. Requests to URLs from outside go through a second
 //! client that follows no redirect and resolves names itself, refusing non-public addresses
 //! (see [`crate::Http::send`]): the address checked is the address connected to, so a name
-//! cannot pass the check and then re-resolve somewhere private.
+//! cannot pass the check and then re-resolve somewhere private. A streamed body is read with
+//! `Response::chunk`; reqwest's timeout already covers the body, the idle bound is a tokio
+//! timeout around each piece.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
+use crate::http::{BodyStream, Capped, HttpStreamResponse};
 use crate::net::is_public;
 use crate::{async_trait, Http, HttpRequest, HttpResponse, Method, PortError};
 
@@ -102,9 +106,9 @@ fn map_err(e: reqwest::Error) -> PortError {
     }
 }
 
-#[async_trait]
-impl Http for ReqwestHttp {
-    async fn send(&self, req: HttpRequest) -> Result<HttpResponse, PortError> {
+impl ReqwestHttp {
+    /// Sends `req` (its body moved out) and returns the response once its head has arrived.
+    async fn start(&self, req: &mut HttpRequest) -> Result<reqwest::Response, PortError> {
         let method = match req.method {
             Method::Get => reqwest::Method::GET,
             Method::Post => reqwest::Method::POST,
@@ -118,19 +122,47 @@ impl Http for ReqwestHttp {
         let mut builder = client
             .request(method, &req.url)
             .timeout(req.timeout)
-            .body(req.body);
+            .body(std::mem::take(&mut req.body));
         for (k, v) in &req.headers {
             builder = builder.header(k, v);
         }
-        let mut resp = builder.send().await.map_err(map_err)?;
+        builder.send().await.map_err(map_err)
+    }
+}
+
+/// Response header names in lower case; values that are not text are left out.
+fn headers(resp: &reqwest::Response) -> Vec<(String, String)> {
+    resp.headers()
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_ascii_lowercase(), v.to_str().ok()?.to_owned())))
+        .collect()
+}
+
+/// A body read piece by piece, each wait bounded by `idle`.
+struct Pieces {
+    resp: reqwest::Response,
+    idle: Option<Duration>,
+}
+
+#[async_trait]
+impl BodyStream for Pieces {
+    async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, PortError> {
+        let piece = match self.idle {
+            None => self.resp.chunk().await,
+            Some(idle) => tokio::time::timeout(idle, self.resp.chunk())
+                .await
+                .map_err(|_| PortError::timeout(format!("no data for {idle:?}")))?,
+        };
+        Ok(piece.map_err(map_err)?.map(|b| b.to_vec()))
+    }
+}
+
+#[async_trait]
+impl Http for ReqwestHttp {
+    async fn send(&self, mut req: HttpRequest) -> Result<HttpResponse, PortError> {
+        let mut resp = self.start(&mut req).await?;
         let status = resp.status().as_u16();
-        let headers = resp
-            .headers()
-            .iter()
-            .filter_map(|(k, v)| {
-                Some((k.as_str().to_ascii_lowercase(), v.to_str().ok()?.to_owned()))
-            })
-            .collect();
+        let headers = headers(&resp);
         let (body, truncated) = match req.outside {
             None => (resp.bytes().await.map_err(map_err)?.to_vec(), false),
             Some(o) => {
@@ -153,6 +185,21 @@ impl Http for ReqwestHttp {
             headers,
             body,
             truncated,
+        })
+    }
+
+    async fn send_streaming(&self, mut req: HttpRequest) -> Result<HttpStreamResponse, PortError> {
+        let resp = self.start(&mut req).await?;
+        let status = resp.status().as_u16();
+        let headers = headers(&resp);
+        let pieces = Pieces {
+            resp,
+            idle: req.idle,
+        };
+        Ok(HttpStreamResponse {
+            status,
+            headers,
+            body: Box::new(Capped::new(Box::new(pieces), req.stream_cap())),
         })
     }
 }
