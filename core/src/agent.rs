@@ -30,12 +30,15 @@ pub struct Agent {
 }
 
 /// What a run may use beyond its state.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Clone, Copy, Default)]
 pub struct RunOptions<'a> {
     /// What the nearest spend cap leaves.
     pub budget: Option<Left>,
     /// The model the chat chose (`provider/model`, `/model`): tried first.
     pub model: Option<&'a str>,
+    /// Streams each model call: called with the call's text so far (see
+    /// [`ModelChain::chat_stream`](crate::llm::ModelChain::chat_stream)).
+    pub on_text: Option<crate::llm::OnText<'a>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -249,7 +252,11 @@ impl Agent {
                     max_tokens: self.config.max_tokens,
                 };
                 let started = self.clock.now_ms();
-                let response = match chain.chat(&request).await {
+                let answer = match opts.on_text {
+                    Some(on_text) => chain.chat_stream(&request, on_text).await,
+                    None => chain.chat(&request).await,
+                };
+                let response = match answer {
                     Ok(response) => response,
                     Err(error) => {
                         let now = self.clock.now_ms();

@@ -187,6 +187,28 @@ struct MainFile {
     web: WebConfig,
     #[serde(default)]
     media: MediaConfig,
+    #[serde(default)]
+    streaming: StreamingConfig,
+}
+
+/// `streaming:` in `main.yaml`: how a reply shows while the model writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StreamingConfig {
+    /// In private chats the reply shows as it is written (`sendMessageDraft`), then arrives
+    /// as a message. Groups see only the finished message.
+    pub private: bool,
+    /// At most one draft update this often (ms), after the first, which goes out at once.
+    pub draft_every_ms: u64,
+}
+
+impl Default for StreamingConfig {
+    fn default() -> Self {
+        Self {
+            private: true,
+            draft_every_ms: 500,
+        }
+    }
 }
 
 #[cfg(feature = "yaml")]
@@ -259,6 +281,9 @@ pub struct Config {
     /// How large photos, voice notes and documents may be.
     #[serde(default)]
     pub media: MediaConfig,
+    /// How replies show while they are written.
+    #[serde(default)]
+    pub streaming: StreamingConfig,
     /// connector id → agent id, every connector present.
     pub routing: BTreeMap<String, String>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -459,6 +484,13 @@ impl Config {
         if let Some((field, message)) = main.media.problem() {
             return Err(err("main.yaml", field, message));
         }
+        if !(100..=10_000).contains(&main.streaming.draft_every_ms) {
+            return Err(err(
+                "main.yaml",
+                "streaming.draft_every_ms",
+                "must be 100 to 10000",
+            ));
+        }
         if !(1..=50).contains(&main.limits.max_reply_parts) {
             return Err(err(
                 "main.yaml",
@@ -476,6 +508,7 @@ impl Config {
             audit: main.audit,
             web: main.web,
             media: main.media,
+            streaming: main.streaming,
             routing: table,
             agents,
             providers,

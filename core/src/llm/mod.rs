@@ -337,17 +337,13 @@ pub trait Provider: Send + Sync {
 
     /// One model call whose answer is streamed: `on_text` gets the text so far (see
     /// [`OnText`]) while it comes; the result is what [`Provider::chat`] would return. Never
-    /// retries. This default makes the call with `chat` and gives the whole text once.
+    /// retries. This default makes the call with `chat` and shows nothing: the finished
+    /// message follows at once, and a draft of the whole text would only cost a Bot API call.
     async fn chat_stream(
         &self,
         request: &ChatRequest,
-        on_text: OnText<'_>,
+        _on_text: OnText<'_>,
     ) -> Result<ChatResponse, LlmError> {
-        let resp = self.chat(request).await?;
-        let text = resp.message.text();
-        if !text.is_empty() {
-            on_text(&text);
-        }
-        Ok(resp)
+        self.chat(request).await
     }
 }

@@ -27,6 +27,8 @@ pub const MAX_PARTS: usize = 256;
 
 /// The most bytes of an error answer's body read (to quote in the error).
 const ERROR_BODY_MAX: usize = 64 * 1024;
+/// A whole answer (JSON) read from a server that did not stream.
+const WHOLE_BODY_MAX: usize = 8 * 1024 * 1024;
 
 /// Which wire format a stream is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +131,19 @@ pub async fn receive(
             &body,
         ));
     }
+    let json = resp
+        .header("content-type")
+        .is_some_and(|t| t.trim_start().starts_with("application/json"));
+    if json {
+        // A server that answers a streamed request with the whole answer at once: nothing
+        // to show before the finished message, which follows at once.
+        let body = resp.read_to_end(WHOLE_BODY_MAX).await?;
+        return match wire {
+            Wire::Anthropic => super::anthropic::parse_response(&body),
+            Wire::OpenAi => super::openai::parse_response(&body),
+            Wire::Gemini => super::gemini::parse_response(&body),
+        };
+    }
     let mut reader = StreamReader::new(wire);
     while !reader.is_done() {
         let Some(piece) = resp.body.next_chunk().await? else {
@@ -138,6 +153,9 @@ pub async fn receive(
         reader.feed(&piece, &mut |delta| grew |= !delta.is_empty())?;
         if grew {
             on_text(&reader.text());
+            // Lets what shows the text run (it shares this task) when pieces are already
+            // buffered and reading them would not wait.
+            crate::task::yield_now().await;
         }
     }
     reader.finish()

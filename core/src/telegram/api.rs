@@ -296,6 +296,22 @@ impl BotApi {
         }
     }
 
+    /// Shows `text` as the draft `draft_id` of a reply being written (private chats; Telegram
+    /// shows it for about 30 s, until the finished message replaces it). Plain text, cut to
+    /// fit one message.
+    pub async fn send_draft(
+        &self,
+        to: Target,
+        draft_id: i64,
+        text: &str,
+    ) -> Result<(), TelegramError> {
+        let mut body = json!({ "chat_id": to.chat_id, "draft_id": draft_id, "text": clip(text) });
+        if let Some(t) = to.thread_id {
+            body["message_thread_id"] = json!(t);
+        }
+        self.call("sendMessageDraft", body).await.map(drop)
+    }
+
     pub async fn send_typing(&self, to: Target) -> Result<(), TelegramError> {
         let mut body = json!({ "chat_id": to.chat_id, "action": "typing" });
         if let Some(t) = to.thread_id {
@@ -334,6 +350,23 @@ impl BotApi {
     pub async fn get_webhook_info(&self) -> Result<Value, TelegramError> {
         self.call("getWebhookInfo", json!({})).await
     }
+}
+
+/// `text` cut to fit one message (4096 UTF-16 units), ending with "…" when cut.
+fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 4096;
+    if text.encode_utf16().count() <= MAX {
+        return text.into();
+    }
+    let mut units = 0;
+    let end = text
+        .char_indices()
+        .find(|(_, c)| {
+            units += c.len_utf16();
+            units > MAX - 1
+        })
+        .map_or(text.len(), |(i, _)| i);
+    format!("{}…", &text[..end]).into()
 }
 
 /// The file of a [`multipart`] body.

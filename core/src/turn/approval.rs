@@ -20,6 +20,7 @@ use std::pin::pin;
 use clawless_platform::PortError;
 use futures::future::{select, Either};
 
+use super::draft::Drafts;
 use super::{Checkpoint, Failure, Reply, Step};
 use crate::agent::{Agent, Failed, PendingCall, RunState, Step as AgentStep, Verdict};
 use crate::app::App;
@@ -369,12 +370,23 @@ impl App {
             thread_id: msg.topic(),
         };
         let round = run.round;
+        // In a private chat the reply shows as it is written.
+        let drafts = (self.config.streaming.private && msg.is_private()).then(Drafts::new);
+        let on_text = |text: &str| {
+            if let Some(d) = &drafts {
+                d.set(text);
+            }
+        };
         let opts = crate::agent::RunOptions {
             budget,
             model: model.as_deref(),
+            on_text: drafts
+                .is_some()
+                .then_some(&on_text as crate::llm::OnText<'_>),
         };
+        let beside = self.beside_turn(conn, target, msg.message_id, drafts.as_ref());
         let step = match select(
-            pin!(self.keep_typing(conn, target)),
+            pin!(beside),
             pin!(conn.agent.run(&history, run, &ctx, opts)),
         )
         .await

@@ -7,6 +7,7 @@ pub mod approval;
 pub mod commands;
 pub mod decide;
 mod deliver;
+mod draft;
 mod media;
 mod model;
 mod reminders;
