@@ -140,3 +140,27 @@ fn a_chosen_model_that_fails_falls_back_to_the_rest_of_the_chain() {
         assert_eq!(h.sent_texts().last().unwrap(), "fallback");
     });
 }
+
+#[test]
+fn a_failure_names_the_provider_that_failed_last_in_the_chats_order() {
+    block_on(async {
+        let h = both();
+        h.deliver_raw(&tap(1, OWNER_ID, "md:1")).await;
+        // Every call fails: openai (chosen) first, then anthropic, on every try of the job.
+        for _ in 0..40 {
+            h.script(500, json!({"error": "down"}));
+        }
+        h.deliver("private_text", 2).await;
+        let lane = clawless_core::Lane::of_chat(&"main".into(), OWNER_ID);
+        for _ in 0..5 {
+            h.clock.advance(std::time::Duration::from_secs(120));
+            h.drain(&lane).await;
+        }
+        let sent = h.sent_texts();
+        let last = sent.last().unwrap();
+        assert!(
+            last.contains("(anthropic)") && !last.contains("(openai)"),
+            "{sent:?}"
+        );
+    });
+}

@@ -402,7 +402,9 @@ impl App {
                 let Failed { error, state } = *failed;
                 let books = self.books(msg, state.usage.since(&recorded), first_seq, state.log);
                 self.keep_books(conn, books).await;
-                return Err(Failure::model(&error, &conn.agent.chain));
+                // The chain as the chat ordered it: its last link is the one that failed last.
+                let chain = conn.agent.chain.preferring(model.as_deref());
+                return Err(Failure::model(&error, &chain));
             }
         };
         let (spent, steps) = match &mut step {

@@ -13,7 +13,7 @@ use crate::app::App;
 use crate::connector::Connector;
 use crate::inbox::{Job, Lease};
 use crate::keys;
-use crate::llm::{Block, ChatMessage, LlmError, Role};
+use crate::llm::{Block, ChatMessage, LlmError, ModelChain, Role};
 use crate::media::kind::{self, Media};
 use crate::telegram::{Message, TelegramError, Update};
 
@@ -51,6 +51,8 @@ impl App {
                 None => return Ok(Input::Lost),
             }
         }
+        // The model that will read them, as the chat chose it (read once for an album).
+        let chain = self.chain_for(conn, msg.chat.id.0).await;
         let mut blocks = Vec::new();
         let mut notes = Vec::new();
         for (i, m) in messages.iter().enumerate() {
@@ -60,7 +62,7 @@ impl App {
                     notes.push(caption.to_owned());
                 }
             }
-            let read = self.read_media(key, job, conn, m, lease).await?;
+            let read = self.read_media(key, job, conn, &chain, m, lease).await?;
             match read {
                 Read::Nothing => {}
                 Read::Block(b) => blocks.push(b),
@@ -170,6 +172,7 @@ impl App {
         key: &str,
         job: &mut Job,
         conn: &Connector,
+        chain: &ModelChain,
         msg: &Message,
         lease: Lease<'_>,
     ) -> Result<Read, Failure> {
@@ -177,7 +180,6 @@ impl App {
         let Some(media) = kind::of(msg, cfg.max_photo()) else {
             return Ok(Read::Nothing);
         };
-        let chain = self.chain_for(conn, msg.chat.id.0).await;
         let first = chain.links.first();
         let model = first.map_or("none", |l| l.label.as_str());
         match media {
