@@ -90,6 +90,7 @@ impl App {
         for (id, c) in &config.connectors {
             let bot = Arc::new(BotApi::new(
                 platform.http.clone(),
+                platform.clock.clone(),
                 &api_base,
                 env.secret(&c.token_env),
             ));
@@ -157,7 +158,12 @@ impl App {
                         .get(id.as_str())
                         .map(|o| o.bot.clone())
                         .unwrap_or_else(|| {
-                            Arc::new(BotApi::new(platform.http.clone(), &api_base, token.clone()))
+                            Arc::new(BotApi::new(
+                                platform.http.clone(),
+                                platform.clock.clone(),
+                                &api_base,
+                                token.clone(),
+                            ))
                         }),
                     token_env: c.token_env.clone(),
                     secret: env.secret(&c.webhook_secret_env),

@@ -272,6 +272,14 @@ impl Inbox {
         Ok(Some(job.not_before_ms))
     }
 
+    /// Puts a job off until `until_ms` without counting an attempt: it did not fail, it
+    /// waits its turn (the outbound limiter's next slot).
+    pub async fn defer(&self, key: &str, job: &mut Job, until_ms: u64) -> Result<u64, PortError> {
+        job.not_before_ms = until_ms;
+        self.save(key, job).await?;
+        Ok(until_ms)
+    }
+
     pub async fn try_lease(&self, lane: &Lane, owner: &str) -> Result<bool, PortError> {
         self.kv
             .put_if_absent(&keys::lease(lane), owner.as_bytes(), Some(LEASE_TTL))

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_platform::{Http, HttpRequest, Outside, PortError};
+use clawless_platform::{Clock, Http, HttpRequest, Outside, PortError};
 use serde_json::{json, Value};
 
+use super::pace::{self, Pacer};
 use super::types::BotIdentity;
 use crate::secret::Secret;
 
@@ -30,13 +31,17 @@ pub enum TelegramError {
     /// 5xx, timeouts, connection failures: worth retrying later.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// Not sent: the outbound limiter has no slot for this chat for this many seconds
+    /// (see `pace.rs`). Not a failure: the job waits, its attempts untouched.
+    #[error("paced: the chat's next slot is in {0}s")]
+    Paced(u64),
 }
 
 impl TelegramError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            TelegramError::RetryAfter(_) | TelegramError::Unavailable(_)
+            TelegramError::RetryAfter(_) | TelegramError::Unavailable(_) | TelegramError::Paced(_)
         )
     }
     /// Telegram could not parse the HTML entities we sent.
@@ -62,6 +67,8 @@ pub struct BotApi {
     http: Arc<dyn Http>,
     base: String,
     token: Secret,
+    /// Every message this bot sends waits for its slot here.
+    pacer: Pacer,
 }
 
 impl std::fmt::Debug for BotApi {
@@ -73,11 +80,24 @@ impl std::fmt::Debug for BotApi {
 }
 
 impl BotApi {
-    pub fn new(http: Arc<dyn Http>, base: &str, token: Secret) -> Self {
+    pub fn new(http: Arc<dyn Http>, clock: Arc<dyn Clock>, base: &str, token: Secret) -> Self {
         Self {
             http,
             base: base.trim_end_matches('/').to_owned(),
             token,
+            pacer: Pacer::new(clock),
+        }
+    }
+
+    /// Waits for the limiter's slot when `method` posts into chat `chat_id`.
+    async fn pace(&self, method: &str, chat_id: Option<i64>) -> Result<(), TelegramError> {
+        match (pace::counts(method), chat_id) {
+            (Some(new_message), Some(chat)) => self
+                .pacer
+                .wait(chat, new_message)
+                .await
+                .map_err(TelegramError::Paced),
+            _ => Ok(()),
         }
     }
 
@@ -92,6 +112,8 @@ impl BotApi {
         body: Value,
         timeout: Duration,
     ) -> Result<Value, TelegramError> {
+        self.pace(method, body.get("chat_id").and_then(Value::as_i64))
+            .await?;
         let url = format!("{}/bot{}/{method}", self.base, self.token.expose());
         self.answer(method, HttpRequest::post_json(url, &body, timeout))
             .await
@@ -245,6 +267,7 @@ impl BotApi {
             bytes: content,
         };
         let (content_type, body) = multipart(&fields, file);
+        self.pace("sendDocument", Some(to.chat_id)).await?;
         let url = format!("{}/bot{}/sendDocument", self.base, self.token.expose());
         let mut req = HttpRequest::post_json(url, &Value::Null, TIMEOUT);
         req.headers = vec![("content-type".into(), content_type)];

@@ -62,6 +62,11 @@ impl App {
                     }
                     self.inbox.save(key, job).await?;
                 }
+                Err(TelegramError::Paced(secs)) => {
+                    let until = self.platform.clock.now_ms() + secs * 1000;
+                    tracing::info!(key, secs, "the chat's sending slots are taken; later");
+                    return Ok(Step::RetryAt(self.inbox.defer(key, job, until).await?));
+                }
                 Err(e) if e.is_transient() => {
                     if let Some(at) = self.inbox.retry_later(key, job).await? {
                         tracing::warn!(key, error = %e, "send failed; will retry");
