@@ -200,6 +200,11 @@ pub struct StreamingConfig {
     pub private: bool,
     /// At most one draft update this often (ms), after the first, which goes out at once.
     pub draft_every_ms: u64,
+    /// In groups the reply shows in a placeholder message, edited as it is written and then
+    /// to the finished answer. Off: groups see only the finished message.
+    pub groups: bool,
+    /// At most one placeholder edit this often (ms).
+    pub edit_every_ms: u64,
 }
 
 impl Default for StreamingConfig {
@@ -207,6 +212,8 @@ impl Default for StreamingConfig {
         Self {
             private: true,
             draft_every_ms: 500,
+            groups: false,
+            edit_every_ms: 1500,
         }
     }
 }

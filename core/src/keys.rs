@@ -23,6 +23,7 @@
 //! | `sched-seq/<connector>` | the last reminder id given out on a connector | schedule |
 //! | `tz/<connector>/<chat>` | a chat's time zone (`/timezone`) | schedule |
 //! | `model/<connector>/<chat>` | the model a chat chose with `/model` (`provider/model`) | turn |
+//! | `preview/<connector>/<chat>/<message>` | the placeholder a group's streamed reply to a message edits, a day | turn |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
 
@@ -165,4 +166,10 @@ pub fn chat_zone(connector: &ConnectorId, chat: i64) -> String {
 /// The model a chat chose with `/model`.
 pub fn chat_model(connector: &ConnectorId, chat: i64) -> String {
     format!("model/{connector}/{chat}")
+}
+
+/// The placeholder message a group's streamed reply to `message` is shown in (edited as the
+/// model writes, then to the answer's first part).
+pub fn preview(connector: &ConnectorId, chat: i64, message: i64) -> String {
+    format!("preview/{connector}/{chat}/{message}")
 }

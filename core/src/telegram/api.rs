@@ -225,6 +225,31 @@ impl BotApi {
         self.call("editMessageText", body).await.map(drop)
     }
 
+    /// Replaces a message's text with `text` (HTML when `html`). "Not modified" counts as
+    /// done.
+    pub async fn edit_message(
+        &self,
+        to: Target,
+        message_id: i64,
+        text: &str,
+        html: bool,
+    ) -> Result<(), TelegramError> {
+        let mut body = json!({ "chat_id": to.chat_id, "message_id": message_id, "text": text });
+        if html {
+            body["parse_mode"] = json!("HTML");
+        }
+        match self.call("editMessageText", body).await {
+            Err(TelegramError::BadRequest(d)) if d.contains("not modified") => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    /// Deletes a message the bot sent.
+    pub async fn delete_message(&self, chat_id: i64, message_id: i64) -> Result<(), TelegramError> {
+        let body = json!({ "chat_id": chat_id, "message_id": message_id });
+        self.call("deleteMessage", body).await.map(drop)
+    }
+
     /// Answers a button tap (Telegram shows a spinner until then); `alert` shows `text` in
     /// a dialog instead of a passing notice.
     pub async fn answer_callback(
@@ -376,7 +401,7 @@ impl BotApi {
 }
 
 /// `text` cut to fit one message (4096 UTF-16 units), ending with "…" when cut.
-fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn clip(text: &str) -> std::borrow::Cow<'_, str> {
     const MAX: usize = 4096;
     if text.encode_utf16().count() <= MAX {
         return text.into();

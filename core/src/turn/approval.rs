@@ -15,12 +15,8 @@
 //! edited to show the outcome. Nothing here waits in memory: any invocation on any shell that
 //! drains the lane resumes the turn.
 
-use std::pin::pin;
-
 use clawless_platform::PortError;
-use futures::future::{select, Either};
 
-use super::draft::Drafts;
 use super::{Checkpoint, Failure, Reply, Step};
 use crate::agent::{Agent, Failed, PendingCall, RunState, Step as AgentStep, Verdict};
 use crate::app::App;
@@ -370,8 +366,8 @@ impl App {
             thread_id: msg.topic(),
         };
         let round = run.round;
-        // In a private chat the reply shows as it is written.
-        let drafts = (self.config.streaming.private && msg.is_private()).then(Drafts::new);
+        // The reply shows as it is written (a draft, or a placeholder in groups).
+        let drafts = self.drafts_for(msg);
         let on_text = |text: &str| {
             if let Some(d) = &drafts {
                 d.set(text);
@@ -384,16 +380,10 @@ impl App {
                 .is_some()
                 .then_some(&on_text as crate::llm::OnText<'_>),
         };
-        let beside = self.beside_turn(conn, target, msg.message_id, drafts.as_ref());
-        let step = match select(
-            pin!(beside),
-            pin!(conn.agent.run(&history, run, &ctx, opts)),
-        )
-        .await
-        {
-            Either::Left((never, _)) => match never {},
-            Either::Right((step, _)) => step,
-        };
+        let turn = conn.agent.run(&history, run, &ctx, opts);
+        let step = self
+            .beside_turn(conn, target, msg.message_id, drafts.as_ref(), turn)
+            .await;
         let mut step = match step {
             Ok(step) => step,
             Err(failed) => {

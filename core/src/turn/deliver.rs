@@ -41,21 +41,40 @@ impl App {
         session::save(kv, key, &s).await
     }
 
-    /// Sends the parts not sent yet, checkpointing each.
+    /// Sends the parts not sent yet, checkpointing each. `preview` names the Kv key of a
+    /// placeholder the reply streamed into (groups, see `draft.rs`): the first part replaces
+    /// its text instead of going out as a new message.
     pub(super) async fn deliver(
         &self,
         key: &str,
         job: &mut Job,
         conn: &Connector,
         target: Target,
+        preview: Option<String>,
         lease: Lease<'_>,
     ) -> Result<Step, PortError> {
+        let mut placeholder = match (preview, job.checkpoint.as_ref().map(|c| c.sent)) {
+            (Some(preview), Some(0)) => self
+                .platform
+                .kv
+                .get(&preview)
+                .await?
+                .and_then(|b| std::str::from_utf8(&b).ok()?.parse::<i64>().ok()),
+            _ => None,
+        };
         while let Some((part, reply_to)) = next_part(job) {
             if !self.inbox.hold(lease).await? {
                 tracing::warn!(key, "lane taken by another drainer; stopped before sending");
                 return Ok(Step::LostLease);
             }
-            match self.send_part(conn, target, &part, reply_to).await {
+            let sent = match placeholder.take() {
+                Some(id) => {
+                    self.replace_placeholder(conn, target, id, &part, reply_to)
+                        .await
+                }
+                None => self.send_part(conn, target, &part, reply_to).await,
+            };
+            match sent {
                 Ok(()) => {
                     if let Some(cp) = job.checkpoint.as_mut() {
                         cp.sent += 1;
@@ -83,6 +102,47 @@ impl App {
         }
         self.inbox.finish(key, job).await?;
         Ok(Step::Done)
+    }
+
+    /// Puts the first part into the placeholder `id` the reply streamed into: an edit for a
+    /// text part (HTML, then plain text), else the placeholder is deleted and the part sent.
+    /// A placeholder that cannot be edited (deleted meanwhile) gives way to a new message.
+    async fn replace_placeholder(
+        &self,
+        conn: &Connector,
+        target: Target,
+        id: i64,
+        part: &Part,
+        reply_to: Option<i64>,
+    ) -> Result<(), TelegramError> {
+        if part.document.is_some() || !part.buttons.is_empty() {
+            if let Err(e) = conn.bot.delete_message(target.chat_id, id).await {
+                tracing::debug!(error = %e, "placeholder not deleted");
+            }
+            return self.send_part(conn, target, part, reply_to).await;
+        }
+        let mut html = part.html;
+        let mut text = part.text.clone();
+        for _ in 0..4 {
+            match conn.bot.edit_message(target, id, &text, html).await {
+                Ok(()) => return Ok(()),
+                Err(e) if html && e.is_entity_error() => {
+                    html = false;
+                    text = crate::telegram::render::strip_html(&text);
+                }
+                Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
+                    self.platform.clock.sleep(Duration::from_secs(secs)).await;
+                }
+                Err(TelegramError::BadRequest(e)) => {
+                    tracing::debug!(error = %e, "placeholder not editable; sending anew");
+                    return self.send_part(conn, target, part, reply_to).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(TelegramError::Unavailable(
+            "gave up editing after repeated refusals".into(),
+        ))
     }
 
     /// Sends one part: HTML first and, if Telegram refuses its entities, the same as plain text.

@@ -1,34 +1,66 @@
-//! A reply shown while it is written: the model's text so far goes to the chat as a draft
-//! (`sendMessageDraft`, private chats), the first at once and then at most one every
-//! `streaming.draft_every_ms`. The draft is a preview only: the finished answer is still
-//! checkpointed and sent as a message, which exactly-once applies to; a crash mid-stream
-//! leaves a draft that Telegram drops, and the retry sends the answer once.
+//! A reply shown while it is written. In private chats the model's text so far goes to the
+//! chat as a draft (`sendMessageDraft`), the first at once and then at most one every
+//! `streaming.draft_every_ms`. In groups with `streaming.groups`, it goes into a placeholder
+//! message, a reply to the question, edited at most every `streaming.edit_every_ms`; its id is
+//! kept in the Kv (`keys::preview`) as soon as it is sent, and delivery edits it into the
+//! answer's first part instead of sending a new message (`deliver.rs`).
+//!
+//! Either way the preview is not the answer: the finished answer is still checkpointed and
+//! delivered, and exactly-once applies to that. A crash mid-stream leaves a draft that
+//! Telegram drops, or a placeholder whose id the retry finds and edits on.
 
+use std::future::Future;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::channel::mpsc;
+use futures::future::{select, Either};
 use futures::StreamExt;
 
 use crate::app::App;
 use crate::connector::Connector;
-use crate::telegram::api::Target;
+use crate::keys;
+use crate::telegram::api::{clip, Target};
+use crate::telegram::Message;
 
-/// The text a streamed model call has written so far, and a wake-up for the draft loop.
+/// How long a placeholder key is kept: longer than any retry of its job.
+const PREVIEW_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Where a streamed reply shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Show {
+    /// `sendMessageDraft` (private chats).
+    Draft,
+    /// A placeholder message, edited (groups).
+    Edit,
+}
+
+/// The text a streamed model call has written so far, and a wake-up for the loop showing it.
 pub(super) struct Drafts {
+    show: Show,
     latest: Arc<Mutex<String>>,
     changed: mpsc::UnboundedSender<()>,
     wakes: Mutex<Option<mpsc::UnboundedReceiver<()>>>,
+    /// A placeholder is being sent: the turn waits for it to be kept before delivering.
+    sending: AtomicBool,
+    settled: mpsc::UnboundedSender<()>,
+    settles: Mutex<Option<mpsc::UnboundedReceiver<()>>>,
 }
 
 impl Drafts {
-    pub(super) fn new() -> Drafts {
+    fn new(show: Show) -> Drafts {
         let (changed, wakes) = mpsc::unbounded();
+        let (settled, settles) = mpsc::unbounded();
         Drafts {
+            show,
             latest: Arc::default(),
             changed,
             wakes: Mutex::new(Some(wakes)),
+            sending: AtomicBool::new(false),
+            settled,
+            settles: Mutex::new(Some(settles)),
         }
     }
 
@@ -40,38 +72,70 @@ impl Drafts {
         // The loop may be gone (the turn ended): nothing to wake then.
         let _ = self.changed.unbounded_send(());
     }
+
+    fn latest(&self) -> String {
+        self.latest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 impl App {
-    /// What runs beside an agent turn until it ends: "typing…", and the drafts when the
-    /// reply streams.
-    pub(super) async fn beside_turn(
+    /// How `msg`'s reply shows while it is written, if at all (`streaming:` in main.yaml).
+    pub(super) fn drafts_for(&self, msg: &Message) -> Option<Drafts> {
+        let s = &self.config.streaming;
+        match msg.is_private() {
+            true => s.private.then(|| Drafts::new(Show::Draft)),
+            false => s.groups.then(|| Drafts::new(Show::Edit)),
+        }
+    }
+
+    /// Runs `turn` with "typing…" and the previews of `drafts` beside it. When the turn ends
+    /// while a placeholder is being sent, waits for that send (and its id to be kept), so
+    /// delivery edits it instead of leaving a stray partial message.
+    pub(super) async fn beside_turn<T>(
         &self,
         conn: &Connector,
         target: Target,
         message_id: i64,
         drafts: Option<&Drafts>,
-    ) -> std::convert::Infallible {
+        turn: impl Future<Output = T>,
+    ) -> T {
         let Some(d) = drafts else {
-            return self.keep_typing(conn, target).await;
+            return match select(pin!(self.keep_typing(conn, target)), pin!(turn)).await {
+                Either::Left((never, _)) => match never {},
+                Either::Right((out, _)) => out,
+            };
         };
-        let draft_id = message_id.max(1);
-        let (never, _) = futures::future::select(
-            pin!(self.keep_typing(conn, target)),
-            pin!(self.show_drafts(conn, target, draft_id, d)),
-        )
-        .await
-        .factor_first();
-        never
+        let settles = d.settles.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let typing = pin!(self.keep_typing(conn, target));
+        let previews = pin!(self.show_previews(conn, target, message_id, d));
+        let mut beside = pin!(select(typing, previews));
+        let out = match select(beside.as_mut(), pin!(turn)).await {
+            Either::Left((either, _)) => match either.factor_first().0 {},
+            Either::Right((out, _)) => out,
+        };
+        if let Some(mut settles) = settles {
+            // Each send that ends says so; the flag says whether one is still under way.
+            while d.sending.load(Ordering::SeqCst) {
+                match select(beside.as_mut(), settles.next()).await {
+                    Either::Left((either, _)) => match either.factor_first().0 {},
+                    Either::Right((None, _)) => break,
+                    Either::Right((Some(()), _)) => {}
+                }
+            }
+        }
+        out
     }
 
-    /// Sends the drafts of `drafts` to `target` until dropped. Failures are only logged: the
+    /// Shows the text of `drafts` in `target` until dropped. Failures are only logged: the
     /// finished message does not depend on them.
-    pub(super) async fn show_drafts(
+    async fn show_previews(
         &self,
         conn: &Connector,
         target: Target,
-        draft_id: i64,
+        message_id: i64,
         drafts: &Drafts,
     ) -> std::convert::Infallible {
         let taken = drafts
@@ -79,27 +143,107 @@ impl App {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        let every = Duration::from_millis(self.config.streaming.draft_every_ms);
+        let every = Duration::from_millis(match drafts.show {
+            Show::Draft => self.config.streaming.draft_every_ms,
+            Show::Edit => self.config.streaming.edit_every_ms,
+        });
+        let key = keys::preview(&conn.id, target.chat_id, message_id);
+        // The placeholder: looked up in the Kv (a retried turn's) before the first is sent.
+        let mut placeholder: Option<Option<i64>> = None;
         if let Some(mut wakes) = taken {
             let mut shown = String::new();
             while wakes.next().await.is_some() {
                 // Whatever else changed meanwhile is in `latest` already.
                 while let Ok(()) = wakes.try_recv() {}
-                let text = drafts
-                    .latest
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
+                let text = drafts.latest();
                 if text == shown {
                     continue;
                 }
-                if let Err(e) = conn.bot.send_draft(target, draft_id, &text).await {
-                    tracing::debug!(error = %e, "sendMessageDraft failed");
+                match drafts.show {
+                    Show::Draft => {
+                        if let Err(e) = conn.bot.send_draft(target, message_id.max(1), &text).await
+                        {
+                            tracing::debug!(error = %e, "sendMessageDraft failed");
+                        }
+                    }
+                    Show::Edit => {
+                        let known = match placeholder {
+                            Some(known) => known,
+                            None => self.placeholder_of(&key).await,
+                        };
+                        placeholder = Some(match known {
+                            Some(id) => {
+                                // Withdrawn text (a retry starts) shows as an ellipsis.
+                                let body = if text.is_empty() { "…" } else { &text };
+                                if let Err(e) =
+                                    conn.bot.edit_message(target, id, &clip(body), false).await
+                                {
+                                    tracing::debug!(error = %e, "placeholder edit failed");
+                                }
+                                Some(id)
+                            }
+                            None if text.is_empty() => None,
+                            None => {
+                                self.send_placeholder(conn, target, message_id, &key, &text, drafts)
+                                    .await
+                            }
+                        });
+                    }
                 }
                 shown = text;
                 self.platform.clock.sleep(every).await;
             }
         }
         futures::future::pending().await
+    }
+
+    /// The placeholder a previous try of this turn sent, if any.
+    async fn placeholder_of(&self, key: &str) -> Option<i64> {
+        match self.platform.kv.get(key).await {
+            Ok(v) => v.and_then(|b| std::str::from_utf8(&b).ok()?.parse().ok()),
+            Err(e) => {
+                tracing::debug!(error = %e, "placeholder lookup failed");
+                None
+            }
+        }
+    }
+
+    /// Sends the placeholder (a reply to the question) and keeps its id; tells a turn that
+    /// ended meanwhile that it is kept.
+    async fn send_placeholder(
+        &self,
+        conn: &Connector,
+        target: Target,
+        message_id: i64,
+        key: &str,
+        text: &str,
+        drafts: &Drafts,
+    ) -> Option<i64> {
+        drafts.sending.store(true, Ordering::SeqCst);
+        let sent = conn
+            .bot
+            .send_message(target, &clip(text), false, Some(message_id))
+            .await;
+        let id = match sent {
+            Ok(id) if id > 0 => {
+                let put = self
+                    .platform
+                    .kv
+                    .put(key, id.to_string().as_bytes(), Some(PREVIEW_TTL))
+                    .await;
+                if let Err(e) = put {
+                    tracing::warn!(error = %e, "placeholder id not kept");
+                }
+                Some(id)
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::debug!(error = %e, "placeholder not sent");
+                None
+            }
+        };
+        drafts.sending.store(false, Ordering::SeqCst);
+        let _ = drafts.settled.unbounded_send(());
+        id
     }
 }

@@ -202,8 +202,11 @@ impl App {
         // The bookkeeping goes out beside the answer; taken from the job first, so the saves
         // of the delivery do not keep it for a retry.
         let books = job.checkpoint.as_mut().and_then(|c| c.books.take());
+        // A group's streamed reply may have a placeholder to edit into the first part.
+        let preview = (self.config.streaming.groups && !msg.is_private())
+            .then(|| keys::preview(&conn.id, msg.chat.id.0, msg.message_id));
         let (step, ()) = futures::future::join(
-            self.deliver(key, &mut job, conn, target, lease),
+            self.deliver(key, &mut job, conn, target, preview, lease),
             self.keep_books(conn, books),
         )
         .await;
