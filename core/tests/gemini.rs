@@ -1,5 +1,6 @@
 //! Whole-flow tests on the Gemini wire: a Telegram turn with a tool round trip through the
-//! native `generateContent` API, its thought signature echoed, the key in its header.
+//! native `generateContent` API (streamed in private chats), its thought signature echoed, the
+//! key in its header.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -51,9 +52,10 @@ fn a_tool_round_trip_over_gemini_echoes_the_thought_signature() {
 
         let requests = h.http.requests();
         let llm: Vec<_> = requests.iter().filter(|r| r.url.starts_with(LLM)).collect();
+        // A private chat's reply streams (this server answers the streamed request whole).
         assert_eq!(
             llm[0].url,
-            format!("{LLM}/v1beta/models/gemini-2.5-flash:generateContent")
+            format!("{LLM}/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
         );
         assert_eq!(
             llm[0].header_value("x-goog-api-key"),

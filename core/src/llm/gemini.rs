@@ -21,8 +21,10 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
+use super::stream::{receive, Wire};
 use super::{
-    Block, ChatMessage, ChatRequest, ChatResponse, LlmError, Provider, Role, StopReason, Usage,
+    Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
+    Usage,
 };
 use crate::secret::Secret;
 
@@ -333,6 +335,24 @@ impl Provider for Gemini {
             ));
         }
         parse_response(&resp.body)
+    }
+
+    /// `streamGenerateContent?alt=sse`: server-sent events, assembled by [`super::stream`]
+    /// (thought signatures kept on their calls).
+    async fn chat_stream(
+        &self,
+        req: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let model = req.model.strip_prefix("models/").unwrap_or(&req.model);
+        let url = format!(
+            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
+            self.base_url.trim_end_matches('/')
+        );
+        let http_req = HttpRequest::post_json(url, &request_body(req), self.timeout)
+            .header("x-goog-api-key", self.api_key.expose());
+        let resp = self.http.send_streaming(http_req).await?;
+        receive(resp, Wire::Gemini, on_text).await
     }
 }
 

@@ -125,9 +125,15 @@ pub async fn receive(
 ) -> Result<ChatResponse, LlmError> {
     if resp.status != 200 {
         let body = resp.read_to_end(ERROR_BODY_MAX).await.unwrap_or_default();
+        let retry_after = match (resp.header("retry-after"), wire) {
+            (Some(h), _) => Some(h.to_owned()),
+            // Gemini says when to retry in the body (`RetryInfo.retryDelay`).
+            (None, Wire::Gemini) => super::gemini::retry_delay(&body),
+            (None, _) => None,
+        };
         return Err(LlmError::from_status(
             resp.status,
-            resp.header("retry-after"),
+            retry_after.as_deref(),
             &body,
         ));
     }
@@ -170,6 +176,8 @@ enum Part {
         id: String,
         name: String,
         args: String,
+        /// Gemini's `thoughtSignature` on the call, sent back with it.
+        signature: Option<String>,
     },
 }
 
@@ -192,11 +200,16 @@ fn response(parts: Vec<Part>, stop: StopReason, usage: Usage) -> ChatResponse {
         .into_iter()
         .map(|p| match p {
             Part::Text(text) => Block::Text { text },
-            Part::Tool { id, name, args } => Block::ToolUse {
+            Part::Tool {
+                id,
+                name,
+                args,
+                signature,
+            } => Block::ToolUse {
                 id,
                 name,
                 input: super::openai::tool_input(&args),
-                signature: None,
+                signature,
             },
         })
         .collect();

@@ -53,6 +53,7 @@ impl Messages {
                     Some(Value::Object(o)) if !o.is_empty() => Value::Object(o.clone()).to_string(),
                     _ => String::new(),
                 },
+                signature: None,
             },
             _ => return Ok(()), // thinking and server tool blocks are not replayed
         };

@@ -47,6 +47,10 @@ impl Chunks {
                 id: str_of("id").map_or_else(|| format!("call_{}", self.calls), str::to_owned),
                 name: str_of("name").unwrap_or("").to_owned(),
                 args: call.get("args").unwrap_or(&json!({})).to_string(),
+                signature: part
+                    .get("thoughtSignature")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
             });
             self.calls += 1;
         }

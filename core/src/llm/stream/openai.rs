@@ -137,6 +137,7 @@ impl Assemble for Chunks {
             id: c.id,
             name: c.name,
             args: c.args,
+            signature: None,
         }));
         let stop = stop_reason(self.finish.as_deref(), any_call);
         let usage = usage(self.usage.as_ref().unwrap_or(&Value::Null));

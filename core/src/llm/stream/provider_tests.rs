@@ -1,4 +1,4 @@
-//! `Provider::chat_stream` of the Anthropic and OpenAI adapters and `ModelChain::chat_stream`,
+//! `Provider::chat_stream` of the Anthropic, OpenAI and Gemini adapters and `ModelChain::chat_stream`,
 //! over a [`FakeHttp`] whose routes answer recorded streams in small pieces: tool calls, a
 //! stream cut midway, a 429, and a failed attempt's text withdrawn before the retry.
 
@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::llm::anthropic::Anthropic;
 use crate::llm::chain::{Link, ModelChain};
+use crate::llm::gemini::Gemini;
 use crate::llm::openai::OpenAi;
 use crate::llm::{
     Block, ChatMessage, ChatRequest, ChatResponse, LlmError, Provider, StopReason, Usage,
@@ -22,9 +23,13 @@ const ANTHROPIC_TOOL_USE: &[u8] =
     include_bytes!("../../../../tests/fixtures/streams/anthropic-tool-use.sse");
 const OPENAI_TWO_TOOLS: &[u8] =
     include_bytes!("../../../../tests/fixtures/streams/openai-two-tool-calls.sse");
+const GEMINI_TEXT: &[u8] = include_bytes!("../../../../tests/fixtures/streams/gemini-text.sse");
+const GEMINI_TOOL_CALL: &[u8] =
+    include_bytes!("../../../../tests/fixtures/streams/gemini-tool-call.sse");
 
 const ANTHROPIC_URL: &str = "https://anthropic.test";
 const OPENAI_URL: &str = "https://openai.test/v1";
+const GEMINI_URL: &str = "https://gemini.test";
 
 /// `bytes` in pieces of `n`.
 fn pieces(bytes: &[u8], n: usize) -> Vec<Vec<u8>> {
@@ -45,6 +50,15 @@ fn openai(http: &Arc<FakeHttp>) -> OpenAi {
         http: http.clone(),
         base_url: OPENAI_URL.into(),
         api_key: Secret::new("sk-test"),
+        timeout: Duration::from_secs(30),
+    }
+}
+
+fn gemini(http: &Arc<FakeHttp>) -> Gemini {
+    Gemini {
+        http: http.clone(),
+        base_url: GEMINI_URL.into(),
+        api_key: Secret::new("gm-test"),
         timeout: Duration::from_secs(30),
     }
 }
@@ -253,5 +267,61 @@ fn the_default_chat_stream_shows_nothing_before_the_answer() {
     assert!(
         seen.is_empty(),
         "a draft of the whole text would only cost a call: {seen:?}"
+    );
+}
+
+#[test]
+fn gemini_streams_text_and_a_signed_tool_call() {
+    let http = Arc::new(FakeHttp::new());
+    http.route_stream(GEMINI_URL, |req| {
+        assert!(
+            req.url
+                .ends_with("/v1beta/models/m:streamGenerateContent?alt=sse"),
+            "{}",
+            req.url
+        );
+        assert_eq!(req.header_value("x-goog-api-key"), Some("gm-test"));
+        Ok(FakeStream::new(200, pieces(GEMINI_TEXT, 17))
+            .with_header("content-type", "text/event-stream"))
+    });
+    let (resp, seen) = stream(&gemini(&http));
+    let resp = resp.unwrap();
+    let answer = "There are **3** \"r\"s in strawberry.\n\nst**r**awbe**rr**y";
+    assert_eq!(resp.message.text(), answer);
+    assert!(seen.len() >= 2, "the text came in pieces: {seen:?}");
+    assert!(seen.iter().all(|t| answer.starts_with(t.as_str())));
+    assert_eq!(seen.last().map(String::as_str), Some(answer));
+
+    http.route_stream(GEMINI_URL, |_| {
+        Ok(FakeStream::new(200, pieces(GEMINI_TOOL_CALL, 50))
+            .with_header("content-type", "text/event-stream"))
+    });
+    let (resp, seen) = stream(&gemini(&http));
+    let resp = resp.unwrap();
+    assert_eq!(resp.stop, StopReason::ToolUse);
+    let [Block::ToolUse {
+        name, signature, ..
+    }] = &resp.message.content[..]
+    else {
+        panic!("{:?}", resp.message.content);
+    };
+    assert_eq!(name, "weather");
+    assert!(signature.is_some(), "the thought signature is kept");
+    assert!(seen.is_empty(), "no text to show");
+}
+
+#[test]
+fn a_gemini_429_waits_as_its_body_says() {
+    let http = Arc::new(FakeHttp::new());
+    http.route_stream(GEMINI_URL, |_| {
+        let body = r#"{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"13s"}]}}"#;
+        Ok(FakeStream::new(429, [body]))
+    });
+    let (resp, _) = stream(&gemini(&http));
+    assert_eq!(
+        resp,
+        Err(LlmError::RateLimited {
+            retry_after_ms: Some(13_000)
+        })
     );
 }
