@@ -79,6 +79,11 @@ pub struct SessionConfig {
     pub history_window: usize,
     /// A session idle this long starts fresh (0 = never).
     pub idle_minutes: u64,
+    /// When the history passes about this many tokens (or `history_window` messages), its
+    /// older turns are summarised (0 = never: the oldest are dropped).
+    pub compact_tokens: u64,
+    /// Messages kept word for word when a session is compacted.
+    pub keep_recent: usize,
 }
 
 impl SessionConfig {
@@ -94,6 +99,8 @@ impl Default for SessionConfig {
         Self {
             history_window: 40,
             idle_minutes: 0,
+            compact_tokens: 12_000,
+            keep_recent: 10,
         }
     }
 }

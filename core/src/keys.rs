@@ -10,6 +10,7 @@
 //! | `botinfo/<connector>` | the bot's `getMe` identity, a day | turn |
 //! | `session/<session key>` | a conversation's history | session |
 //! | `summarized/<session key>/<update>` | a session's summary was written | memory lifecycle |
+//! | `compacted/<session key>/<update>` | the facts of a compaction up to that update were saved | memory lifecycle |
 //! | `consolidation/<scope>` | the day a scope was last consolidated | memory lifecycle |
 //! | `consolidating/<scope>/<note>`, `consolidated/<scope>/<note>` | a daily note's claim and its done mark | memory lifecycle |
 //! | `memscope/<agent>/<connector>` | the connector's memory moved to per-person scopes | memory lifecycle |
@@ -63,6 +64,11 @@ pub fn session(session_key: &SessionKey) -> String {
 
 pub fn summarized(session_key: &SessionKey, last_update_id: i64) -> String {
     format!("summarized/{session_key}/{last_update_id}")
+}
+
+/// The facts of a session's turns up to `last_update_id` were saved when it was compacted.
+pub fn compacted(session_key: &SessionKey, last_update_id: i64) -> String {
+    format!("compacted/{session_key}/{last_update_id}")
 }
 
 pub fn consolidation_ran(scope: &Scope) -> String {

@@ -23,6 +23,10 @@ pub struct Session {
     pub applied: Vec<i64>,
     #[serde(default)]
     pub updated_ms: u64,
+    /// The older turns, summarised when the session was compacted (`turn/compact.rs`); the
+    /// model reads it before the messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 /// How many applied update ids a session remembers: more than a lane can have in flight.
@@ -43,6 +47,35 @@ impl Session {
         }
         self.last_update_id = update_id;
     }
+}
+
+/// About how many tokens `messages` take: 4 bytes of their JSON a token (tool calls and
+/// results count as the model reads them).
+pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
+    serde_json::to_vec(messages).map_or(0, |b| b.len() as u64 / 4)
+}
+
+/// What the model is given of a session: at most `window` messages, the summary of the
+/// compacted turns first (in the first user message, so roles still alternate).
+pub fn for_model(s: Session, window: usize) -> Vec<ChatMessage> {
+    let mut messages = s.messages;
+    trim(&mut messages, window);
+    let Some(summary) = s.summary.filter(|t| !t.trim().is_empty()) else {
+        return messages;
+    };
+    let text = format!(
+        "[Summary of the earlier part of this conversation (older turns were compacted)]\n{summary}\n[End of summary]"
+    );
+    match messages.first_mut() {
+        Some(first) if first.role == Role::User => {
+            first.content.insert(0, crate::llm::Block::Text { text });
+        }
+        _ => {
+            messages.insert(0, ChatMessage::assistant_text("Noted."));
+            messages.insert(0, ChatMessage::user_text(text));
+        }
+    }
+    messages
 }
 
 /// The session key for a message.

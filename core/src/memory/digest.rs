@@ -18,6 +18,12 @@ current MEMORY.md and a daily note. Write the bullet points (\"- \") of the dail
 preferences or decisions and are not already in MEMORY.md, at most 10, each one line. \
 If there are none, answer exactly NOTHING.";
 
+pub const COMPACT_PROMPT: &str = "You compact the history of a conversation between a user and their personal \
+assistant. Below are the summary of its earliest part (if any) and the turns that followed. Write the new summary \
+of all of it: at most 15 short bullet points (\"- \") with what the assistant needs to continue the conversation: \
+the user's requests and goals, what was decided or done, facts and numbers given, open questions and tasks. \
+Recent turns matter most. No greetings, nothing else.";
+
 /// Longest transcript or note sent to the model, in characters (the tail is kept).
 pub const MAX_INPUT_CHARS: usize = 24_000;
 

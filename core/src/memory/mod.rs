@@ -2,6 +2,7 @@
 //! tools, recall before replies and consolidation build on [`store`].
 //!
 //! - [`chunk`]: heading-first chunking with windowed overlap.
+//! - [`compact`]: a long session's older turns folded into a summary, their facts saved first.
 //! - [`digest`]: session-end summaries and the daily consolidation into `MEMORY.md`.
 //! - [`embed`]: `EmbeddingProvider`, the OpenAI-compatible adapter and the local embedder.
 //! - `index`: per-file manifests and the plan of an incremental re-index (which chunks to
@@ -12,6 +13,7 @@
 //! - [`store`]: `MemoryStore`: incremental indexing and hybrid (vector + BM25) search.
 
 pub mod chunk;
+pub mod compact;
 pub mod digest;
 pub mod embed;
 pub(crate) mod index;

@@ -328,7 +328,10 @@ impl App {
             self.chosen_model(conn, msg.chat.id.0),
         )
         .await;
-        let history = session.map_err(Failure::storage)?.messages;
+        let history = session::for_model(
+            session.map_err(Failure::storage)?,
+            self.config.session.history_window,
+        );
         let granted = if conn.agent.config.policy.may_ask() {
             let prefix = keys::grants(&conn.id, msg.chat.id.0);
             let keys = self

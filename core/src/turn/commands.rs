@@ -25,6 +25,10 @@ pub enum Action {
     TimeZone,
     /// The chat's model, with a button per model of the agent.
     Model,
+    /// Summarises the conversation's older turns now.
+    Compact,
+    /// How full the conversation's context is.
+    Context,
 }
 
 /// One command: its name (without the slash), what `/help` says of it, what it does.
@@ -81,6 +85,16 @@ pub const COMMANDS: &[Command] = &[
         name: "model",
         help: "which model answers in this chat, to choose another",
         action: Action::Model,
+    },
+    Command {
+        name: "compact",
+        help: "summarise the older part of this conversation now",
+        action: Action::Compact,
+    },
+    Command {
+        name: "context",
+        help: "how much of my context this conversation takes",
+        action: Action::Context,
     },
     Command {
         name: "help",
@@ -152,7 +166,7 @@ mod tests {
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),
-            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/help: this message"
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/compact: summarise the older part of this conversation now\n/context: how much of my context this conversation takes\n/help: this message"
         );
     }
 }

@@ -35,6 +35,10 @@ pub enum Decision {
     TimeZone(String),
     /// `/model`: the chat's model, with buttons to choose another.
     Model,
+    /// `/compact`: summarise the older turns now.
+    Compact,
+    /// `/context`: how full the conversation is.
+    Context,
 }
 
 /// The connector's settings a decision depends on.
@@ -134,6 +138,8 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
             Action::Reminders => Decision::Reminders,
             Action::TimeZone => Decision::TimeZone(commands::args(text).to_owned()),
             Action::Model => Decision::Model,
+            Action::Compact => Decision::Compact,
+            Action::Context => Decision::Context,
         };
     }
     let body = body.trim();

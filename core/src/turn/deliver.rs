@@ -17,28 +17,38 @@ use crate::telegram::TelegramError;
 
 impl App {
     /// Appends the checkpointed turn to its session, unless a previous try already did.
+    /// Returns whether the session has grown past its budget and is due to be compacted
+    /// (after delivery, `compact.rs`).
     pub(super) async fn apply_session_turn(
         &self,
         job: &Job,
         update_id: i64,
-    ) -> Result<(), PortError> {
+    ) -> Result<bool, PortError> {
         let Some((key, messages)) = job
             .checkpoint
             .as_ref()
             .and_then(|c| c.session_turn.as_ref())
         else {
-            return Ok(());
+            return Ok(false);
         };
         let kv = &*self.platform.kv;
         let mut s = self.current_session(key, None).await?;
         if s.has_applied(update_id) {
-            return Ok(());
+            return Ok(false);
         }
         s.messages.extend(messages.iter().cloned());
-        session::trim(&mut s.messages, self.config.session.history_window);
+        let cfg = &self.config.session;
+        // With compaction on, what passes the window waits (up to twice the window) to be
+        // summarised rather than dropped; the model still reads at most the window.
+        let keep = match cfg.compact_tokens {
+            0 => cfg.history_window,
+            _ => cfg.history_window.saturating_mul(2),
+        };
+        session::trim(&mut s.messages, keep);
         s.mark_applied(update_id);
         s.updated_ms = self.platform.clock.now_ms();
-        session::save(kv, key, &s).await
+        session::save(kv, key, &s).await?;
+        Ok(crate::memory::compact::is_due(&s.messages, cfg))
     }
 
     /// Sends the parts not sent yet, checkpointing each. `preview` names the Kv key of a

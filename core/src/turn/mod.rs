@@ -5,6 +5,7 @@
 
 pub mod approval;
 pub mod commands;
+mod compact;
 pub mod decide;
 mod deliver;
 mod draft;
@@ -198,7 +199,7 @@ impl App {
                 }
             }
         }
-        self.apply_session_turn(&job, update.id).await?;
+        let compact = self.apply_session_turn(&job, update.id).await?;
         // The bookkeeping goes out beside the answer; taken from the job first, so the saves
         // of the delivery do not keep it for a retry.
         let books = job.checkpoint.as_mut().and_then(|c| c.books.take());
@@ -210,6 +211,12 @@ impl App {
             self.keep_books(conn, books),
         )
         .await;
+        if compact && matches!(step, Ok(Step::Done)) {
+            // The answer is out: the user does not wait for this.
+            if let Err(e) = self.compact_session(conn, msg).await {
+                tracing::warn!(error = %e, "compaction failed; the history is trimmed instead");
+            }
+        }
         step
     }
 
@@ -270,6 +277,14 @@ impl App {
                 .map_err(Failure::storage)?,
             Decision::Usage => self
                 .usage_reply(conn, msg)
+                .await
+                .map_err(Failure::storage)?,
+            Decision::Compact => self
+                .compact_reply(conn, msg)
+                .await
+                .map_err(Failure::storage)?,
+            Decision::Context => self
+                .context_reply(conn, msg)
                 .await
                 .map_err(Failure::storage)?,
             Decision::Model => {
