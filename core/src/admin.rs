@@ -87,7 +87,7 @@ impl App {
         let Some(paired) = self.pairings().approve(&conn.id, code, None).await? else {
             return Ok(None);
         };
-        self.audit_admin(conn, paired.step("approved")).await?;
+        self.audit_admin(conn, &paired, "approved").await?;
         self.welcome(conn, &paired).await;
         Ok(Some(paired))
     }
@@ -103,23 +103,25 @@ impl App {
         let Some(paired) = self.pairings().remove(&conn.id, user).await? else {
             return Ok(None);
         };
-        self.audit_admin(conn, paired.step("removed")).await?;
+        self.audit_admin(conn, &paired, "removed").await?;
         Ok(Some(paired))
     }
 
-    /// Writes a step done at the command line (chat and user 0) to the audit trail.
+    /// Writes a pairing's `action` done at the command line to the audit trail: chat and
+    /// user 0, the person's id as the trace.
     async fn audit_admin(
         &self,
         conn: &crate::connector::Connector,
-        step: crate::audit::Step,
+        paired: &Paired,
+        action: &str,
     ) -> Result<(), PortError> {
         let entry = crate::audit::Entry {
             at_ms: self.platform.clock.now_ms(),
-            trace: 0,
+            trace: paired.person.id,
             seq: 0,
             chat: 0,
             user: 0,
-            step,
+            step: paired.step(action),
         };
         let retention = self.config.audit.retention();
         crate::audit::write(&*self.platform.kv, &conn.id, &[entry], retention).await
@@ -132,7 +134,8 @@ impl App {
             .ok_or_else(|| AdminError::UnknownConnector(id.to_string(), String::new()))
     }
 
-    /// Connectors nobody is allowed to talk to (everyone gets only their id back).
+    /// Connectors with no configured user, so no owner (strangers get codes only the command
+    /// line can approve).
     pub fn connectors_without_users(&self) -> Vec<ConnectorId> {
         self.connectors
             .values()

@@ -167,9 +167,7 @@ impl App {
                 return Ok(None);
             }
         }
-        if !conn.allowed.contains(&from.id.0)
-            && self.pairings().quiet(&conn.id, from.id.0).await?
-        {
+        if !conn.allowed.contains(&from.id.0) && self.pairings().quiet(&conn.id, from.id.0).await? {
             return Ok(None); // a stranger told their code a moment ago
         }
         let lane = Lane::of_chat(&conn.id, msg.chat.id.0);

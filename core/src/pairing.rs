@@ -83,7 +83,11 @@ impl Person {
         Person {
             id: user.id.0,
             name: clean(&user.first_name),
-            username: user.username.as_deref().map(clean).filter(|u| !u.is_empty()),
+            username: user
+                .username
+                .as_deref()
+                .map(clean)
+                .filter(|u| !u.is_empty()),
         }
     }
 
@@ -306,7 +310,9 @@ impl Pairings<'_> {
         self.kv
             .put_json(&keys::paired(connector, user), &paired, None)
             .await?;
-        self.kv.delete(&keys::pairing_code(connector, &code)).await?;
+        self.kv
+            .delete(&keys::pairing_code(connector, &code))
+            .await?;
         self.kv.delete(&keys::stranger(connector, user)).await?;
         Ok(Some(paired))
     }
@@ -336,7 +342,9 @@ impl Pairings<'_> {
             by: None,
             at_ms: 0,
         };
-        Ok(Some(serde_json::from_slice(&bytes).unwrap_or_else(|_| unknown())))
+        Ok(Some(
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| unknown()),
+        ))
     }
 
     /// The paired people of `connector`, at most `limit`, in id order (as text).

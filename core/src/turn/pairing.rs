@@ -62,7 +62,13 @@ impl App {
         let person = Person::of(from);
         let told = self
             .pairings()
-            .stranger(&conn.id, &person, update_id, &conn.pairing_key, &self.instance)
+            .stranger(
+                &conn.id,
+                &person,
+                update_id,
+                &conn.pairing_key,
+                &self.instance,
+            )
             .await
             .map_err(Failure::storage)?;
         let id = person.id;
@@ -173,7 +179,9 @@ impl App {
             configured.join(", ")
         );
         if paired.is_empty() {
-            text.push_str("\nPaired: nobody. Strangers who write to me get a code; /pair CODE lets them in.");
+            text.push_str(
+                "\nPaired: nobody. Strangers who write to me get a code; /pair CODE lets them in.",
+            );
         } else {
             text.push_str("\nPaired (a button removes them):");
             for p in &paired {
@@ -215,10 +223,9 @@ impl App {
             .and_then(|d| d.strip_prefix(BUTTON))
             .and_then(|d| d.parse::<i64>().ok());
         let (text, alert) = match user {
-            _ if conn.owner != Some(q.from.id.0) => (
-                "Only the bot's owner can remove people.".to_owned(),
-                true,
-            ),
+            _ if conn.owner != Some(q.from.id.0) => {
+                ("Only the bot's owner can remove people.".to_owned(), true)
+            }
             None => ("That button is no longer valid.".to_owned(), false),
             Some(user) => match self.pairings().remove(&conn.id, user).await {
                 Ok(Some(p)) => {
