@@ -44,12 +44,17 @@ fn stranger(update_id: i64, text: &str) -> Value {
 
 /// A tap on `data` by `from`, on a message in the owner's chat.
 fn tap(update_id: i64, from: i64, data: &str) -> Value {
+    tap_in(update_id, from, OWNER_ID, data)
+}
+
+/// A tap on `data` by `from`, on a message in `chat`.
+fn tap_in(update_id: i64, from: i64, chat: i64, data: &str) -> Value {
     json!({"update_id": update_id, "callback_query": {
         "id": format!("cb{update_id}"),
         "from": {"id": from, "is_bot": false, "first_name": "Ada"},
         "chat_instance": "42",
         "data": data,
-        "message": {"message_id": 5, "date": 1, "chat": {"id": OWNER_ID, "type": "private"}, "text": "Users"}
+        "message": {"message_id": 5, "date": 1, "chat": {"id": chat, "type": "private"}, "text": "Users"}
     }})
 }
 
@@ -119,6 +124,12 @@ fn the_owner_pairs_a_stranger_who_is_then_answered() {
         );
         assert!(last_to(&h, STRANGER_ID).starts_with("Welcome!"));
         assert!(answered(&h, 4).await, "paired: the model answers");
+        // Buttons serve them too (the choice of model in their chat).
+        h.deliver_raw(&tap_in(5, STRANGER_ID, STRANGER_ID, "md:0"))
+            .await;
+        let tapped = h.calls("answerCallbackQuery");
+        let said = tapped.last().unwrap()["text"].as_str().unwrap();
+        assert!(said.starts_with("This chat now uses"), "{said}");
         let trail = h
             .app
             .audit_entries(&main_id(), 3_600_000, None, 100)

@@ -237,8 +237,8 @@ impl App {
         let mut decision = decide::decide(msg, me.as_ref(), &gate);
         if let Decision::Stranger(user) = decision {
             // Not in the config: one read of their pairing.
-            gate.paired =
-                (self.pairings().is_paired(&conn.id, user).await).map_err(Failure::storage)?;
+            let paired = self.pairings().is_paired(&conn.id, user).await;
+            gate.paired = paired.map_err(Failure::storage)?;
             decision = decide::decide(msg, me.as_ref(), &gate);
         }
         let reply_to = (!msg.is_private()).then_some(msg.message_id);

@@ -81,8 +81,12 @@ impl App {
                 if new && pending < NOTIFY_BELOW {
                     self.tell_owner(conn, &person, &code).await;
                 }
+                let within = match new {
+                    true => "within the hour",
+                    false => "within an hour of when I first gave it to you",
+                };
                 format!(
-                    "Sorry, this is a private assistant. To ask its owner for access, give them this code: {code}\nThey let you in by sending me /pair {code} within the hour. Your Telegram user id is {id}."
+                    "Sorry, this is a private assistant. To ask its owner for access, give them this code: {code}\nThey let you in by sending me /pair {code} {within}. Your Telegram user id is {id}."
                 )
             }
         };
