@@ -1,6 +1,6 @@
 //! What a shell's command line and set-up ask of the app, as methods, so no shell reaches into
 //! `App` or `Connector` fields: which bots there are and what they still lack, their webhooks,
-//! sessions, long polling and housekeeping.
+//! sessions, long polling, pairings and housekeeping.
 
 use clawless_platform::{KvExt, PortError};
 use serde_json::Value;
@@ -9,6 +9,7 @@ use crate::app::App;
 use crate::ids::{ConnectorId, SessionKey};
 use crate::memory::scope::MemoryOwner;
 use crate::memory::store::{MemoryError, MemoryHit};
+use crate::pairing::{Paired, Pending};
 use crate::session;
 use crate::telegram::TelegramError;
 
@@ -25,6 +26,17 @@ pub enum AdminError {
     Telegram(#[from] TelegramError),
     #[error("storage: {0}")]
     Storage(#[from] PortError),
+}
+
+/// Who may talk to a connector, as `clawless pairing list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairingList {
+    pub owner: Option<i64>,
+    /// From the config and `TELEGRAM_ALLOWED_USERS`, the owner first.
+    pub configured: Vec<i64>,
+    pub paired: Vec<Paired>,
+    /// Codes waiting for approval.
+    pub pending: Vec<Pending>,
 }
 
 impl App {
@@ -49,7 +61,81 @@ impl App {
         }
     }
 
-    /// Connectors nobody is allowed to talk to (everyone gets only their id back).
+    /// Who may talk to `connector`: the configured users (the owner first) and the paired
+    /// people (at most 1000), and the codes waiting for approval.
+    pub async fn pairing_list(&self, connector: &ConnectorId) -> Result<PairingList, AdminError> {
+        let conn = self.conn(connector)?;
+        let pairings = self.pairings();
+        let mut configured: Vec<i64> = conn.owner.into_iter().collect();
+        configured.extend(conn.allowed.iter().filter(|u| Some(**u) != conn.owner));
+        Ok(PairingList {
+            owner: conn.owner,
+            configured,
+            paired: pairings.paired(&conn.id, 1000).await?,
+            pending: pairings.pending(&conn.id).await?,
+        })
+    }
+
+    /// Lets in the person whose pending code is `code` (the command line's `/pair`): the
+    /// pairing is kept, audited, and they are welcomed; `None` when no such code waits.
+    pub async fn pairing_approve(
+        &self,
+        connector: &ConnectorId,
+        code: &str,
+    ) -> Result<Option<Paired>, AdminError> {
+        let conn = self.conn(connector)?;
+        let Some(paired) = self.pairings().approve(&conn.id, code, None).await? else {
+            return Ok(None);
+        };
+        self.audit_admin(conn, &paired, "approved").await?;
+        self.welcome(conn, &paired).await;
+        Ok(Some(paired))
+    }
+
+    /// Ends `user`'s pairing (they are a stranger again); `None` when they were not paired.
+    /// Configured users are changed in the config, not here.
+    pub async fn pairing_remove(
+        &self,
+        connector: &ConnectorId,
+        user: i64,
+    ) -> Result<Option<Paired>, AdminError> {
+        let conn = self.conn(connector)?;
+        let Some(paired) = self.pairings().remove(&conn.id, user).await? else {
+            return Ok(None);
+        };
+        self.audit_admin(conn, &paired, "removed").await?;
+        Ok(Some(paired))
+    }
+
+    /// Writes a pairing's `action` done at the command line to the audit trail: chat and
+    /// user 0, the person's id as the trace.
+    async fn audit_admin(
+        &self,
+        conn: &crate::connector::Connector,
+        paired: &Paired,
+        action: &str,
+    ) -> Result<(), PortError> {
+        let entry = crate::audit::Entry {
+            at_ms: self.platform.clock.now_ms(),
+            trace: paired.person.id,
+            seq: 0,
+            chat: 0,
+            user: 0,
+            step: paired.step(action),
+        };
+        let retention = self.config.audit.retention();
+        crate::audit::write(&*self.platform.kv, &conn.id, &[entry], retention).await
+    }
+
+    fn conn(&self, connector: &ConnectorId) -> Result<&crate::connector::Connector, AdminError> {
+        let id = self.connector_id(Some(connector.as_str()))?;
+        self.connectors
+            .get(&id)
+            .ok_or_else(|| AdminError::UnknownConnector(id.to_string(), String::new()))
+    }
+
+    /// Connectors with no configured user, so no owner (strangers get codes only the command
+    /// line can approve).
     pub fn connectors_without_users(&self) -> Vec<ConnectorId> {
         self.connectors
             .values()
@@ -78,11 +164,7 @@ impl App {
     }
 
     fn bot_of(&self, connector: &ConnectorId) -> Result<&crate::connector::Connector, AdminError> {
-        let id = self.connector_id(Some(connector.as_str()))?;
-        let c = self
-            .connectors
-            .get(&id)
-            .ok_or_else(|| AdminError::UnknownConnector(id.to_string(), String::new()))?;
+        let c = self.conn(connector)?;
         if !c.token_set {
             return Err(AdminError::NotSet(format!("set {} first", c.token_env)));
         }

@@ -98,6 +98,7 @@ impl App {
                 .allowed_users
                 .iter()
                 .chain(&extra_users)
+                .chain(&c.owner)
                 .copied()
                 .collect();
             bots.insert(
@@ -172,9 +173,17 @@ impl App {
                         .allowed_users
                         .iter()
                         .chain(&extra_users)
+                        .chain(&c.owner)
                         .copied()
                         .collect(),
-                    owner: c.allowed_users.iter().chain(&extra_users).copied().next(),
+                    owner: c
+                        .owner
+                        .or_else(|| c.allowed_users.iter().chain(&extra_users).copied().next()),
+                    pairing_key: Secret::new(format!(
+                        "{}\n{}",
+                        token.expose(),
+                        env.secret(&c.webhook_secret_env).expose()
+                    )),
                     shared_memory: c.shared_memory,
                     agent,
                     identity: Mutex::new(None),

@@ -1,8 +1,8 @@
 //! The audit trail: what the agent did, step by step. Each turn has a trace id (its update);
 //! each model call (model, tokens, cost, latency, outcome), tool call (name, arguments with
 //! secrets redacted and size capped, level, decision, latency, result size or error),
-//! approval answered and command is one [`Entry`], kept `audit.retention_days` through the Kv
-//! port, so the trail exists on every shell.
+//! approval answered, command and pairing (someone let in or out) is one [`Entry`], kept
+//! `audit.retention_days` through the Kv port, so the trail exists on every shell.
 //!
 //! Keys are `audit/<connector>/<at ms:015>/<trace>.<seq:05>`: listing a connector's prefix from an
 //! instant reads entries in time order.
@@ -53,6 +53,14 @@ pub enum Step {
     },
     Command {
         name: String,
+    },
+    /// The owner let someone in or out (`/pair`, a `/users` button, the command line; the
+    /// entry's user is the owner, 0 for the command line).
+    Pairing {
+        /// `approved` or `removed`.
+        action: String,
+        /// Whom it concerns, as `Person::label` shows them.
+        person: String,
     },
 }
 
@@ -234,6 +242,7 @@ pub fn line(e: &Entry) -> String {
             None => format!("approval of {tool}: {outcome}"),
         },
         Step::Command { name } => format!("command /{name}"),
+        Step::Pairing { action, person } => format!("pairing of {person}: {action}"),
     };
     format!("{h:02}:{m:02}:{s:02} UTC  {what}")
 }

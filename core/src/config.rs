@@ -52,6 +52,10 @@ pub struct ConnectorConfig {
     /// Telegram user ids allowed to talk to the bot (merged with `TELEGRAM_ALLOWED_USERS`).
     #[serde(default)]
     pub allowed_users: Vec<i64>,
+    /// Who approves pairings (`/pair`), manages `/users` and sees `/audit`; may always talk.
+    /// Default: the first of `allowed_users` (then of `TELEGRAM_ALLOWED_USERS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<i64>,
     /// Env var holding this connector's bot token.
     #[serde(default = "default_token_env")]
     pub token_env: String,
@@ -412,18 +416,26 @@ impl Config {
                 "main".into(),
                 ConnectorConfig {
                     allowed_users: vec![],
+                    owner: None,
                     token_env: default_token_env(),
                     webhook_secret_env: default_secret_env(),
                     shared_memory: false,
                 },
             );
         }
-        for id in connectors.keys() {
+        for (id, c) in &connectors {
             if !valid_id(id) {
                 return Err(err(
                     "main.yaml",
                     format!("connectors.{id}"),
                     "connector ids are 1 to 64 letters, digits, _ and -",
+                ));
+            }
+            if c.owner.is_some_and(|o| o <= 0) {
+                return Err(err(
+                    "main.yaml",
+                    format!("connectors.{id}.owner"),
+                    "must be a person's Telegram user id (a positive number), not a group's",
                 ));
             }
         }

@@ -18,9 +18,14 @@ pub struct Connector {
     pub(crate) token_env: String,
     pub(crate) secret: Secret,
     pub(crate) secret_env: String,
+    /// Who may talk to it from the config (`owner:` included); paired people are in the Kv
+    /// (see [`crate::pairing`]).
     pub(crate) allowed: BTreeSet<i64>,
-    /// The first allowed user (config order, then `TELEGRAM_ALLOWED_USERS`).
+    /// Who approves pairings and sees the audit trail: `owner:` in `main.yaml`, else the
+    /// first allowed user (config order, then `TELEGRAM_ALLOWED_USERS`).
     pub(crate) owner: Option<i64>,
+    /// What pairing codes are keyed with: the bot token and the webhook secret.
+    pub(crate) pairing_key: Secret,
     /// One memory for every chat (`shared_memory: true`): for single-user deployments.
     pub(crate) shared_memory: bool,
     pub(crate) agent: Arc<Agent>,

@@ -1,6 +1,7 @@
 //! The ingress stage: a webhook body (or a polled update) is checked, parsed once, classified
 //! and stored in the inbox, or dropped when the turn would ignore it anyway. Everything here
-//! is on the ack path: two Kv calls for an update that becomes a job.
+//! is on the ack path: two Kv calls for an update that becomes a job (three from someone
+//! outside the configured users: their stranger record is read first).
 
 use clawless_platform::PortError;
 use serde_json::Value;
@@ -8,7 +9,6 @@ use serde_json::Value;
 use crate::app::App;
 use crate::ids::Lane;
 use crate::inbox::Job;
-use crate::keys;
 use crate::telegram::{Update, UpdateKind};
 use crate::turn::decide::{self, Decision};
 
@@ -167,15 +167,8 @@ impl App {
                 return Ok(None);
             }
         }
-        if !conn.allowed.contains(&from.id.0)
-            && self
-                .platform
-                .kv
-                .get(&keys::stranger(&conn.id, from.id.0))
-                .await?
-                .is_some()
-        {
-            return Ok(None); // already told once
+        if !conn.allowed.contains(&from.id.0) && self.pairings().quiet(&conn.id, from.id.0).await? {
+            return Ok(None); // a stranger told their code a moment ago
         }
         let lane = Lane::of_chat(&conn.id, msg.chat.id.0);
         self.enqueue(conn, lane, update.id, raw).await

@@ -6,7 +6,9 @@
 //! | `inbox/<lane>/<update_id:020>` | a pending job (JSON); lexical order is update order | ingress, turn |
 //! | `seen/<connector>/<update_id>` | a finished update, kept `dedupe_hours` | inbox |
 //! | `lease/<lane>` | the drainer holding the lane, with a TTL | inbox |
-//! | `stranger/<connector>/<user>` | a stranger was told their id once | turn |
+//! | `stranger/<connector>/<user>` | what a stranger was told (their pairing code) and when, until the code expires | pairing |
+//! | `pairing/<connector>/<code>` | a pending pairing code: whose it is, TTL 1 h | pairing |
+//! | `paired/<connector>/<user>` | a person the owner paired: who paired them, when | pairing |
 //! | `botinfo/<connector>` | the bot's `getMe` identity, a day | turn |
 //! | `session/<session key>` | a conversation's history | session |
 //! | `summarized/<session key>/<update>` | a session's summary was written | memory lifecycle |
@@ -50,8 +52,29 @@ pub fn lease(lane: &Lane) -> String {
     format!("{LEASES}{lane}")
 }
 
+/// What a stranger was told: their pairing code and when.
 pub fn stranger(connector: &ConnectorId, user: i64) -> String {
     format!("stranger/{connector}/{user}")
+}
+
+/// The prefix of a connector's pending pairing codes.
+pub fn pairing_codes(connector: &ConnectorId) -> String {
+    format!("pairing/{connector}/")
+}
+
+/// A pending pairing code.
+pub fn pairing_code(connector: &ConnectorId, code: &str) -> String {
+    format!("{}{code}", pairing_codes(connector))
+}
+
+/// The prefix of a connector's paired people.
+pub fn paired_users(connector: &ConnectorId) -> String {
+    format!("paired/{connector}/")
+}
+
+/// A person the owner paired.
+pub fn paired(connector: &ConnectorId, user: i64) -> String {
+    format!("{}{user}", paired_users(connector))
 }
 
 pub fn bot_identity(connector: &ConnectorId) -> String {

@@ -13,6 +13,8 @@
 //!   turn, the checkpoint, delivery.
 //! - [`keys`]: every Kv key, built in one place; [`ids`]: the typed names keys are built
 //!   from (connector, lane, session key, memory scope).
+//! - [`pairing`]: people the owner lets in with a one-time code, kept in the Kv beside the
+//!   configured ones.
 //! - [`inbox`]: the durable inbox: exactly-once, in-order per chat, leases, retries.
 //! - [`schedule`]: reminders and scheduled tasks: records, the due index, cron, time zones;
 //!   [`fire`]: firing what is due through the inbox, exactly once.
@@ -50,6 +52,7 @@ pub mod keys;
 pub mod llm;
 pub mod media;
 pub mod memory;
+pub mod pairing;
 pub mod schedule;
 pub mod secret;
 pub mod session;

@@ -387,6 +387,9 @@ async fn trail(h: &Harness) -> Vec<String> {
                 format!("approval: {tool} {outcome}")
             }
             clawless_core::audit::Step::Command { name } => format!("command: {name}"),
+            clawless_core::audit::Step::Pairing { action, person } => {
+                format!("pairing: {person} {action}")
+            }
         })
         .collect()
 }

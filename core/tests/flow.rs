@@ -280,15 +280,23 @@ fn wrong_or_missing_secret_is_401_and_nothing_happens() {
 }
 
 #[test]
-fn stranger_gets_one_reply_with_their_id_and_no_model_call() {
+fn stranger_gets_one_reply_with_a_code_and_their_id_and_no_model_call() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
         h.deliver("stranger_private", 1).await;
         h.deliver("stranger_private", 2).await;
         h.deliver("stranger_private", 3).await;
-        let sent = h.sent_texts();
-        assert_eq!(sent.len(), 1, "at most one reply");
-        assert!(sent[0].contains(&STRANGER_ID.to_string()));
+        let sent = h.calls("sendMessage");
+        let to_stranger: Vec<&str> = sent
+            .iter()
+            .filter(|b| b["chat_id"] == json!(STRANGER_ID))
+            .map(|b| b["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(to_stranger.len(), 1, "at most one reply: {to_stranger:?}");
+        assert!(to_stranger[0].contains(&STRANGER_ID.to_string()));
+        assert!(to_stranger[0].contains("/pair "), "{}", to_stranger[0]);
+        let to_owner = sent.iter().filter(|b| b["chat_id"] == json!(OWNER_ID));
+        assert_eq!(to_owner.count(), 1, "the owner is told once");
         assert!(h.llm_requests().is_empty());
         h.assert_spec_clean();
     });

@@ -286,6 +286,8 @@ fn kv_keys_are_built_only_in_the_keys_module() {
         "seen/",
         "lease/",
         "stranger/",
+        "pairing/",
+        "paired/",
         "botinfo/",
         "session/",
         "summarized/",

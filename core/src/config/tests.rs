@@ -93,6 +93,29 @@ fn errors_name_file_and_field() {
 }
 
 #[test]
+fn an_owner_is_a_person_and_survives_the_json() {
+    let cfg = Config::load(&with(
+        "main.yaml",
+        "connectors:\n  main:\n    allowed_users: [5]\n    owner: 7\n",
+    ))
+    .unwrap();
+    assert_eq!(cfg.connectors["main"].owner, Some(7));
+    assert_eq!(Config::from_json(&cfg.to_json()).unwrap(), cfg);
+    for bad in ["-100123", "0"] {
+        let e = Config::load(&with(
+            "main.yaml",
+            &format!("connectors:\n  main:\n    owner: {bad}\n"),
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_str()),
+            ("main.yaml", "connectors.main.owner"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn json_round_trip_keeps_everything() {
     let config = Config::load(&embedded()).unwrap();
     let back = Config::from_json(&config.to_json()).unwrap();

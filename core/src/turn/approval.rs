@@ -158,10 +158,7 @@ impl App {
             }
             let update = Update::from_value(&next.update);
             match update.as_ref().map(|u| &u.kind) {
-                Ok(UpdateKind::CallbackQuery(q))
-                    if super::reminders::is_reminder_button(q)
-                        || super::model::is_model_button(q) =>
-                {
+                Ok(UpdateKind::CallbackQuery(q)) if super::is_side_button(q) => {
                     self.button_tap(conn, q).await;
                     self.inbox.finish(&next_key, &next).await?;
                 }
@@ -176,7 +173,7 @@ impl App {
                     // answers for it.
                     let owner_only = s.call.name == "exec";
                     let may = (from == s.asker && !owner_only || conn.owner == Some(from))
-                        && conn.allowed.contains(&from);
+                        && self.may_talk(conn, from).await?;
                     let (text, alert) = match outcome {
                         None => ("This request is no longer waiting.", false),
                         Some(_) if !may => ("This approval is not yours.", true),

@@ -29,6 +29,10 @@ pub enum Action {
     Compact,
     /// How full the conversation's context is.
     Context,
+    /// Lets in the person whose pairing code follows (the owner, in private).
+    Pair,
+    /// Who may talk to the bot, a remove button per paired person (the owner, in private).
+    Users,
 }
 
 /// One command: its name (without the slash), what `/help` says of it, what it does.
@@ -95,6 +99,16 @@ pub const COMMANDS: &[Command] = &[
         name: "context",
         help: "how much of my context this conversation takes",
         action: Action::Context,
+    },
+    Command {
+        name: "pair",
+        help: "let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)",
+        action: Action::Pair,
+    },
+    Command {
+        name: "users",
+        help: "who may talk to me, to remove someone (owner only)",
+        action: Action::Users,
     },
     Command {
         name: "help",
@@ -166,7 +180,7 @@ mod tests {
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),
-            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/compact: summarise the older part of this conversation now\n/context: how much of my context this conversation takes\n/help: this message"
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/compact: summarise the older part of this conversation now\n/context: how much of my context this conversation takes\n/pair: let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)\n/users: who may talk to me, to remove someone (owner only)\n/help: this message"
         );
     }
 }

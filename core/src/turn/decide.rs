@@ -39,13 +39,19 @@ pub enum Decision {
     Compact,
     /// `/context`: how full the conversation is.
     Context,
+    /// `/pair CODE`: let in the person the code was given to.
+    Pair(String),
+    /// `/users`: who may talk, with remove buttons.
+    Users,
 }
 
 /// The connector's settings a decision depends on.
 #[derive(Debug, Clone, Copy)]
 pub struct Gate<'a> {
-    /// Who may talk to the bot.
+    /// Who may talk to the bot from the config.
     pub allowed: &'a BTreeSet<i64>,
+    /// The sender is paired (read from the Kv before deciding; see [`crate::pairing`]).
+    pub paired: bool,
     /// The assistant's name, for the greeting.
     pub name: &'a str,
     /// Longer texts are cut (see `limits.max_input_chars`).
@@ -57,6 +63,7 @@ impl<'a> Gate<'a> {
     pub fn of(conn: &'a Connector, max_input_chars: usize) -> Gate<'a> {
         Gate {
             allowed: &conn.allowed,
+            paired: false,
             name: conn
                 .agent
                 .config
@@ -123,7 +130,7 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
             return Decision::Ignore("not a private chat or group")
         }
     }
-    if !gate.allowed.contains(&from.id.0) {
+    if !gate.allowed.contains(&from.id.0) && !gate.paired {
         return Decision::Stranger(from.id.0);
     }
     if let Some(cmd) = command.and_then(|(name, _)| commands::find(&name)) {
@@ -140,6 +147,8 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
             Action::Model => Decision::Model,
             Action::Compact => Decision::Compact,
             Action::Context => Decision::Context,
+            Action::Pair => Decision::Pair(commands::args(text).to_owned()),
+            Action::Users => Decision::Users,
         };
     }
     let body = body.trim();
@@ -192,6 +201,7 @@ mod tests {
     fn gate(allowed: &BTreeSet<i64>) -> Gate<'_> {
         Gate {
             allowed,
+            paired: false,
             name: "Claw",
             max_input_chars: 10,
         }
@@ -215,6 +225,14 @@ mod tests {
         assert_eq!(
             decide(&stranger, None, &gate(&allowed)),
             Decision::Stranger(2)
+        );
+        let paired = Gate {
+            paired: true,
+            ..gate(&allowed)
+        };
+        assert_eq!(
+            decide(&stranger, None, &paired),
+            Decision::Turn("hi".into())
         );
         let new = msg(
             json!({"message_id": 1, "chat": {"id": 1, "type": "private"},

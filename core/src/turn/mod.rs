@@ -11,6 +11,7 @@ mod deliver;
 mod draft;
 mod media;
 mod model;
+mod pairing;
 mod reminders;
 mod reports;
 
@@ -29,6 +30,11 @@ use crate::telegram::api::Target;
 use crate::telegram::render::plain_parts;
 use crate::telegram::{BotIdentity, Message, TelegramError, Update};
 use decide::Decision;
+
+/// Whether a tap is on a button [`App::button_tap`] handles (not an approval's).
+pub(super) fn is_side_button(q: &crate::telegram::types::CallbackQuery) -> bool {
+    reminders::is_reminder_button(q) || model::is_model_button(q) || pairing::is_pairing_button(q)
+}
 
 /// How often "typing…" is sent again while the agent works.
 const TYPING_EVERY: Duration = Duration::from_millis(4500);
@@ -237,8 +243,14 @@ impl App {
             true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
             false => None,
         };
-        let gate = decide::Gate::of(conn, self.config.limits.max_input_chars);
-        let decision = decide::decide(msg, me.as_ref(), &gate);
+        let mut gate = decide::Gate::of(conn, self.config.limits.max_input_chars);
+        let mut decision = decide::decide(msg, me.as_ref(), &gate);
+        if let Decision::Stranger(user) = decision {
+            // Not in the config: one read of their pairing.
+            let paired = self.pairings().is_paired(&conn.id, user).await;
+            gate.paired = paired.map_err(Failure::storage)?;
+            decision = decide::decide(msg, me.as_ref(), &gate);
+        }
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
         // A command is kept in the audit trail, written beside its reply.
         let mut books = None;
@@ -258,17 +270,22 @@ impl App {
                 tracing::debug!(update_id = job.update_id, why, "not answered");
                 return Ok(Reply::Nothing);
             }
-            Decision::Stranger(user) => {
-                let first = self
-                    .platform
-                    .kv
-                    .put_if_absent(&keys::stranger(&conn.id, user), b"1", None)
+            Decision::Stranger(_) => {
+                return Ok(self
+                    .stranger_reply(conn, msg, job.update_id, reply_to)
+                    .await?)
+            }
+            Decision::Pair(code) => {
+                return self
+                    .pair_reply(conn, msg, &code, reply_to, books)
                     .await
-                    .map_err(Failure::storage)?;
-                if !first {
-                    return Ok(Reply::Nothing);
-                }
-                format!("Sorry, this is a private assistant. Your Telegram user id is {user}; its owner can add it to allowed_users.")
+                    .map_err(|e| Answer::Failed(Failure::storage(e)))
+            }
+            Decision::Users => {
+                return self
+                    .users_reply(conn, msg, reply_to, books)
+                    .await
+                    .map_err(|e| Answer::Failed(Failure::storage(e)))
             }
             Decision::Reply(text) => text,
             Decision::Audit => self
@@ -342,8 +359,8 @@ impl App {
         }))
     }
 
-    /// Handles a tap on a button that is not an approval's (a reminder's cancel, a model);
-    /// `false` when it is none of those.
+    /// Handles a tap on a button that is not an approval's (a reminder's cancel, a model, a
+    /// `/users` remove); `false` when it is none of those.
     pub(super) async fn button_tap(
         &self,
         conn: &Connector,
@@ -353,10 +370,24 @@ impl App {
             self.reminder_tap(conn, q).await;
         } else if model::is_model_button(q) {
             self.model_tap(conn, q).await;
+        } else if pairing::is_pairing_button(q) {
+            self.pairing_tap(conn, q).await;
         } else {
             return false;
         }
         true
+    }
+
+    /// Whether the person tapping may talk to the bot (a storage failure: no, logged).
+    pub(super) async fn may_tap(
+        &self,
+        conn: &Connector,
+        q: &crate::telegram::types::CallbackQuery,
+    ) -> bool {
+        self.may_talk(conn, q.from.id.0).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "who may talk could not be read");
+            false
+        })
     }
 
     /// Shows "typing…" in the chat until dropped: at once, then every [`TYPING_EVERY`]

@@ -83,8 +83,9 @@ impl App {
         let code = q.data.as_deref().and_then(|d| d.strip_prefix(BUTTON));
         let chat = q.message.as_ref().map(|m| m.chat.id.0);
         let links = &conn.agent.chain.links;
+        let may = self.may_tap(conn, q).await;
         let (text, alert) = match (code, chat) {
-            _ if !conn.allowed.contains(&q.from.id.0) => (
+            _ if !may => (
                 "Only people this bot serves can choose its model.".to_owned(),
                 true,
             ),

@@ -55,7 +55,7 @@ impl App {
         fire: &Fire,
     ) -> Result<Reply, Failure> {
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        if !conn.allowed.contains(&user) {
+        if !self.may_talk(conn, user).await.map_err(Failure::storage)? {
             tracing::info!(connector = %conn.id, reminder = fire.reminder, "its owner is no longer allowed; not fired");
             return Ok(Reply::Nothing);
         }
@@ -171,8 +171,9 @@ impl App {
             .and_then(|d| d.strip_prefix(BUTTON))
             .and_then(|d| d.parse::<u64>().ok());
         let chat = q.message.as_ref().map(|m| m.chat.id.0);
+        let may = self.may_tap(conn, q).await;
         let (text, alert) = match (id, chat) {
-            _ if !conn.allowed.contains(&q.from.id.0) => (
+            _ if !may => (
                 "Only people this bot serves can cancel reminders.".to_owned(),
                 true,
             ),

@@ -17,6 +17,7 @@
 //! - [`server`]: the webhook service (`POST /telegram/<connector>`, `GET /healthz`): checks
 //!   before it reads.
 //! - [`poll`]: long polling with `getUpdates`.
+//! - [`pairing`]: `clawless pairing list|approve|remove` as text for a terminal.
 //! - [`setup`]: reading env, config and data dir into an `App`.
 
 pub mod conns;
@@ -24,6 +25,7 @@ pub mod exec;
 pub mod fs;
 pub mod index;
 pub mod listen;
+pub mod pairing;
 pub mod poll;
 pub mod runner;
 pub mod server;

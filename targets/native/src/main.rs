@@ -87,6 +87,15 @@ enum Command {
         #[arg(long)]
         remote: Option<String>,
     },
+    /// Who may talk to a bot: strangers' pairing codes, paired people (/pair and /users in
+    /// Telegram do the same).
+    Pairing {
+        #[command(subcommand)]
+        action: PairingAction,
+        /// The bot (default: the only one).
+        #[arg(long, global = true)]
+        connector: Option<String>,
+    },
     /// The assistant's memory.
     Memory {
         #[command(subcommand)]
@@ -111,6 +120,16 @@ enum WebhookAction {
     Info,
     /// Remove the webhook (long polling can then run).
     Delete,
+}
+
+#[derive(Debug, Subcommand)]
+enum PairingAction {
+    /// The configured users, the paired people and the codes waiting for approval.
+    List,
+    /// Let in the person a stranger's code was given to.
+    Approve { code: String },
+    /// Unpair a person (a Telegram user id): they are a stranger again.
+    Remove { user: i64 },
 }
 
 #[derive(Debug, Subcommand)]
@@ -172,6 +191,7 @@ async fn dispatch(command: Command) -> Result<()> {
         } => config_check().await,
         Command::Webhook { action, connector } => webhook(action, connector.as_deref()).await,
         Command::Memory { action, connector } => memory(action, connector.as_deref()).await,
+        Command::Pairing { action, connector } => pairing(action, connector.as_deref()).await,
         Command::Audit {
             chat,
             since,
@@ -228,7 +248,7 @@ fn require_ready(n: &setup::Native) -> Result<()> {
     for id in n.app.connectors_without_users() {
         tracing::warn!(
             connector = %id,
-            "no allowed users: everyone gets only their id back; set TELEGRAM_ALLOWED_USERS or allowed_users in main.yaml"
+            "no allowed users: strangers get a pairing code, which only `clawless pairing approve` can approve; set TELEGRAM_ALLOWED_USERS or allowed_users in main.yaml"
         );
     }
     Ok(())
@@ -475,6 +495,30 @@ async fn audit_remote(
             Ok(e) => println!("{id} chat {} {}", e.chat, clawless_core::audit::line(&e)),
             Err(e) => println!("{id} (an entry this version cannot read: {e})"),
         }
+    }
+    Ok(())
+}
+
+async fn pairing(action: PairingAction, connector: Option<&str>) -> Result<()> {
+    let n = build().await?;
+    let id = n.app.connector_id(connector)?;
+    let said = match &action {
+        PairingAction::List => Some(clawless_native::pairing::list(&n.app, &id).await?),
+        PairingAction::Approve { code } => {
+            clawless_native::pairing::approve(&n.app, &id, code).await?
+        }
+        PairingAction::Remove { user } => {
+            clawless_native::pairing::remove(&n.app, &id, *user).await?
+        }
+    };
+    match (said, action) {
+        (Some(text), _) => println!("{}", text.trim_end()),
+        (None, PairingAction::Approve { code }) => anyhow::bail!(
+            "no code {code:?} is waiting on {id}: used, expired (codes last an hour) or mistyped"
+        ),
+        (None, _) => anyhow::bail!(
+            "that person is not paired on {id} (configured users are changed in the config)"
+        ),
     }
     Ok(())
 }

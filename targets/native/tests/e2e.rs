@@ -218,6 +218,9 @@ fn every_command_has_help_and_usage_errors_exit_with_2() {
         &["webhook", "delete", "--help"],
         &["memory", "search", "--help"],
         &["memory", "reindex", "--help"],
+        &["pairing", "list", "--help"],
+        &["pairing", "approve", "--help"],
+        &["pairing", "remove", "--help"],
     ] {
         let out = run(args);
         assert!(out.status.success(), "{args:?}");
