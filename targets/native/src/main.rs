@@ -87,6 +87,14 @@ enum Command {
         #[arg(long)]
         remote: Option<String>,
     },
+    /// Skills: which each bot's agent is offered, and why the others are not.
+    Skills {
+        #[command(subcommand)]
+        action: SkillsAction,
+        /// The bot (default: every bot).
+        #[arg(long, global = true)]
+        connector: Option<String>,
+    },
     /// The assistant's memory.
     Memory {
         #[command(subcommand)]
@@ -111,6 +119,13 @@ enum WebhookAction {
     Info,
     /// Remove the webhook (long polling can then run).
     Delete,
+}
+
+#[derive(Debug, Subcommand)]
+enum SkillsAction {
+    /// Each skill of config/skills/ and of the data directory's files/skills/, with its
+    /// source and whether it is offered (or why not).
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -172,6 +187,10 @@ async fn dispatch(command: Command) -> Result<()> {
         } => config_check().await,
         Command::Webhook { action, connector } => webhook(action, connector.as_deref()).await,
         Command::Memory { action, connector } => memory(action, connector.as_deref()).await,
+        Command::Skills {
+            action: SkillsAction::List,
+            connector,
+        } => skills(connector.as_deref()).await,
         Command::Audit {
             chat,
             since,
@@ -513,6 +532,29 @@ async fn memory(action: MemoryAction, connector: Option<&str>) -> Result<()> {
                 "{} lines {}-{} (score {:.2})\n{}\n",
                 h.path, h.start_line, h.end_line, h.score, h.text
             );
+        }
+    }
+    Ok(())
+}
+
+async fn skills(connector: Option<&str>) -> Result<()> {
+    let n = build().await?;
+    let ids = match connector {
+        Some(c) => vec![n.app.connector_id(Some(c))?],
+        None => n.app.connector_ids(),
+    };
+    for id in ids {
+        let (agent, list) = n.app.skills(&id).await?;
+        println!("{id} (agent {agent}):");
+        if list.is_empty() {
+            println!("  no skills (a skill is a folder with SKILL.md in config/skills/ or files/skills/ of the data directory)");
+        }
+        for s in list {
+            let source = s.source.label();
+            match &s.offered {
+                Ok(()) => println!("  {} ({source}): offered", s.name),
+                Err(why) => println!("  {} ({source}): not offered: {why}", s.name),
+            }
         }
     }
     Ok(())
