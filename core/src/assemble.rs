@@ -20,8 +20,8 @@ use crate::llm::{anthropic, gemini, openai, ModelChain, Provider};
 use crate::memory::embed::{EmbeddingProvider, LocalEmbedder, OpenAiEmbeddings};
 use crate::memory::store::MemoryStore;
 use crate::secret::Secret;
-use crate::telegram::{api, BotApi};
 use crate::skills::{Catalog, Offer, SKILL_TOOL};
+use crate::telegram::{api, BotApi};
 use crate::tools::skill::SkillTool;
 use crate::tools::{ToolDeps, ToolRegistry};
 
@@ -128,10 +128,10 @@ impl App {
         for (id, agent) in &config.agents {
             let mut tools = ToolRegistry::for_agent(&agent.tools, agent.tool_timeout_secs, &deps)
                 .map_err(|m| ConfigError {
-                    file: format!("agents.d/{id}.yaml"),
-                    field: "tools".into(),
-                    message: m,
-                })?;
+                file: format!("agents.d/{id}.yaml"),
+                field: "tools".into(),
+                message: m,
+            })?;
             let skills = Arc::new(skill_offer(&catalog, agent, &tools));
             if skills.enabled() {
                 tools.register(Arc::new(SkillTool(skills.clone())));
@@ -211,7 +211,11 @@ impl App {
 
 /// Which skills `agent` may be offered: its `skills:`, checked against the tools it is
 /// offered here (`tools`, the `skill` tool counted when it lists it).
-fn skill_offer(catalog: &Arc<Catalog>, agent: &crate::config::AgentConfig, tools: &ToolRegistry) -> Offer {
+fn skill_offer(
+    catalog: &Arc<Catalog>,
+    agent: &crate::config::AgentConfig,
+    tools: &ToolRegistry,
+) -> Offer {
     let listed = agent.tools.iter().any(|t| t == SKILL_TOOL);
     let offered = tools
         .names()

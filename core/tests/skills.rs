@@ -4,7 +4,7 @@
 //! added on the Files port at run time shows on the next turn; a SKILL.md that does not parse
 //! is reported with the reason, and turns go on.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 
@@ -30,7 +30,10 @@ fn config() -> Config {
     let mut files = clawless_core::config::embedded();
     for (path, text) in [
         ("skills/weekly-report/SKILL.md", WEEKLY),
-        ("skills/weekly-report/template.md", "## Done\n## Next\n## Blocked\n"),
+        (
+            "skills/weekly-report/template.md",
+            "## Done\n## Next\n## Blocked\n",
+        ),
         ("skills/gh-issues/SKILL.md", GH),
     ] {
         files.0.insert(path.into(), text.into());
@@ -51,7 +54,10 @@ fn system(h: &Harness, n: usize) -> String {
 fn an_unmet_requirement_hides_the_skill_and_the_tool_refuses_it() {
     block_on(async {
         let h = harness(&[]);
-        h.script(200, anthropic_tool_use("t1", "skill", json!({"name": "gh-issues"})));
+        h.script(
+            200,
+            anthropic_tool_use("t1", "skill", json!({"name": "gh-issues"})),
+        );
         h.script(200, anthropic_text("I cannot triage issues here."));
         h.deliver("private_text", 1).await;
         let sys = system(&h, 0);
@@ -60,7 +66,10 @@ fn an_unmet_requirement_hides_the_skill_and_the_tool_refuses_it() {
             sys.contains("- weekly-report: Write the user's weekly report from their notes."),
             "{sys}"
         );
-        assert!(!sys.contains("gh-issues"), "unmet GH_TOKEN: not offered\n{sys}");
+        assert!(
+            !sys.contains("gh-issues"),
+            "unmet GH_TOKEN: not offered\n{sys}"
+        );
         let refused = h.last_tool_result();
         assert_eq!(refused["is_error"], true);
         let text = refused["content"].as_str().unwrap();
@@ -68,7 +77,10 @@ fn an_unmet_requirement_hides_the_skill_and_the_tool_refuses_it() {
             text.contains("\"gh-issues\" is not available here: needs GH_TOKEN set"),
             "{text}"
         );
-        assert!(!text.contains("List issues"), "the body is not shown: {text}");
+        assert!(
+            !text.contains("List issues"),
+            "the body is not shown: {text}"
+        );
         assert_eq!(h.sent_texts(), ["I cannot triage issues here."]);
         h.assert_spec_clean();
     });
@@ -78,8 +90,14 @@ fn an_unmet_requirement_hides_the_skill_and_the_tool_refuses_it() {
 fn a_met_requirement_lists_the_skill_and_its_body_is_read_on_demand() {
     block_on(async {
         let h = harness(&[("GH_TOKEN", "ghp_test")]);
-        h.script(200, anthropic_tool_use("t1", "skill", json!({"name": "gh-issues"})));
-        h.script(200, anthropic_tool_use("t2", "skill", json!({"name": "weekly-report"})));
+        h.script(
+            200,
+            anthropic_tool_use("t1", "skill", json!({"name": "gh-issues"})),
+        );
+        h.script(
+            200,
+            anthropic_tool_use("t2", "skill", json!({"name": "weekly-report"})),
+        );
         h.script(
             200,
             anthropic_tool_use(
@@ -127,17 +145,29 @@ fn a_skill_added_at_run_time_shows_on_the_next_turn() {
 
         let files = &h.platform.files;
         let packing = "---\nname: packing-list\ndescription: Make a packing list for a trip.\n---\nAsk where and how long.\n";
-        files.write("skills/packing-list/SKILL.md", packing.as_bytes()).await.unwrap();
+        files
+            .write("skills/packing-list/SKILL.md", packing.as_bytes())
+            .await
+            .unwrap();
         let mine = "---\nname: my-recipes\ndescription: Cook from my recipe notes.\n---\nRead recipes.md first.\n";
         let path = format!("{WORKSPACE}/skills/my-recipes/SKILL.md");
         files.write(&path, mine.as_bytes()).await.unwrap();
 
-        h.script(200, anthropic_tool_use("t1", "skill", json!({"name": "my-recipes"})));
+        h.script(
+            200,
+            anthropic_tool_use("t1", "skill", json!({"name": "my-recipes"})),
+        );
         h.script(200, anthropic_text("two"));
         h.deliver("private_text", 2).await;
         let sys = system(&h, 1);
-        assert!(sys.contains("- packing-list: Make a packing list for a trip."), "{sys}");
-        assert!(sys.contains("- my-recipes: Cook from my recipe notes."), "{sys}");
+        assert!(
+            sys.contains("- packing-list: Make a packing list for a trip."),
+            "{sys}"
+        );
+        assert!(
+            sys.contains("- my-recipes: Cook from my recipe notes."),
+            "{sys}"
+        );
         assert_eq!(h.last_tool_result()["content"], "Read recipes.md first.");
         assert_eq!(h.sent_texts(), ["one", "two"]);
 
@@ -145,7 +175,10 @@ fn a_skill_added_at_run_time_shows_on_the_next_turn() {
         let (agent, list) = h.app.skills(&ConnectorId::new("main")).await.unwrap();
         assert_eq!(agent, "assistant");
         let packing = list.iter().find(|s| s.name == "packing-list").unwrap();
-        assert_eq!((packing.source, &packing.offered), (Source::Deployment, &Ok(())));
+        assert_eq!(
+            (packing.source, &packing.offered),
+            (Source::Deployment, &Ok(()))
+        );
         assert!(list.iter().all(|s| s.name != "my-recipes"));
     });
 }
@@ -156,11 +189,23 @@ fn a_malformed_skill_is_reported_not_offered_and_turns_go_on() {
         let h = harness(&[]);
         let files = &h.platform.files;
         let broken = "---\nname: broken\ndescription: [unclosed\n---\nBody.\n";
-        files.write("skills/broken/SKILL.md", broken.as_bytes()).await.unwrap();
-        files.write("skills/binary/SKILL.md", &[0xff, 0xfe, 0x00]).await.unwrap();
-        files.write("skills/nameless/SKILL.md", b"just text, no frontmatter").await.unwrap();
+        files
+            .write("skills/broken/SKILL.md", broken.as_bytes())
+            .await
+            .unwrap();
+        files
+            .write("skills/binary/SKILL.md", &[0xff, 0xfe, 0x00])
+            .await
+            .unwrap();
+        files
+            .write("skills/nameless/SKILL.md", b"just text, no frontmatter")
+            .await
+            .unwrap();
 
-        h.script(200, anthropic_tool_use("t1", "skill", json!({"name": "broken"})));
+        h.script(
+            200,
+            anthropic_tool_use("t1", "skill", json!({"name": "broken"})),
+        );
         h.script(200, anthropic_text("Done."));
         h.deliver("private_text", 1).await;
         assert_eq!(h.sent_texts(), ["Done."]);
@@ -171,7 +216,10 @@ fn a_malformed_skill_is_reported_not_offered_and_turns_go_on() {
         }
         let refused = h.last_tool_result();
         let text = refused["content"].as_str().unwrap();
-        assert!(text.contains("not available here: frontmatter line 3"), "{text}");
+        assert!(
+            text.contains("not available here: frontmatter line 3"),
+            "{text}"
+        );
 
         let (_, list) = h.app.skills(&ConnectorId::new("main")).await.unwrap();
         let why = |name: &str| {
@@ -182,12 +230,23 @@ fn a_malformed_skill_is_reported_not_offered_and_turns_go_on() {
                 .clone()
                 .unwrap_err()
         };
-        assert!(why("broken").contains("`]` is missing"), "{}", why("broken"));
+        assert!(
+            why("broken").contains("`]` is missing"),
+            "{}",
+            why("broken")
+        );
         assert!(why("binary").contains("not UTF-8"), "{}", why("binary"));
-        assert!(why("nameless").contains("frontmatter"), "{}", why("nameless"));
+        assert!(
+            why("nameless").contains("frontmatter"),
+            "{}",
+            why("nameless")
+        );
         assert!(why("gh-issues").contains("needs GH_TOKEN set"));
         let example = list.iter().find(|s| s.name == "summarize-url").unwrap();
-        assert_eq!((example.source, &example.offered), (Source::Config, &Ok(())));
+        assert_eq!(
+            (example.source, &example.offered),
+            (Source::Config, &Ok(()))
+        );
     });
 }
 
@@ -243,9 +302,17 @@ fn a_turn_lists_the_two_skill_folders_once_each() {
         // The terminal chat offers the same skills.
         h.script(200, anthropic_text("Hello."));
         let session = SessionKey::new("local/test");
-        let reply = h.app.chat_local(&ConnectorId::new("main"), &session, "hi").await.unwrap();
+        let reply = h
+            .app
+            .chat_local(&ConnectorId::new("main"), &session, "hi")
+            .await
+            .unwrap();
         assert_eq!(reply, "Hello.");
-        assert!(system(&h, 1).contains("- weekly-report:"), "{}", system(&h, 1));
+        assert!(
+            system(&h, 1).contains("- weekly-report:"),
+            "{}",
+            system(&h, 1)
+        );
     });
 }
 
@@ -260,9 +327,17 @@ fn an_agent_without_the_skill_tool_gets_no_skills_and_pays_no_listing() {
         h.deliver("private_text", 1).await;
         let req = &h.llm_requests()[0];
         assert!(!req["system"].as_str().unwrap().contains("## Skills"));
-        assert!(req["tools"].as_array().unwrap().iter().all(|t| t["name"] != "skill"));
+        assert!(req["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["name"] != "skill"));
         assert_eq!(files.skill_lists.load(Ordering::SeqCst), 0);
         let (_, list) = h.app.skills(&ConnectorId::new("main")).await.unwrap();
-        assert!(list[0].offered.as_ref().unwrap_err().contains("does not list the `skill` tool"));
+        assert!(list[0]
+            .offered
+            .as_ref()
+            .unwrap_err()
+            .contains("does not list the `skill` tool"));
     });
 }

@@ -339,14 +339,24 @@ fn an_agent_may_name_its_skills_with_the_skill_tool() {
         Some(&["summarize-url".to_owned(), "my-own".to_owned()][..])
     );
     let e = agent("skills: [summarize-url]\n").unwrap_err();
-    assert_eq!((e.field.as_str(), e.message.contains("`skill` tool")), ("skills", true));
+    assert_eq!(
+        (e.field.as_str(), e.message.contains("`skill` tool")),
+        ("skills", true)
+    );
     let e = agent("tools: [skill]\nskills: [Not_A_Name]\n").unwrap_err();
     assert_eq!(e.field, "skills[0]");
     // A config whose skill does not parse still loads: the skill is reported, not the config.
     let mut files = embedded();
-    files.0.insert("skills/broken/SKILL.md".into(), "no frontmatter".into());
-    files.0.insert("skills/broken/notes.bin".into(), String::new());
-    assert!(Config::load(&files).unwrap().skills.contains_key("broken/SKILL.md"));
+    files
+        .0
+        .insert("skills/broken/SKILL.md".into(), "no frontmatter".into());
+    files
+        .0
+        .insert("skills/broken/notes.bin".into(), String::new());
+    assert!(Config::load(&files)
+        .unwrap()
+        .skills
+        .contains_key("broken/SKILL.md"));
 }
 
 #[test]

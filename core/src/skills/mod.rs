@@ -92,9 +92,11 @@ pub struct Catalog {
     clock: Arc<dyn Clock>,
     /// Settings that are set (names only).
     env: BTreeSet<String>,
-    /// SKILL.md path on the port → (when read, what it said).
-    cache: Mutex<BTreeMap<String, (u64, Result<Meta, String>)>>,
+    cache: Mutex<Cache>,
 }
+
+/// SKILL.md path on the port → (when it was read, what it said).
+type Cache = BTreeMap<String, (u64, Result<Meta, String>)>;
 
 impl Catalog {
     /// `config_files`: the config's files under `skills/`, by path below it; `env`: the names
@@ -151,7 +153,7 @@ impl Catalog {
             .into_iter()
             .chain(workspace.map(|w| (w, Source::Workspace)));
         for (dir, source) in port {
-            for entry in self.from_port(dir, source).await {
+            for entry in self.on_port(dir, source).await {
                 out.insert(entry.name.clone(), entry);
             }
         }
@@ -159,7 +161,7 @@ impl Catalog {
     }
 
     /// The skill folders under `dir` on the Files port.
-    async fn from_port(&self, dir: &str, source: Source) -> Vec<Entry> {
+    async fn on_port(&self, dir: &str, source: Source) -> Vec<Entry> {
         let listed = match self.files.list(dir).await {
             Ok(listed) => listed,
             Err(e) => {
@@ -172,7 +174,9 @@ impl Catalog {
         let mut out = Vec::new();
         for (name, others) in folders(below) {
             let folder = format!("{dir}/{name}");
-            let meta = self.port_meta(&name, &format!("{folder}/{SKILL_FILE}")).await;
+            let meta = self
+                .port_meta(&name, &format!("{folder}/{SKILL_FILE}"))
+                .await;
             out.push(Entry {
                 name,
                 source,
@@ -212,7 +216,7 @@ impl Catalog {
         meta
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (u64, Result<Meta, String>)>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -126,7 +126,10 @@ impl Offer {
             return String::new();
         }
         let entries = self.catalog.entries(workspace).await;
-        let offered: Vec<&Meta> = entries.values().filter_map(|e| self.check(e).ok()).collect();
+        let offered: Vec<&Meta> = entries
+            .values()
+            .filter_map(|e| self.check(e).ok())
+            .collect();
         if offered.is_empty() {
             return String::new();
         }
@@ -196,9 +199,6 @@ fn unknown(
     if names.is_empty() {
         format!("No skill is named {name:?}, and none is offered here.")
     } else {
-        format!(
-            "No skill is named {name:?}. Offered: {}.",
-            names.join(", ")
-        )
+        format!("No skill is named {name:?}. Offered: {}.", names.join(", "))
     }
 }

@@ -212,7 +212,11 @@ impl<'a> Block<'a> {
             };
             let value = flow.value().map_err(|why| {
                 // Cut off by the end: the value's first line says more than the last.
-                let at = if flow.i >= self.src.len() { rest_at } else { flow.i };
+                let at = if flow.i >= self.src.len() {
+                    rest_at
+                } else {
+                    flow.i
+                };
                 self.fail(self.line_of(at), &why)
             })?;
             let stop = self.line_of(flow.i);
@@ -253,7 +257,12 @@ impl<'a> Block<'a> {
             match c {
                 '-' | '+' => chomp = c,
                 '1'..='9' => explicit = c.to_digit(10).map(|d| indent + d as usize),
-                _ => return Err(self.fail(header_line, "has a block scalar header that is not |, >, with - + or a digit")),
+                _ => {
+                    return Err(self.fail(
+                        header_line,
+                        "has a block scalar header that is not |, >, with - + or a digit",
+                    ))
+                }
             }
         }
         let mut raw = Vec::new();

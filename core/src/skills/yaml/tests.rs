@@ -30,7 +30,8 @@ fn comments_and_blank_lines_are_skipped() {
 
 #[test]
 fn a_plain_value_continues_on_more_indented_lines() {
-    let v = ok("description: Use this when the user\n  asks for a summary\n  of a page.\nname: s\n");
+    let v =
+        ok("description: Use this when the user\n  asks for a summary\n  of a page.\nname: s\n");
     assert_eq!(
         v["description"],
         "Use this when the user asks for a summary of a page."
@@ -87,7 +88,8 @@ fn block_scalars_literal_and_folded() {
 
 #[test]
 fn quoted_values_over_lines_and_escapes() {
-    let v = ok("d: \"first\n  second\"\ne: 'it''s\n\n  new paragraph'\nf: \"\\uD83D\\uDE00 \\x41\"\n");
+    let v =
+        ok("d: \"first\n  second\"\ne: 'it''s\n\n  new paragraph'\nf: \"\\uD83D\\uDE00 \\x41\"\n");
     assert_eq!(v["d"], "first second");
     assert_eq!(v["e"], "it's\nnew paragraph");
     assert_eq!(v["f"], "😀 A");
@@ -128,9 +130,33 @@ fn deep_nesting_is_refused_not_overflowed() {
 #[test]
 fn odd_input_never_panics() {
     for src in [
-        "", "\n\n", "-", "- ", ":", ": x", "a:", "a: [", "a: {", "a: \"", "a: '", "a: |", "a: >-2",
-        "a: [,]", "a: {,}", "a: {b}", "- a\nb: c", "a: b\n- c", "a: \"\\u12\"", "a: \"\\U0011FFFF\"",
-        "a: 'x'y", "é: ü", "a:\n-\n-", "a: [\"\\", "a: {\"k\"", "? complex\n", "&anchor a: *b",
+        "",
+        "\n\n",
+        "-",
+        "- ",
+        ":",
+        ": x",
+        "a:",
+        "a: [",
+        "a: {",
+        "a: \"",
+        "a: '",
+        "a: |",
+        "a: >-2",
+        "a: [,]",
+        "a: {,}",
+        "a: {b}",
+        "- a\nb: c",
+        "a: b\n- c",
+        "a: \"\\u12\"",
+        "a: \"\\U0011FFFF\"",
+        "a: 'x'y",
+        "é: ü",
+        "a:\n-\n-",
+        "a: [\"\\",
+        "a: {\"k\"",
+        "? complex\n",
+        "&anchor a: *b",
     ] {
         let _ = parse(src, 2);
     }
