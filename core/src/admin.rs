@@ -1,6 +1,6 @@
 //! What a shell's command line and set-up ask of the app, as methods, so no shell reaches into
 //! `App` or `Connector` fields: which bots there are and what they still lack, their webhooks,
-//! sessions, long polling, pairings and housekeeping.
+//! sessions, long polling, pairings, skills and housekeeping.
 
 use clawless_platform::{KvExt, PortError};
 use serde_json::Value;
@@ -310,6 +310,25 @@ impl App {
     ) -> Result<Vec<crate::audit::Entry>, PortError> {
         let since = self.platform.clock.now_ms().saturating_sub(window_ms);
         crate::audit::read(&*self.platform.kv, connector, since, chat, limit).await
+    }
+
+    /// The skills the agent of `connector` sees (the config's and the deployment's, by name),
+    /// each with whether it is offered and why not; with the agent's id. A conversation's own
+    /// skills are that conversation's and are not listed.
+    pub async fn skills(
+        &self,
+        connector: &ConnectorId,
+    ) -> Result<(String, Vec<crate::skills::Status>), AdminError> {
+        let id = self.connector_id(Some(connector.as_str()))?;
+        let Some(conn) = self.connectors.get(&id) else {
+            return Err(AdminError::UnknownConnector(id.to_string(), String::new()));
+        };
+        let agent = &conn.agent;
+        let statuses = match &agent.skills {
+            Some(offer) => offer.statuses(None).await,
+            None => Vec::new(),
+        };
+        Ok((agent.config.id.clone(), statuses))
     }
 
     /// Drops every lease: only for a process that knows no other drainer is alive, such as

@@ -27,6 +27,8 @@ pub struct Agent {
     pub chain: ModelChain,
     pub tools: ToolRegistry,
     pub clock: Arc<dyn Clock>,
+    /// The skills it may be offered (none when `None`).
+    pub skills: Option<Arc<crate::skills::Offer>>,
 }
 
 /// What a run may use beyond its state.
@@ -169,7 +171,8 @@ impl Agent {
         ctx: &ToolContext,
         recall: &str,
     ) -> Result<TurnOutput, LlmError> {
-        let mut state = self.begin(user, recall);
+        let skills = self.skills_block(&ctx.scope).await;
+        let mut state = self.begin(user, recall, &skills);
         state.closing = Some(Verdict::Denied);
         match self
             .run(history, state, ctx, RunOptions::default())
@@ -182,16 +185,30 @@ impl Agent {
         }
     }
 
-    /// The state of a new turn.
-    pub fn begin(&self, user: ChatMessage, recall: &str) -> RunState {
-        let system = if recall.trim().is_empty() {
-            self.config.system_prompt.clone()
-        } else {
-            format!(
-                "{}\n\n## Relevant memories\n{recall}",
-                self.config.system_prompt.trim_end()
-            )
-        };
+    /// The system prompt's list of the skills offered in the conversation of `scope` (see
+    /// [`crate::skills`]): `""` when there are none.
+    pub async fn skills_block(&self, scope: &crate::ids::Scope) -> String {
+        match &self.skills {
+            Some(offer) => {
+                let workspace = crate::tools::skill::workspace_skills(scope);
+                offer.prompt(Some(&workspace)).await
+            }
+            None => String::new(),
+        }
+    }
+
+    /// The state of a new turn: the system prompt, then `skills` (the block of
+    /// [`Agent::skills_block`]) and `recall` (memories found for the turn) when not empty.
+    pub fn begin(&self, user: ChatMessage, recall: &str, skills: &str) -> RunState {
+        let mut system = self.config.system_prompt.clone();
+        for (header, text) in [("", skills), ("## Relevant memories\n", recall)] {
+            if !text.trim().is_empty() {
+                system.truncate(system.trim_end().len());
+                system.push_str("\n\n");
+                system.push_str(header);
+                system.push_str(text);
+            }
+        }
         RunState {
             system,
             messages: vec![user],

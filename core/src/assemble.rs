@@ -20,7 +20,9 @@ use crate::llm::{anthropic, gemini, openai, ModelChain, Provider};
 use crate::memory::embed::{EmbeddingProvider, LocalEmbedder, OpenAiEmbeddings};
 use crate::memory::store::MemoryStore;
 use crate::secret::Secret;
+use crate::skills::{Catalog, Offer, SKILL_TOOL};
 use crate::telegram::{api, BotApi};
+use crate::tools::skill::SkillTool;
 use crate::tools::{ToolDeps, ToolRegistry};
 
 impl App {
@@ -118,14 +120,24 @@ impl App {
             kv: platform.kv.clone(),
             bots: bots.clone(),
         };
+        let catalog = Arc::new(Catalog::new(
+            config.skills.clone(),
+            platform.files.clone(),
+            platform.clock.clone(),
+            env.names_set(),
+        ));
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         for (id, agent) in &config.agents {
-            let tools = ToolRegistry::for_agent(&agent.tools, agent.tool_timeout_secs, &deps)
+            let mut tools = ToolRegistry::for_agent(&agent.tools, agent.tool_timeout_secs, &deps)
                 .map_err(|m| ConfigError {
-                    file: format!("agents.d/{id}.yaml"),
-                    field: "tools".into(),
-                    message: m,
-                })?;
+                file: format!("agents.d/{id}.yaml"),
+                field: "tools".into(),
+                message: m,
+            })?;
+            let skills = Arc::new(skill_offer(&catalog, agent, &tools));
+            if skills.enabled() {
+                tools.register(Arc::new(SkillTool(skills.clone())));
+            }
             let chain = ModelChain {
                 links: links(&platform, &config, &agent.models, env),
                 clock: platform.clock.clone(),
@@ -139,6 +151,7 @@ impl App {
                     chain,
                     tools,
                     clock: platform.clock.clone(),
+                    skills: Some(skills),
                 }),
             );
         }
@@ -209,6 +222,21 @@ impl App {
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
         })
     }
+}
+
+/// Which skills `agent` may be offered: its `skills:`, checked against the tools it is
+/// offered here (`tools`, the `skill` tool counted when it lists it).
+fn skill_offer(
+    catalog: &Arc<Catalog>,
+    agent: &crate::config::AgentConfig,
+    tools: &ToolRegistry,
+) -> Offer {
+    let listed = agent.tools.iter().any(|t| t == SKILL_TOOL);
+    let offered = tools
+        .names()
+        .into_iter()
+        .chain(listed.then(|| SKILL_TOOL.to_owned()));
+    Offer::new(catalog.clone(), &agent.id, offered, agent.skills.as_deref())
 }
 
 /// The embedder `memory.embedder` names: the built-in one, or OpenAI-compatible embeddings

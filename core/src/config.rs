@@ -3,7 +3,8 @@
 //! environment variables that hold them.
 //!
 //! Files: `main.yaml` (connectors, sessions, inbox), `routing.yaml` (connector → agent),
-//! `agents.d/*.yaml`, `providers.d/*.yaml`, `prompts/<agent>/system.md`.
+//! `agents.d/*.yaml`, `providers.d/*.yaml`, `prompts/<agent>/system.md`, and `skills/`, kept
+//! as text for [`crate::skills`] (a skill that does not parse is reported, not refused here).
 
 use std::collections::BTreeMap;
 
@@ -257,6 +258,10 @@ pub struct AgentConfig {
     /// What each tool may do without asking (see [`policy`]).
     #[serde(default)]
     pub policy: PolicyConfig,
+    /// The skills this agent may be offered, by name; absent: every skill (see
+    /// [`crate::skills`]). Needs the `skill` tool in `tools`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
     /// Filled from `prompts/<id>/system.md`.
     #[serde(skip)]
     pub system_prompt: String,
@@ -306,6 +311,9 @@ pub struct Config {
     pub routing: BTreeMap<String, String>,
     pub agents: BTreeMap<String, AgentConfig>,
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// The files under `skills/`, by path below it (`daily-note/SKILL.md`).
+    #[serde(default)]
+    pub skills: BTreeMap<String, String>,
 }
 
 #[cfg(feature = "yaml")]
@@ -409,6 +417,12 @@ impl Config {
         if agents.is_empty() {
             return Err(err("agents.d/", "-", "no agent defined"));
         }
+        let skills = files
+            .0
+            .range("skills/".to_owned()..)
+            .take_while(|(p, _)| p.starts_with("skills/"))
+            .map(|(p, text)| (p["skills/".len()..].to_owned(), text.clone()))
+            .collect();
 
         let mut connectors = main.connectors;
         if connectors.is_empty() {
@@ -538,6 +552,7 @@ impl Config {
             routing: table,
             agents,
             providers,
+            skills,
         })
     }
 }

@@ -29,6 +29,14 @@ impl Env {
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
     }
+    /// The names of the settings that are set (non-empty); no values.
+    pub fn names_set(&self) -> std::collections::BTreeSet<String> {
+        self.0
+            .iter()
+            .filter(|(_, v)| !v.trim().is_empty())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
     pub fn secret(&self, key: &str) -> Secret {
         Secret::new(self.get(key).unwrap_or(""))
     }

@@ -22,6 +22,8 @@
 //! - [`llm`]: message model, Anthropic, OpenAI-compatible and Gemini adapters, the retrying
 //!   fallback chain.
 //! - [`tools`]: the tool registry and built-in tools.
+//! - [`skills`]: skills (AgentSkills folders): where they come from, which an agent is
+//!   offered, the system prompt's list of them.
 //! - [`memory`]: Markdown memory per person and per group: chunking, embeddings, hybrid
 //!   search, recall, summaries and consolidation.
 //! - [`session`]: conversation history through Kv.
@@ -57,6 +59,7 @@ pub mod schedule;
 pub mod secret;
 pub mod session;
 pub mod shell;
+pub mod skills;
 pub(crate) mod task;
 pub mod telegram;
 pub mod tools;

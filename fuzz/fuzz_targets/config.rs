@@ -4,7 +4,8 @@
 //! retries, backoff, sessions and dedupe all use its numbers) without panicking.
 //!
 //! Input: one byte choosing the file (main.yaml, routing.yaml, the agent, a provider, a new
-//! agent file), then its text.
+//! agent file, a skill's SKILL.md, which the turn's system prompt reads), then its text. The
+//! text is also read as a SKILL.md on its own.
 
 #![no_main]
 
@@ -20,6 +21,7 @@ const FILES: &[&str] = &[
     "agents.d/assistant.yaml",
     "providers.d/anthropic.yaml",
     "agents.d/extra.yaml",
+    "skills/fuzzed/SKILL.md",
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -28,6 +30,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let text = String::from_utf8_lossy(text);
     let _ = Config::from_json(&text);
+    let _ = clawless_core::skills::frontmatter::parse(&text);
 
     let mut files = clawless_core::config::embedded();
     let name = FILES[usize::from(*which) % FILES.len()];

@@ -79,6 +79,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
         max_rounds,
         max_tokens: 100,
         tool_timeout_secs: 5,
+        skills: None,
         system_prompt: "sys".into(),
     };
     Agent {
@@ -99,6 +100,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
         },
         tools: ToolRegistry::builtins(&["current_time".into()], &deps(clock.clone())).unwrap(),
         clock,
+        skills: None,
     }
 }
 

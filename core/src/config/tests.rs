@@ -20,10 +20,13 @@ fn repository_config_is_valid() {
             "memory_write",
             "schedule",
             "web_fetch",
-            "web_search"
+            "web_search",
+            "skill"
         ]
     );
     assert_eq!(cfg.providers["openai"].kind, ProviderKind::Openai);
+    // The example skill is carried as text, for the skills module to read.
+    assert!(cfg.skills["summarize-url/SKILL.md"].starts_with("---\nname: summarize-url\n"));
 }
 
 #[test]
@@ -343,4 +346,50 @@ fn which_models_see_images() {
     }
     let e = Config::load(&with("providers.d/local.yaml", "id: local\nkind: palm\n")).unwrap_err();
     assert!(e.message.contains("unknown variant"), "{e}");
+}
+
+#[test]
+fn an_agent_may_name_its_skills_with_the_skill_tool() {
+    let agent = |extra: &str| {
+        Config::load(&with(
+            "agents.d/assistant.yaml",
+            &format!("id: assistant\nmodels: [openai/x]\n{extra}"),
+        ))
+    };
+    let cfg = agent("tools: [skill]\nskills: [summarize-url, my-own]\n").unwrap();
+    assert_eq!(
+        cfg.agents["assistant"].skills.as_deref(),
+        Some(&["summarize-url".to_owned(), "my-own".to_owned()][..])
+    );
+    let e = agent("skills: [summarize-url]\n").unwrap_err();
+    assert_eq!(
+        (e.field.as_str(), e.message.contains("`skill` tool")),
+        ("skills", true)
+    );
+    let e = agent("tools: [skill]\nskills: [Not_A_Name]\n").unwrap_err();
+    assert_eq!(e.field, "skills[0]");
+    // A config whose skill does not parse still loads: the skill is reported, not the config.
+    let mut files = embedded();
+    files
+        .0
+        .insert("skills/broken/SKILL.md".into(), "no frontmatter".into());
+    files
+        .0
+        .insert("skills/broken/notes.bin".into(), String::new());
+    assert!(Config::load(&files)
+        .unwrap()
+        .skills
+        .contains_key("broken/SKILL.md"));
+}
+
+#[test]
+fn skills_survive_the_json_the_worker_embeds() {
+    let cfg = Config::load(&with(
+        "agents.d/assistant.yaml",
+        "id: assistant\nmodels: [openai/x]\ntools: [skill]\nskills: [summarize-url]\n",
+    ))
+    .unwrap();
+    let back = Config::from_json(&cfg.to_json()).unwrap();
+    assert_eq!(back, cfg);
+    assert!(back.skills.contains_key("summarize-url/SKILL.md"));
 }

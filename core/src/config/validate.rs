@@ -1,5 +1,5 @@
 //! Checks of an agent's file beyond its shape: ids, models naming known providers, tools that
-//! exist, a policy naming only listed tools.
+//! exist, a policy naming only listed tools, skill names that can exist.
 
 use std::collections::BTreeMap;
 
@@ -55,6 +55,24 @@ pub(super) fn validate_agent(
                 format!("policy.tools.{name}"),
                 format!("{name:?} is not in this agent's tools: list it there first"),
             ));
+        }
+    }
+    if let Some(skills) = &a.skills {
+        if !a.tools.iter().any(|t| t == crate::skills::SKILL_TOOL) {
+            return Err(err(
+                path,
+                "skills",
+                "skills are read with the `skill` tool: list it under tools",
+            ));
+        }
+        for (i, name) in skills.iter().enumerate() {
+            if !crate::skills::valid_name(name) {
+                return Err(err(
+                    path,
+                    format!("skills[{i}]"),
+                    format!("{name:?} is not a skill name (lowercase letters, digits and single hyphens)"),
+                ));
+            }
         }
     }
     if a.max_rounds == 0 {

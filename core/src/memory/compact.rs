@@ -46,17 +46,24 @@ pub fn split_at(messages: &[crate::llm::ChatMessage], keep: usize) -> usize {
 /// Whether a session of `messages` is due to be compacted: past the window, or past the
 /// token budget with enough older text to fold (a quarter of the budget, so a long recent
 /// part alone does not cost two model calls after every turn).
-pub fn is_due(messages: &[crate::llm::ChatMessage], cfg: &crate::config::SessionConfig) -> bool {
-    if cfg.compact_tokens == 0 {
+/// The budget, window and kept messages are `session:`'s `compact_tokens`, `history_window`
+/// and `keep_recent`.
+pub fn is_due(
+    messages: &[crate::llm::ChatMessage],
+    compact_tokens: u64,
+    window: usize,
+    keep: usize,
+) -> bool {
+    if compact_tokens == 0 {
         return false;
     }
-    if messages.len() > cfg.history_window {
+    if messages.len() > window {
         return true;
     }
-    let split = split_at(messages, cfg.keep_recent);
+    let split = split_at(messages, keep);
     split > 0
-        && crate::session::estimate_tokens(messages) > cfg.compact_tokens
-        && crate::session::estimate_tokens(&messages[..split]) >= cfg.compact_tokens / 4
+        && crate::session::estimate_tokens(messages) > compact_tokens
+        && crate::session::estimate_tokens(&messages[..split]) >= compact_tokens / 4
 }
 
 impl Lifecycle<'_> {

@@ -8,12 +8,14 @@
 //! - [`exec`]: `exec`, a shell command in the workspace (native only).
 //! - [`message`]: `message`, a message sent now, to this chat or another person's.
 //! - [`schedule`]: `schedule`, reminders and scheduled tasks in the conversation's chat.
+//! - [`skill`]: `skill`, a skill's instructions (see [`crate::skills`]).
 
 pub mod exec;
 pub mod files;
 pub mod memory;
 pub mod message;
 pub mod schedule;
+pub mod skill;
 pub mod time;
 pub mod web;
 
@@ -48,6 +50,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "delete_file",
     "schedule",
     "message",
+    "skill",
 ];
 
 /// Built-ins offered only where something is there: (tool, what it needs).
@@ -224,6 +227,9 @@ impl ToolRegistry {
                     kv: deps.kv.clone(),
                     clock: deps.clock.clone(),
                 })),
+                // Registered by the assembly, which knows the agent's other tools (a skill's
+                // requirements are checked against them).
+                "skill" => {}
                 other => {
                     return Err(format!(
                         "unknown tool {other:?} (built-ins: {})",

@@ -48,7 +48,12 @@ impl App {
         s.mark_applied(update_id);
         s.updated_ms = self.platform.clock.now_ms();
         session::save(kv, key, &s).await?;
-        Ok(crate::memory::compact::is_due(&s.messages, cfg))
+        Ok(crate::memory::compact::is_due(
+            &s.messages,
+            cfg.compact_tokens,
+            cfg.history_window,
+            cfg.keep_recent,
+        ))
     }
 
     /// Sends the parts not sent yet, checkpointing each. `preview` names the Kv key of a

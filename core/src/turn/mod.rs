@@ -342,7 +342,8 @@ impl App {
                     media::Input::Message(user) => {
                         let scope = conn.memory_scope_of(msg);
                         let recall = self.lifecycle().recall(&scope, &user.text()).await;
-                        let run = conn.agent.begin(user, &recall);
+                        let skills = conn.agent.skills_block(&scope).await;
+                        let run = conn.agent.begin(user, &recall, &skills);
                         return Ok(self.run_agent(conn, msg, run).await?);
                     }
                     media::Input::Reply(text) => text,

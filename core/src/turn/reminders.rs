@@ -78,7 +78,10 @@ impl App {
         );
         let scope = conn.memory_scope_of(msg);
         let recall = self.lifecycle().recall(&scope, prompt).await;
-        let run = conn.agent.begin(ChatMessage::user_text(text), &recall);
+        let skills = conn.agent.skills_block(&scope).await;
+        let run = conn
+            .agent
+            .begin(ChatMessage::user_text(text), &recall, &skills);
         let mut reply = self.run_agent(conn, msg, run).await?;
         if let Reply::Send(cp) = &mut reply {
             cp.reply_to = None;

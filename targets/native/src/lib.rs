@@ -18,6 +18,7 @@
 //!   before it reads.
 //! - [`poll`]: long polling with `getUpdates`.
 //! - [`pairing`]: `clawless pairing list|approve|remove` as text for a terminal.
+//! - [`skills`]: `clawless skills list` as text for a terminal.
 //! - [`setup`]: reading env, config and data dir into an `App`.
 
 pub mod conns;
@@ -30,5 +31,6 @@ pub mod poll;
 pub mod runner;
 pub mod server;
 pub mod setup;
+pub mod skills;
 pub mod store;
 pub mod vecindex;

@@ -96,6 +96,14 @@ enum Command {
         #[arg(long, global = true)]
         connector: Option<String>,
     },
+    /// Skills: which each bot's agent is offered, and why the others are not.
+    Skills {
+        #[command(subcommand)]
+        action: SkillsAction,
+        /// The bot (default: every bot).
+        #[arg(long, global = true)]
+        connector: Option<String>,
+    },
     /// The assistant's memory.
     Memory {
         #[command(subcommand)]
@@ -130,6 +138,13 @@ enum PairingAction {
     Approve { code: String },
     /// Unpair a person (a Telegram user id): they are a stranger again.
     Remove { user: i64 },
+}
+
+#[derive(Debug, Subcommand)]
+enum SkillsAction {
+    /// Each skill of config/skills/ and of the data directory's files/skills/, with its
+    /// source and whether it is offered (or why not).
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -192,6 +207,10 @@ async fn dispatch(command: Command) -> Result<()> {
         Command::Webhook { action, connector } => webhook(action, connector.as_deref()).await,
         Command::Memory { action, connector } => memory(action, connector.as_deref()).await,
         Command::Pairing { action, connector } => pairing(action, connector.as_deref()).await,
+        Command::Skills {
+            action: SkillsAction::List,
+            connector,
+        } => skills(connector.as_deref()).await,
         Command::Audit {
             chat,
             since,
@@ -558,6 +577,18 @@ async fn memory(action: MemoryAction, connector: Option<&str>) -> Result<()> {
                 h.path, h.start_line, h.end_line, h.score, h.text
             );
         }
+    }
+    Ok(())
+}
+
+async fn skills(connector: Option<&str>) -> Result<()> {
+    let n = build().await?;
+    let ids = match connector {
+        Some(c) => vec![n.app.connector_id(Some(c))?],
+        None => n.app.connector_ids(),
+    };
+    for id in ids {
+        print!("{}", clawless_native::skills::list(&n.app, &id).await?);
     }
     Ok(())
 }

@@ -221,6 +221,7 @@ fn every_command_has_help_and_usage_errors_exit_with_2() {
         &["pairing", "list", "--help"],
         &["pairing", "approve", "--help"],
         &["pairing", "remove", "--help"],
+        &["skills", "list", "--help"],
     ] {
         let out = run(args);
         assert!(out.status.success(), "{args:?}");
@@ -293,6 +294,34 @@ async fn terminal_chat_and_webhook_commands() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("environment OK"));
     assert!(f.violations.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_list_says_which_are_offered_and_why_not() {
+    let (_f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("e2e-skills");
+    let dir = data.join("files/skills");
+    for (name, text) in [
+        ("gh-issues", "---\nname: gh-issues\ndescription: Triage issues.\nrequires: {env: [GH_TOKEN]}\n---\nBody.\n"),
+        ("broken", "no frontmatter\n"),
+    ] {
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(dir.join(name).join("SKILL.md"), text).unwrap();
+    }
+    let out = clawless(&data, &tg, &llm_url)
+        .args(["skills", "list"])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{printed}");
+    for line in [
+        "main (agent assistant):",
+        "  broken (deployment): not offered: SKILL.md does not start with a frontmatter block",
+        "  gh-issues (deployment): not offered: needs GH_TOKEN set",
+        "  summarize-url (config): offered",
+    ] {
+        assert!(printed.contains(line), "{line:?} in\n{printed}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -113,6 +113,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         max_rounds: 3,
         max_tokens: 100,
         tool_timeout_secs: 5,
+        skills: None,
         system_prompt: "sys".into(),
     };
     let deps = ToolDeps {
@@ -144,6 +145,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
             max_wait: Duration::from_secs(1),
         },
         clock,
+        skills: None,
     };
     let out =
         block_on(agent.run_turn(&[], ChatMessage::user_text("remember"), &ctx(), "")).unwrap();
