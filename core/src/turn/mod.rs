@@ -341,8 +341,14 @@ impl App {
                 match self.user_message(key, job, conn, msg, text, lease).await? {
                     media::Input::Message(user) => {
                         let scope = conn.memory_scope_of(msg);
-                        let recall = self.lifecycle().recall(&scope, &user.text()).await;
-                        let skills = conn.agent.skills_block(&scope).await;
+                        // Recall and the skills' listing are independent: read side by side.
+                        let text = user.text();
+                        let life = self.lifecycle();
+                        let (recall, skills) = futures::future::join(
+                            life.recall(&scope, &text),
+                            conn.agent.skills_block(&scope),
+                        )
+                        .await;
                         let run = conn.agent.begin(user, &recall, &skills);
                         return Ok(self.run_agent(conn, msg, run).await?);
                     }

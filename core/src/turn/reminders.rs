@@ -77,8 +77,10 @@ impl App {
             fire.reminder
         );
         let scope = conn.memory_scope_of(msg);
-        let recall = self.lifecycle().recall(&scope, prompt).await;
-        let skills = conn.agent.skills_block(&scope).await;
+        let life = self.lifecycle();
+        let (recall, skills) =
+            futures::future::join(life.recall(&scope, prompt), conn.agent.skills_block(&scope))
+                .await;
         let run = conn
             .agent
             .begin(ChatMessage::user_text(text), &recall, &skills);
