@@ -312,17 +312,27 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     })
 }
 
+impl Gemini {
+    /// `POST {base}/v1beta/models/{model}:{method}` with the request's body, the key in its
+    /// header (never in the URL).
+    fn http_request(&self, req: &ChatRequest, method: &str) -> HttpRequest {
+        let model = req.model.strip_prefix("models/").unwrap_or(&req.model);
+        let url = format!(
+            "{}/v1beta/models/{model}:{method}",
+            self.base_url.trim_end_matches('/')
+        );
+        HttpRequest::post_json(url, &request_body(req), self.timeout)
+            .header("x-goog-api-key", self.api_key.expose())
+    }
+}
+
 #[async_trait]
 impl Provider for Gemini {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let model = req.model.strip_prefix("models/").unwrap_or(&req.model);
-        let url = format!(
-            "{}/v1beta/models/{model}:generateContent",
-            self.base_url.trim_end_matches('/')
-        );
-        let http_req = HttpRequest::post_json(url, &request_body(req), self.timeout)
-            .header("x-goog-api-key", self.api_key.expose());
-        let resp = self.http.send(http_req).await?;
+        let resp = self
+            .http
+            .send(self.http_request(req, "generateContent"))
+            .await?;
         if resp.status != 200 {
             let retry_after = match resp.header("retry-after") {
                 Some(h) => Some(h.to_owned()),
@@ -344,13 +354,7 @@ impl Provider for Gemini {
         req: &ChatRequest,
         on_text: OnText<'_>,
     ) -> Result<ChatResponse, LlmError> {
-        let model = req.model.strip_prefix("models/").unwrap_or(&req.model);
-        let url = format!(
-            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
-            self.base_url.trim_end_matches('/')
-        );
-        let http_req = HttpRequest::post_json(url, &request_body(req), self.timeout)
-            .header("x-goog-api-key", self.api_key.expose());
+        let http_req = self.http_request(req, "streamGenerateContent?alt=sse");
         let resp = self.http.send_streaming(http_req).await?;
         receive(resp, Wire::Gemini, on_text).await
     }
