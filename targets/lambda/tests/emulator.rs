@@ -87,6 +87,11 @@ async fn scenarios_on_lambda() {
         })
         .collect();
     for body in lambda.f.sent() {
+        // A stranger's pairing code is announced to the owner from the stranger's drain.
+        let text = body["text"].as_str().unwrap_or("");
+        if text.contains("asks to talk to me") {
+            continue;
+        }
         let lane = format!("main:{}", body["chat_id"]);
         assert!(
             drained.contains(&lane),
