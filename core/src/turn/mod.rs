@@ -36,6 +36,27 @@ pub(super) fn is_side_button(q: &crate::telegram::types::CallbackQuery) -> bool 
     reminders::is_reminder_button(q) || model::is_model_button(q) || pairing::is_pairing_button(q)
 }
 
+/// A plain-text reply (no session turn) with `buttons`, one a row, `(label, callback data)`,
+/// under its last part.
+pub(super) fn with_buttons(
+    text: &str,
+    buttons: Vec<(String, String)>,
+    reply_to: Option<i64>,
+    books: Option<Box<crate::usage::Books>>,
+) -> Reply {
+    let mut parts = plain_parts(text);
+    if let Some(last) = parts.last_mut() {
+        last.buttons = buttons;
+    }
+    Reply::Send(Checkpoint {
+        parts,
+        sent: 0,
+        reply_to,
+        session_turn: None,
+        books,
+    })
+}
+
 /// How often "typing…" is sent again while the agent works.
 const TYPING_EVERY: Duration = Duration::from_millis(4500);
 

@@ -4,12 +4,11 @@
 
 use clawless_platform::{KvExt, PortError};
 
-use super::{Checkpoint, Reply};
+use super::Reply;
 use crate::app::App;
 use crate::connector::Connector;
 use crate::keys;
 use crate::llm::ModelChain;
-use crate::telegram::render::plain_parts;
 use crate::telegram::types::CallbackQuery;
 use crate::telegram::Message;
 
@@ -58,24 +57,15 @@ impl App {
                 first.label
             ),
         };
-        let mut parts = plain_parts(&text);
-        if let Some(last) = parts.last_mut() {
-            last.buttons = links
-                .iter()
-                .enumerate()
-                .map(|(i, l)| (l.label.clone(), format!("{BUTTON}{i}")))
-                .collect();
-            if chosen.is_some() {
-                last.buttons.push(("Default".into(), format!("{BUTTON}-")));
-            }
+        let mut buttons: Vec<(String, String)> = links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.label.clone(), format!("{BUTTON}{i}")))
+            .collect();
+        if chosen.is_some() {
+            buttons.push(("Default".into(), format!("{BUTTON}-")));
         }
-        Ok(Reply::Send(Checkpoint {
-            parts,
-            sent: 0,
-            reply_to,
-            session_turn: None,
-            books,
-        }))
+        Ok(super::with_buttons(&text, buttons, reply_to, books))
     }
 
     /// A tap on a `/model` button.

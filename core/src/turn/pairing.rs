@@ -4,13 +4,12 @@
 
 use clawless_platform::PortError;
 
-use super::{Checkpoint, Failure, Reply};
+use super::{Failure, Reply};
 use crate::app::App;
 use crate::audit::{Entry, Step};
 use crate::connector::Connector;
 use crate::pairing::{Person, Told, NOTIFY_BELOW};
 use crate::telegram::api::Target;
-use crate::telegram::render::plain_parts;
 use crate::telegram::types::CallbackQuery;
 use crate::telegram::Message;
 use crate::usage::Books;
@@ -37,13 +36,7 @@ fn refusal(conn: &Connector, msg: &Message) -> Option<&'static str> {
 }
 
 fn send(text: &str, reply_to: Option<i64>, books: Option<Box<Books>>) -> Reply {
-    Reply::Send(Checkpoint {
-        parts: plain_parts(text),
-        sent: 0,
-        reply_to,
-        session_turn: None,
-        books,
-    })
+    super::with_buttons(text, Vec::new(), reply_to, books)
 }
 
 impl App {
@@ -196,27 +189,18 @@ impl App {
                 ));
             }
         }
-        let mut parts = plain_parts(&text);
-        if let Some(last) = parts.last_mut() {
-            last.buttons = paired
-                .iter()
-                .map(|p| {
-                    let name: String = p.person.name.chars().take(24).collect();
-                    let label = match name.is_empty() {
-                        true => format!("Remove {}", p.person.id),
-                        false => format!("Remove {name}"),
-                    };
-                    (label, format!("{BUTTON}{}", p.person.id))
-                })
-                .collect();
-        }
-        Ok(Reply::Send(Checkpoint {
-            parts,
-            sent: 0,
-            reply_to,
-            session_turn: None,
-            books,
-        }))
+        let buttons = paired
+            .iter()
+            .map(|p| {
+                let name: String = p.person.name.chars().take(24).collect();
+                let label = match name.is_empty() {
+                    true => format!("Remove {}", p.person.id),
+                    false => format!("Remove {name}"),
+                };
+                (label, format!("{BUTTON}{}", p.person.id))
+            })
+            .collect();
+        Ok(super::with_buttons(&text, buttons, reply_to, books))
     }
 
     /// A tap on a `/users` remove button: the owner's ends that pairing. Always answered.

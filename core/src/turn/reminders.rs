@@ -121,20 +121,11 @@ impl App {
                 )
             }
         };
-        let mut parts = plain_parts(&text);
-        if let Some(last) = parts.last_mut() {
-            last.buttons = all
-                .iter()
-                .map(|r| (format!("Cancel #{}", r.id), format!("{BUTTON}{}", r.id)))
-                .collect();
-        }
-        Ok(Reply::Send(Checkpoint {
-            parts,
-            sent: 0,
-            reply_to,
-            session_turn: None,
-            books,
-        }))
+        let buttons = all
+            .iter()
+            .map(|r| (format!("Cancel #{}", r.id), format!("{BUTTON}{}", r.id)))
+            .collect();
+        Ok(super::with_buttons(&text, buttons, reply_to, books))
     }
 
     /// `/timezone`: shows the chat's zone, or sets it to `arg`.
