@@ -136,32 +136,16 @@ impl App {
             }
             return self.send_part(conn, target, part, reply_to).await;
         }
-        let mut html = part.html;
-        let mut text = part.text.clone();
-        for _ in 0..4 {
-            match conn.bot.edit_message(target, id, &text, html).await {
-                Ok(()) => return Ok(()),
-                Err(e) if html && e.is_entity_error() => {
-                    html = false;
-                    text = crate::telegram::render::strip_html(&text);
-                }
-                Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
-                    self.platform.clock.sleep(Duration::from_secs(secs)).await;
-                }
-                Err(TelegramError::BadRequest(e)) => {
-                    tracing::debug!(error = %e, "placeholder not editable; sending anew");
-                    return self.send_part(conn, target, part, reply_to).await;
-                }
-                Err(e) => return Err(e),
+        match self.with_fallbacks(conn, target, part, Put::Edit(id)).await {
+            Err(TelegramError::BadRequest(e)) => {
+                tracing::debug!(error = %e, "placeholder not editable; sending anew");
+                self.send_part(conn, target, part, reply_to).await
             }
+            done => done,
         }
-        Err(TelegramError::Unavailable(
-            "gave up editing after repeated refusals".into(),
-        ))
     }
 
-    /// Sends one part: HTML first and, if Telegram refuses its entities, the same as plain text.
-    /// A short `retry_after` is waited out here.
+    /// Sends one part, with [`App::with_fallbacks`].
     async fn send_part(
         &self,
         conn: &Connector,
@@ -169,16 +153,30 @@ impl App {
         part: &Part,
         reply_to: Option<i64>,
     ) -> Result<(), TelegramError> {
+        self.with_fallbacks(conn, target, part, Put::Send(reply_to))
+            .await
+    }
+
+    /// Puts `part` out as `how` says: HTML first and, if Telegram refuses its entities, the
+    /// same as plain text; a short `retry_after` is waited out here.
+    async fn with_fallbacks(
+        &self,
+        conn: &Connector,
+        target: Target,
+        part: &Part,
+        how: Put,
+    ) -> Result<(), TelegramError> {
         let mut html = part.html;
         let mut text = part.text.clone();
         for _ in 0..4 {
-            let sent = match &part.document {
-                Some(doc) => {
-                    conn.bot
-                        .send_document(target, "answer.md", doc.as_bytes(), &text, reply_to)
-                        .await
-                }
-                None => {
+            let done = match (how, &part.document) {
+                (Put::Edit(id), _) => conn.bot.edit_message(target, id, &text, html).await,
+                (Put::Send(reply_to), Some(doc)) => conn
+                    .bot
+                    .send_document(target, "answer.md", doc.as_bytes(), &text, reply_to)
+                    .await
+                    .map(drop),
+                (Put::Send(reply_to), None) => {
                     let rows: Vec<Vec<(&str, &str)>> = part
                         .buttons
                         .iter()
@@ -187,12 +185,13 @@ impl App {
                     conn.bot
                         .send_with_keyboard(target, &text, html, reply_to, &rows)
                         .await
+                        .map(drop)
                 }
             };
-            match sent {
-                Ok(_) => return Ok(()),
+            match done {
+                Ok(()) => return Ok(()),
                 Err(e) if html && e.is_entity_error() => {
-                    tracing::warn!(error = %e, "HTML refused; resending as plain text");
+                    tracing::warn!(error = %e, "HTML refused; trying again as plain text");
                     html = false;
                     text = crate::telegram::render::strip_html(&text);
                 }
@@ -206,6 +205,14 @@ impl App {
             "gave up sending after repeated refusals".into(),
         ))
     }
+}
+
+/// How a part goes out: a new message (replying to a message, or not), or an edit of the
+/// placeholder message with this id.
+#[derive(Debug, Clone, Copy)]
+enum Put {
+    Send(Option<i64>),
+    Edit(i64),
 }
 
 /// The next part to send and, for the first, the message it replies to.
