@@ -29,6 +29,8 @@ pub struct Agent {
     pub clock: Arc<dyn Clock>,
     /// The skills it may be offered (none when `None`).
     pub skills: Option<Arc<crate::skills::Offer>>,
+    /// Its MCP servers, whose tools join `tools` for each turn (see [`Agent::toolset`]).
+    pub mcp: Vec<Arc<crate::mcp::McpServer>>,
 }
 
 /// What a run may use beyond its state.
@@ -236,7 +238,8 @@ impl Agent {
     ) -> Result<Step, Box<Failed>> {
         let budget = opts.budget;
         let chain = self.chain.preferring(opts.model);
-        let tools = self.tools.specs();
+        let registry = self.toolset().await;
+        let tools = registry.specs();
         loop {
             let resuming = state
                 .messages
@@ -345,11 +348,10 @@ impl Agent {
                 // A tool this agent does not have is not asked about: the call gets the
                 // "unknown tool" error (found by fuzzing: a made-up 4,000-character name
                 // reached the approval message).
-                let level = self
-                    .tools
+                let level = registry
                     .get(name)
                     .map_or(Level::Unsafe, |t| t.level_for(ctx, input));
-                let rule = match self.tools.get(name) {
+                let rule = match registry.get(name) {
                     Some(_) => self.rule(name, level),
                     None => Rule::Allow,
                 };
@@ -390,8 +392,7 @@ impl Agent {
                     (_, None) => "allowed",
                 };
                 let args = crate::audit::shown_args(&input, crate::audit::MAX_DETAIL);
-                let level = self
-                    .tools
+                let level = registry
                     .get(&name)
                     .map_or(Level::Unsafe, |t| t.level_for(ctx, &input));
                 let started = self.clock.now_ms();
@@ -404,7 +405,15 @@ impl Agent {
                             decision = "repeated";
                             ("This exact call was already made twice in this turn; it was not run again. Use the earlier results.".to_owned(), true)
                         } else {
-                            self.call_tool(ctx, &name, input).await
+                            Self::call_tool(
+                                &registry,
+                                self.config.tool_timeout_secs,
+                                &*self.clock,
+                                ctx,
+                                &name,
+                                input,
+                            )
+                            .await
                         }
                     }
                 };
@@ -470,20 +479,46 @@ impl Agent {
         })
     }
 
-    /// Runs one tool with the agent's timeout; returns `(content, is_error)`.
-    async fn call_tool(&self, ctx: &ToolContext, name: &str, input: Value) -> (String, bool) {
-        let Some(tool) = self.tools.get(name) else {
+    /// The tools of a turn starting now: the built-ins, and the tools of each MCP server that
+    /// answers its listing (one that does not is left out of this turn, not failing it).
+    pub async fn toolset(&self) -> ToolRegistry {
+        let mut registry = self.tools.clone();
+        if self.mcp.is_empty() {
+            return registry;
+        }
+        let lists = futures::future::join_all(self.mcp.iter().map(|s| s.tools())).await;
+        for (server, listed) in self.mcp.iter().zip(lists) {
+            match listed {
+                Ok(tools) => tools.into_iter().for_each(|t| registry.register(t)),
+                Err(e) => {
+                    tracing::warn!(server = server.name(), error = %e, "MCP server left out of this turn")
+                }
+            }
+        }
+        registry
+    }
+
+    /// Runs one tool of `tools` within `timeout_secs`; returns `(content, is_error)`.
+    async fn call_tool(
+        tools: &ToolRegistry,
+        timeout_secs: u64,
+        clock: &dyn Clock,
+        ctx: &ToolContext,
+        name: &str,
+        input: Value,
+    ) -> (String, bool) {
+        let Some(tool) = tools.get(name) else {
             return (
                 format!(
                     "Unknown tool {name:?}. Available: {}",
-                    self.tools.names().join(", ")
+                    tools.names().join(", ")
                 ),
                 true,
             );
         };
-        let timeout = Duration::from_secs(self.config.tool_timeout_secs);
+        let timeout = Duration::from_secs(timeout_secs);
         let call = tool.call(ctx, input);
-        let sleep = self.clock.sleep(timeout);
+        let sleep = clock.sleep(timeout);
         match select(call, sleep).await {
             Either::Left((Ok(out), _)) => (truncate(out), false),
             Either::Left((Err(e), _)) => (truncate(e.0), true),

@@ -98,6 +98,15 @@ impl App {
                     ));
                 }
             }
+            for server in &agent.mcp {
+                if let Some(why) = server.unavailable() {
+                    out.push(format!(
+                        "agent {:?}: the MCP server {} is not offered: {why}",
+                        agent.config.id,
+                        server.name()
+                    ));
+                }
+            }
         }
         out.sort();
         out.dedup();

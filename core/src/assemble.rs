@@ -152,6 +152,18 @@ impl App {
                     tools,
                     clock: platform.clock.clone(),
                     skills: Some(skills),
+                    mcp: agent
+                        .mcp
+                        .iter()
+                        .map(|c| {
+                            Arc::new(crate::mcp::McpServer::new(
+                                c.clone(),
+                                platform.http.clone(),
+                                platform.clock.clone(),
+                                env,
+                            ))
+                        })
+                        .collect(),
                 }),
             );
         }

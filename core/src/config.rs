@@ -14,6 +14,7 @@ use crate::memory::store::SearchConfig;
 #[cfg(feature = "yaml")]
 use validate::validate_agent;
 
+mod mcp;
 pub mod policy;
 mod provider;
 pub mod spend;
@@ -22,6 +23,7 @@ mod validate;
 
 pub use crate::media::MediaConfig;
 pub use crate::tools::web::WebConfig;
+pub use mcp::McpServerConfig;
 pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
 pub use provider::{ProviderConfig, ProviderKind};
 pub use spend::{Caps, Price};
@@ -262,6 +264,9 @@ pub struct AgentConfig {
     /// [`crate::skills`]). Needs the `skill` tool in `tools`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills: Option<Vec<String>>,
+    /// MCP servers whose tools it is offered (see [`crate::mcp`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<McpServerConfig>,
     /// Filled from `prompts/<id>/system.md`.
     #[serde(skip)]
     pub system_prompt: String,

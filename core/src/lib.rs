@@ -21,7 +21,8 @@
 //! - [`agent`]: the model ↔ tools loop.
 //! - [`llm`]: message model, Anthropic, OpenAI-compatible and Gemini adapters, the retrying
 //!   fallback chain.
-//! - [`tools`]: the tool registry and built-in tools.
+//! - [`tools`]: the tool registry and built-in tools. [`mcp`]: the MCP client, whose servers'
+//!   tools join an agent's for a turn.
 //! - [`skills`]: skills (AgentSkills folders): where they come from, which an agent is
 //!   offered, the system prompt's list of them.
 //! - [`memory`]: Markdown memory per person and per group: chunking, embeddings, hybrid
@@ -52,6 +53,7 @@ pub mod inbox;
 pub mod ingress;
 pub mod keys;
 pub mod llm;
+pub mod mcp;
 pub mod media;
 pub mod memory;
 pub mod pairing;

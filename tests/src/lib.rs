@@ -5,12 +5,14 @@
 //!   `tests/fixtures/telegram-bot-api.json`, a copy of `../shared/spec/telegram-bot-api.json`.
 //! - [`fixtures`]: real-format Telegram updates under `tests/fixtures/updates/`.
 //! - [`llm`]: provider responses in the Anthropic and OpenAI wire formats.
+//! - [`mcp`]: a small MCP server (Streamable HTTP) as a function, for every shell's tests.
 //! - `servers` (feature `servers`): fake Bot API and model servers on 127.0.0.1.
 //! - `scenarios` (feature `servers`): the end-to-end scenarios every shell's harness runs
 //!   against those fakes (`scenarios::run_all`).
 
 pub mod fixtures;
 pub mod llm;
+pub mod mcp;
 #[cfg(feature = "servers")]
 pub mod scenarios;
 #[cfg(feature = "servers")]

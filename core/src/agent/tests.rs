@@ -80,6 +80,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
         max_tokens: 100,
         tool_timeout_secs: 5,
         skills: None,
+        mcp: vec![],
         system_prompt: "sys".into(),
     };
     Agent {
@@ -101,6 +102,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
         tools: ToolRegistry::builtins(&["current_time".into()], &deps(clock.clone())).unwrap(),
         clock,
         skills: None,
+        mcp: vec![],
     }
 }
 
@@ -143,7 +145,14 @@ fn unknown_tool_is_an_error_result() {
         }),
         1,
     );
-    let (content, is_error) = block_on(a.call_tool(&ctx(), "rm_rf", json!({})));
+    let (content, is_error) = block_on(Agent::call_tool(
+        &a.tools,
+        a.config.tool_timeout_secs,
+        &*a.clock,
+        &ctx(),
+        "rm_rf",
+        json!({}),
+    ));
     assert!(is_error && content.contains("Unknown tool"), "{content}");
 }
 
@@ -196,7 +205,14 @@ fn a_stuck_tool_times_out_as_a_tool_error() {
         1,
     );
     a.tools.register(Arc::new(Stuck));
-    let (content, is_error) = block_on(a.call_tool(&ctx(), "stuck", json!({})));
+    let (content, is_error) = block_on(Agent::call_tool(
+        &a.tools,
+        a.config.tool_timeout_secs,
+        &*a.clock,
+        &ctx(),
+        "stuck",
+        json!({}),
+    ));
     assert!(is_error);
     assert!(content.contains("did not finish within 5s"), "{content}");
     assert!(content.contains("may have taken effect"), "{content}");

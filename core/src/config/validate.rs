@@ -39,6 +39,19 @@ pub(super) fn validate_agent(
             ));
         }
     }
+    if a.mcp.len() > super::mcp::MAX_SERVERS {
+        let most = super::mcp::MAX_SERVERS;
+        return Err(err(path, "mcp", format!("at most {most} servers")));
+    }
+    for (i, server) in a.mcp.iter().enumerate() {
+        server
+            .check()
+            .map_err(|(field, message)| err(path, field, message))?;
+        if a.mcp[..i].iter().any(|s| s.name == server.name) {
+            let message = format!("{:?} is listed twice", server.name);
+            return Err(err(path, "mcp.name", message));
+        }
+    }
     for (i, t) in a.tools.iter().enumerate() {
         if !crate::tools::BUILTIN_TOOLS.contains(&t.as_str()) {
             return Err(err(

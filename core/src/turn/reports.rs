@@ -106,13 +106,15 @@ impl App {
                 false => format!("Ended: {}. They ask again next time.", names.join(", ")),
             });
         }
-        let tools = conn.agent.tools.names();
+        // The MCP servers' tools too (their cached lists).
+        let toolset = conn.agent.toolset().await;
+        let tools = toolset.names();
         let asks: Vec<&str> = tools
             .iter()
             .map(String::as_str)
             .filter(|n| !names.contains(n))
             .filter(|n| {
-                let level = conn.agent.tools.get(n).map(|t| t.level());
+                let level = toolset.get(n).map(|t| t.level());
                 level.is_some_and(|l| conn.agent.rule(n, l) == crate::config::Rule::Ask)
             })
             .collect();

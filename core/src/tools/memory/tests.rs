@@ -114,6 +114,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         max_tokens: 100,
         tool_timeout_secs: 5,
         skills: None,
+        mcp: vec![],
         system_prompt: "sys".into(),
     };
     let deps = ToolDeps {
@@ -146,6 +147,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         },
         clock,
         skills: None,
+        mcp: vec![],
     };
     let out =
         block_on(agent.run_turn(&[], ChatMessage::user_text("remember"), &ctx(), "")).unwrap();

@@ -1,0 +1,357 @@
+//! The MCP client: the tools of an agent's MCP servers (`mcp:` in `agents.d`), offered to the
+//! model as `<server>__<tool>` beside the built-ins and passing the same policy and audit.
+//!
+//! - [`rpc`]: the Streamable HTTP transport (JSON-RPC over POST, JSON or SSE answers,
+//!   sessions, version negotiation), through the Http port, so every shell has it.
+//!
+//! A server's tool list is fetched when a turn starts and reused for `cache_secs`. A server
+//! that cannot be listed (down, slow, answering wrongly) is left out of that turn, and not
+//! asked again for [`DOWN_FOR_MS`], so a dead server costs one wait, not one per turn. What
+//! a server says is untrusted: names, descriptions, schemas and results are bounded.
+
+pub mod rpc;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clawless_platform::{Clock, Http};
+use futures::future::{select, Either};
+use serde_json::{json, Value};
+
+use crate::config::McpServerConfig;
+use crate::env::Env;
+use crate::llm::ToolSpec;
+use crate::tools::{Level, Tool, ToolContext, ToolError};
+use rpc::{Endpoint, McpError};
+
+/// A server that could not be listed is left out of turns for this long.
+pub const DOWN_FOR_MS: u64 = 60_000;
+/// The longest a turn waits for a server's tool list.
+pub const LIST_WAIT: Duration = Duration::from_secs(10);
+/// The most `tools/list` pages read from one server.
+pub const MAX_PAGES: usize = 10;
+/// The most tools taken from one server.
+pub const MAX_TOOLS: usize = 64;
+/// A tool's description is cut to this many characters.
+pub const MAX_DESCRIPTION: usize = 1_024;
+/// A tool whose input schema is longer than this (as JSON) is left out.
+pub const MAX_SCHEMA: usize = 16 * 1024;
+/// The longest tool name the model APIs take (`<server>__<tool>`).
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// One MCP server of an agent, its session and its cached tool list.
+pub struct McpServer {
+    pub config: McpServerConfig,
+    /// `None` when it cannot be used here; [`McpServer::unavailable`] says why.
+    endpoint: Option<Endpoint>,
+    unavailable: Option<String>,
+    clock: Arc<dyn Clock>,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Default)]
+struct Cache {
+    /// When the list was fetched (ms), and the list.
+    tools: Option<(u64, Arc<Vec<ToolSpec>>)>,
+    /// Not asked before this time (ms).
+    down_until: u64,
+}
+
+impl McpServer {
+    /// The server of `config`; its URL and headers are read from `env` now.
+    pub fn new(
+        config: McpServerConfig,
+        http: Arc<dyn Http>,
+        clock: Arc<dyn Clock>,
+        env: &Env,
+    ) -> McpServer {
+        let mut unavailable = None;
+        let url = match (&config.url, &config.url_env) {
+            (Some(url), _) => Some(url.clone()),
+            (None, Some(var)) => match env.get(var) {
+                Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
+                    Some(url.to_owned())
+                }
+                Some(_) => {
+                    unavailable = Some(format!("{var} does not hold an http(s) URL"));
+                    None
+                }
+                None => {
+                    unavailable = Some(format!("its URL needs {var}, which is not set"));
+                    None
+                }
+            },
+            (None, None) => None,
+        };
+        let mut headers = Vec::new();
+        for (name, var) in &config.headers {
+            let value = env.secret(var);
+            if value.is_empty() {
+                unavailable
+                    .get_or_insert(format!("its header {name} needs {var}, which is not set"));
+            }
+            headers.push((name.clone(), value));
+        }
+        let timeout = Duration::from_secs(config.timeout_secs);
+        let endpoint = match (url, &unavailable) {
+            (Some(url), None) => Some(Endpoint::new(url, headers, http, timeout)),
+            _ => None,
+        };
+        McpServer {
+            config,
+            endpoint,
+            unavailable,
+            clock,
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Why it is not offered here (a variable it needs is not set), if it is not.
+    pub fn unavailable(&self) -> Option<&str> {
+        self.unavailable.as_deref()
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Its tools for a turn starting now: the cached list while it is fresh, else asked
+    /// again, within [`LIST_WAIT`].
+    pub async fn tools(self: &Arc<Self>) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+        let specs = self.specs().await?;
+        Ok(specs
+            .iter()
+            .map(|spec| {
+                let remote = spec
+                    .name
+                    .split_once("__")
+                    .map(|(_, t)| t.to_owned())
+                    .unwrap_or_default();
+                Arc::new(McpTool {
+                    server: self.clone(),
+                    remote,
+                    spec: spec.clone(),
+                }) as Arc<dyn Tool>
+            })
+            .collect())
+    }
+
+    async fn specs(&self) -> Result<Arc<Vec<ToolSpec>>, McpError> {
+        let Some(endpoint) = &self.endpoint else {
+            return Err(McpError::Down(self.unavailable.clone().unwrap_or_default()));
+        };
+        let now = self.clock.now_ms();
+        {
+            let cache = self.cache();
+            if let Some((at, list)) = &cache.tools {
+                if now.saturating_sub(*at) < self.config.cache_secs.saturating_mul(1000) {
+                    return Ok(list.clone());
+                }
+            }
+            if now < cache.down_until {
+                return Err(McpError::Down("it failed a moment ago".into()));
+            }
+        }
+        let listed = {
+            let list = std::pin::pin!(self.list(endpoint));
+            let wait = std::pin::pin!(self.clock.sleep(LIST_WAIT));
+            match select(list, wait).await {
+                Either::Left((listed, _)) => listed,
+                Either::Right(_) => Err(McpError::Down(format!(
+                    "no tool list within {}s",
+                    LIST_WAIT.as_secs()
+                ))),
+            }
+        };
+        let mut cache = self.cache();
+        match listed {
+            Ok(list) => {
+                let list = Arc::new(list);
+                cache.tools = Some((self.clock.now_ms(), list.clone()));
+                Ok(list)
+            }
+            Err(e) => {
+                cache.tools = None;
+                cache.down_until = self.clock.now_ms().saturating_add(DOWN_FOR_MS);
+                Err(e)
+            }
+        }
+    }
+
+    /// `tools/list`, page by page, bounded, fitted to what the model APIs take.
+    async fn list(&self, endpoint: &Endpoint) -> Result<Vec<ToolSpec>, McpError> {
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let page = endpoint.request("tools/list", params).await?;
+            let tools = page["tools"].as_array().ok_or_else(|| {
+                McpError::Protocol("a tools/list result without a tools array".into())
+            })?;
+            for tool in tools {
+                if out.len() >= MAX_TOOLS {
+                    break;
+                }
+                if let Some(spec) = self.spec_of(tool) {
+                    out.push(spec);
+                }
+            }
+            cursor = page["nextCursor"]
+                .as_str()
+                .filter(|c| !c.is_empty() && c.len() <= 1024)
+                .map(str::to_owned);
+            if cursor.is_none() || out.len() >= MAX_TOOLS {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// A listed tool as the model sees it, or `None` when it is not allowed or not usable
+    /// (a name the model APIs refuse, a schema that is not an object or is too large).
+    fn spec_of(&self, tool: &Value) -> Option<ToolSpec> {
+        let remote = tool["name"].as_str()?;
+        let name = format!("{}__{remote}", self.config.name);
+        let valid = !remote.is_empty()
+            && name.len() <= MAX_TOOL_NAME
+            && remote
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let allowed = self
+            .config
+            .tools
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == remote));
+        if !valid || !allowed {
+            return None;
+        }
+        let mut schema = tool
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object"}));
+        if !schema.is_object() || schema.to_string().len() > MAX_SCHEMA {
+            tracing::info!(tool = %name, "MCP tool left out: its input schema is not a small object");
+            return None;
+        }
+        schema["type"] = json!("object");
+        let description = tool["description"]
+            .as_str()
+            .or_else(|| tool["title"].as_str())
+            .unwrap_or("");
+        Some(ToolSpec {
+            name,
+            description: format!(
+                "{} (from the MCP server {})",
+                crate::audit::cut(description, MAX_DESCRIPTION),
+                self.config.name
+            ),
+            input_schema: schema,
+        })
+    }
+
+    /// Calls `tool` (the server's name for it) with `arguments`.
+    async fn call(&self, tool: &str, arguments: Value) -> Result<String, ToolError> {
+        let Some(endpoint) = &self.endpoint else {
+            return Err(ToolError(format!(
+                "The MCP server {} is not available here.",
+                self.config.name
+            )));
+        };
+        let params = json!({"name": tool, "arguments": arguments});
+        match endpoint.request("tools/call", params).await {
+            Ok(result) => call_result(&result),
+            Err(e) => {
+                if matches!(e, McpError::Down(_)) {
+                    let mut cache = self.cache();
+                    cache.tools = None;
+                    cache.down_until = self.clock.now_ms().saturating_add(DOWN_FOR_MS);
+                }
+                tracing::warn!(server = %self.config.name, error = %e, "MCP tool call failed");
+                Err(ToolError(format!(
+                    "{tool} on the MCP server {} failed: {e}",
+                    self.config.name
+                )))
+            }
+        }
+    }
+}
+
+/// The text of a `tools/call` result: its text content, else its structured content as
+/// JSON; other content is named, not shown. `isError` makes it a tool error.
+fn call_result(result: &Value) -> Result<String, ToolError> {
+    let mut parts: Vec<String> = Vec::new();
+    for block in result["content"].as_array().into_iter().flatten() {
+        let part = match block["type"].as_str().unwrap_or("") {
+            "text" => block["text"].as_str().unwrap_or("").to_owned(),
+            "resource" => match block["resource"]["text"].as_str() {
+                Some(text) => text.to_owned(),
+                None => format!(
+                    "[a resource: {}]",
+                    crate::audit::cut(block["resource"]["uri"].as_str().unwrap_or("?"), 200)
+                ),
+            },
+            "resource_link" => format!(
+                "[a link: {}]",
+                crate::audit::cut(block["uri"].as_str().unwrap_or("?"), 200)
+            ),
+            other => format!(
+                "[{} content ({}), not shown]",
+                crate::audit::cut(other, 20),
+                crate::audit::cut(block["mimeType"].as_str().unwrap_or("?"), 60)
+            ),
+        };
+        parts.push(part);
+    }
+    let text = parts.join("\n");
+    let text = match result.get("structuredContent") {
+        Some(structured) if text.trim().is_empty() => structured.to_string(),
+        _ => text,
+    };
+    if result["isError"].as_bool() == Some(true) {
+        return Err(ToolError(if text.is_empty() {
+            "The tool failed without saying why.".into()
+        } else {
+            text
+        }));
+    }
+    Ok(text)
+}
+
+/// One tool of an MCP server.
+pub struct McpTool {
+    server: Arc<McpServer>,
+    /// The server's name for it.
+    remote: String,
+    spec: ToolSpec,
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn level(&self) -> Level {
+        self.server.config.level
+    }
+
+    async fn call(&self, _ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
+        let arguments = match input {
+            Value::Object(_) => input,
+            Value::Null => json!({}),
+            _ => return Err(ToolError("the arguments must be a JSON object".into())),
+        };
+        self.server.call(&self.remote, arguments).await
+    }
+}
+
+#[cfg(test)]
+mod tests;

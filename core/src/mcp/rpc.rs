@@ -1,0 +1,317 @@
+//! The Streamable HTTP transport of MCP: one JSON-RPC message per POST, answered with JSON or
+//! with server-sent events, in a session the server names with `Mcp-Session-Id`.
+//!
+//! A session starts with `initialize` (the newest protocol version we speak; the server answers
+//! with the one it picks, which must be one we speak too) and `notifications/initialized`.
+//! Every later request carries the session id and `MCP-Protocol-Version`. A 404 on a request
+//! that carried a session id means the server dropped the session: a new one is started and
+//! the request sent again, once. Requests the server sends us inside an SSE answer (sampling,
+//! elicitation) are not supported and are skipped; notifications are skipped.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawless_platform::{Http, HttpRequest, HttpStreamResponse};
+use serde_json::{json, Value};
+
+use crate::llm::sse::SseParser;
+use crate::secret::Secret;
+
+/// Protocol versions this client speaks, newest first; `initialize` offers the first.
+pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// The most bytes of one answer read (a JSON body or an SSE stream up to our response).
+pub const MAX_ANSWER: usize = 4 * 1024 * 1024;
+
+/// Why a request to an MCP server failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpError {
+    /// Could not reach it, it timed out, or it answered 5xx or 429: try again later.
+    #[error("the MCP server is unreachable: {0}")]
+    Down(String),
+    /// It answered, but not as MCP says (a bad status, a body that is not JSON-RPC).
+    #[error("the MCP server answered wrongly: {0}")]
+    Protocol(String),
+    /// It answered with a JSON-RPC error.
+    #[error("the MCP server refused: {message} ({code})")]
+    Rpc { code: i64, message: String },
+}
+
+/// A live session: its id (when the server gave one) and the protocol version agreed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub id: Option<String>,
+    pub version: String,
+}
+
+/// One server's endpoint, and the session with it.
+pub struct Endpoint {
+    pub url: String,
+    /// Extra headers (`Authorization` …), values from the environment.
+    pub headers: Vec<(String, Secret)>,
+    pub http: Arc<dyn Http>,
+    pub timeout: Duration,
+    session: Mutex<Option<Session>>,
+    next_id: Mutex<u64>,
+}
+
+impl Endpoint {
+    pub fn new(
+        url: String,
+        headers: Vec<(String, Secret)>,
+        http: Arc<dyn Http>,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            url,
+            headers,
+            http,
+            timeout,
+            session: Mutex::new(None),
+            next_id: Mutex::new(1),
+        }
+    }
+
+    /// The session in use, if one was started.
+    pub fn session(&self) -> Option<Session> {
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_session(&self, session: Option<Session>) {
+        *self.session.lock().unwrap_or_else(|e| e.into_inner()) = session;
+    }
+
+    fn id(&self) -> u64 {
+        let mut n = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
+        *n += 1;
+        *n
+    }
+
+    /// Sends `method` with `params` in the session (started first when there is none) and
+    /// returns the JSON-RPC `result`.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, McpError> {
+        let session = match self.session() {
+            Some(s) => s,
+            None => self.initialize().await?,
+        };
+        match self.exchange(method, &params, Some(&session)).await {
+            Err(Failure::Expired) if session.id.is_some() => {
+                tracing::info!(url = %redacted(&self.url), "MCP session expired; starting a new one");
+                self.set_session(None);
+                let session = self.initialize().await?;
+                self.exchange(method, &params, Some(&session))
+                    .await
+                    .map_err(Failure::into_error)
+            }
+            other => other.map_err(Failure::into_error),
+        }
+    }
+
+    /// Starts a session: `initialize`, the version check, `notifications/initialized`.
+    pub async fn initialize(&self) -> Result<Session, McpError> {
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSIONS[0],
+            "capabilities": {},
+            "clientInfo": {"name": "clawless", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let (result, id) = self
+            .exchange_with_id("initialize", &params, None)
+            .await
+            .map_err(Failure::into_error)?;
+        let version = result["protocolVersion"].as_str().unwrap_or_default();
+        let Some(version) = PROTOCOL_VERSIONS.iter().find(|v| **v == version) else {
+            return Err(McpError::Protocol(format!(
+                "it speaks protocol version {:?}; this client speaks {}",
+                crate::audit::cut(version, 40),
+                PROTOCOL_VERSIONS.join(", ")
+            )));
+        };
+        let session = Session {
+            id,
+            version: (*version).to_owned(),
+        };
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let resp = self.post(&note, Some(&session)).await?;
+        if !(200..300).contains(&resp.status) {
+            return Err(status_error(resp.status));
+        }
+        self.set_session(Some(session.clone()));
+        Ok(session)
+    }
+
+    async fn exchange(
+        &self,
+        method: &str,
+        params: &Value,
+        session: Option<&Session>,
+    ) -> Result<Value, Failure> {
+        self.exchange_with_id(method, params, session)
+            .await
+            .map(|(v, _)| v)
+    }
+
+    /// One request and its answer: `(result, the session id the answer named)`.
+    async fn exchange_with_id(
+        &self,
+        method: &str,
+        params: &Value,
+        session: Option<&Session>,
+    ) -> Result<(Value, Option<String>), Failure> {
+        let id = self.id();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut resp = self.post(&body, session).await?;
+        if resp.status == 404 && session.is_some_and(|s| s.id.is_some()) {
+            return Err(Failure::Expired);
+        }
+        if !(200..300).contains(&resp.status) {
+            return Err(status_error(resp.status).into());
+        }
+        let session_id = resp
+            .header("mcp-session-id")
+            .map(str::trim)
+            .filter(|s| !s.is_empty() && s.len() <= 256 && s.chars().all(|c| c.is_ascii_graphic()))
+            .map(str::to_owned);
+        let message = read_answer(&mut resp, id).await?;
+        let result = match (message.get("result"), message.get("error")) {
+            (_, Some(e)) => {
+                return Err(McpError::Rpc {
+                    code: e["code"].as_i64().unwrap_or(0),
+                    message: crate::audit::cut(e["message"].as_str().unwrap_or("error"), 500),
+                }
+                .into())
+            }
+            (Some(r), None) => r.clone(),
+            (None, None) => {
+                return Err(
+                    McpError::Protocol("a response with neither result nor error".into()).into(),
+                )
+            }
+        };
+        Ok((result, session_id))
+    }
+
+    async fn post(
+        &self,
+        body: &Value,
+        session: Option<&Session>,
+    ) -> Result<HttpStreamResponse, McpError> {
+        let mut req = HttpRequest::post_json(&self.url, body, self.timeout)
+            .header("accept", "application/json, text/event-stream");
+        if let Some(s) = session {
+            if let Some(id) = &s.id {
+                req = req.header("mcp-session-id", id.clone());
+            }
+            req = req.header("mcp-protocol-version", s.version.clone());
+        }
+        for (name, value) in &self.headers {
+            req = req.header(name, value.expose());
+        }
+        self.http
+            .send_streaming(req)
+            .await
+            .map_err(|e| McpError::Down(e.to_string()))
+    }
+}
+
+/// A failed exchange: the server forgot the session (a 404 to a request in one), or another
+/// error.
+enum Failure {
+    Expired,
+    Other(McpError),
+}
+
+impl From<McpError> for Failure {
+    fn from(e: McpError) -> Self {
+        Failure::Other(e)
+    }
+}
+
+impl Failure {
+    fn into_error(self) -> McpError {
+        match self {
+            Failure::Expired => McpError::Protocol("the server forgot the session at once".into()),
+            Failure::Other(e) => e,
+        }
+    }
+}
+
+fn status_error(status: u16) -> McpError {
+    if status == 429 || status >= 500 {
+        McpError::Down(format!("HTTP {status}"))
+    } else {
+        McpError::Protocol(format!("HTTP {status}"))
+    }
+}
+
+/// The URL without its query (which may hold a key), for logs.
+pub fn redacted(url: &str) -> &str {
+    url.split(['?', '#']).next().unwrap_or("")
+}
+
+/// Reads the JSON-RPC response with `id` from an answer: a JSON body (one message or a
+/// batch), or an SSE stream read until that response arrives.
+async fn read_answer(resp: &mut HttpStreamResponse, id: u64) -> Result<Value, McpError> {
+    let read_err = |e: clawless_platform::PortError| match e.kind {
+        clawless_platform::ErrorKind::Invalid => McpError::Protocol(e.message),
+        _ => McpError::Down(e.to_string()),
+    };
+    let sse = resp
+        .header("content-type")
+        .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
+    if !sse {
+        let body = resp.read_to_end(MAX_ANSWER + 1).await.map_err(read_err)?;
+        if body.len() > MAX_ANSWER {
+            return Err(McpError::Protocol(format!(
+                "an answer longer than {MAX_ANSWER} bytes"
+            )));
+        }
+        let value: Value = serde_json::from_slice(&body)
+            .map_err(|e| McpError::Protocol(format!("an answer that is not JSON: {e}")))?;
+        let found = match value {
+            Value::Array(batch) => batch.into_iter().find(|m| is_response_to(m, id)),
+            single => Some(single).filter(|m| is_response_to(m, id)),
+        };
+        return found
+            .ok_or_else(|| McpError::Protocol("no response to the request in its answer".into()));
+    }
+    let mut parser = SseParser::with_limits(MAX_ANSWER, MAX_ANSWER);
+    let mut read = 0usize;
+    while let Some(piece) = resp.body.next_chunk().await.map_err(read_err)? {
+        read += piece.len();
+        if read > MAX_ANSWER {
+            return Err(McpError::Protocol(format!(
+                "an event stream longer than {MAX_ANSWER} bytes"
+            )));
+        }
+        let events = parser
+            .feed(&piece)
+            .map_err(|e| McpError::Protocol(e.to_string()))?;
+        for event in events {
+            if event.event != "message" {
+                continue;
+            }
+            // A non-JSON event (a keep-alive) is skipped like a notification.
+            if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
+                if is_response_to(&message, id) {
+                    return Ok(message);
+                }
+            }
+        }
+    }
+    Err(McpError::Protocol(
+        "the event stream ended before the response".into(),
+    ))
+}
+
+/// Whether `message` is the response to request `id` (not a notification or a request).
+fn is_response_to(message: &Value, id: u64) -> bool {
+    let same = match &message["id"] {
+        Value::Number(n) => n.as_u64() == Some(id),
+        Value::String(s) => s == &id.to_string(),
+        _ => false,
+    };
+    same && message.get("method").is_none()
+}
