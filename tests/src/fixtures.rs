@@ -44,15 +44,23 @@ pub const BOT_ID: i64 = 7_000_000_001;
 pub const BOT_USERNAME: &str = "clawless_test_bot";
 pub const GROUP_ID: i64 = -1_001_234_567_890;
 
-/// Writes into `dir` the repository's `config/` with one change: `memory_write` asks first
-/// (the config the approval scenarios run on). Panics when `assistant.yaml`'s policy block
-/// has changed shape, so the change cannot silently not happen.
+/// The setting naming the test MCP server's URL (`<model URL>/mcp`) for
+/// [`asking_config`]'s agent.
+pub const MCP_URL_ENV: &str = "CLAWLESS_TEST_MCP_URL";
+
+/// Writes into `dir` the repository's `config/` with two changes: `memory_write` asks first,
+/// and the agent has the fakes' MCP server as `demo` (the config the approval scenarios run
+/// on). Panics when `assistant.yaml`'s policy block has changed shape, so the change cannot
+/// silently not happen.
+
 pub fn asking_config(dir: &std::path::Path) {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
     copy_dir(&src, dir);
     let agent = dir.join("agents.d/assistant.yaml");
     let text = std::fs::read_to_string(&agent).unwrap_or_default();
     let asking = text.replace("  tools: {}", "  tools: { memory_write: ask }");
+    // The test MCP server of the fakes (unsafe by default, so its calls ask too).
+    let asking = format!("{asking}\nmcp:\n  - name: demo\n    url_env: {MCP_URL_ENV}\n");
     assert_ne!(
         text, asking,
         "the policy block of assistant.yaml changed shape"

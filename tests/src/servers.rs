@@ -1,6 +1,7 @@
 //! Fake Bot API and model servers on 127.0.0.1 for the shells' end-to-end tests (feature
 //! `servers`): every Bot API call is checked against the spec, the model is scripted by what
-//! it is asked ("remember: X" → memory_write, "schedule: {…}" → schedule, "time" → a tool call, "long" → 6000+
+//! it is asked ("remember: X" → memory_write, "schedule: {…}" → schedule, "mcp: X" → the
+//! test MCP server's `demo__echo` (served at `<model URL>/mcp`), "time" → a tool call, "long" → 6000+
 //! characters, else an echo), and either side fails once on request (the `*_ONCE` markers).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -44,6 +45,8 @@ pub struct Fakes {
     pub transcriptions: Mutex<Vec<(String, String)>>,
     /// The bot token the shell used in its Bot API calls (from the URL path).
     pub token: Mutex<Option<String>>,
+    /// The MCP server at `<model URL>/mcp` (see [`crate::mcp`]).
+    pub mcp: crate::mcp::McpFake,
 }
 
 /// In a question: the model answers it with HTTP 500 the first time it is asked.
@@ -329,6 +332,9 @@ fn answer(last: &Value) -> Value {
     if let Some(fact) = text.strip_prefix("remember: ") {
         return anthropic_tool_use("toolu_mem", "memory_write", json!({"content": fact}));
     }
+    if let Some(said) = text.strip_prefix("mcp: ") {
+        return anthropic_tool_use("toolu_mcp", "demo__echo", json!({"text": said}));
+    }
     if let Some(url) = text.strip_prefix("fetch: ") {
         return anthropic_tool_use("toolu_fetch", "web_fetch", json!({"url": url}));
     }
@@ -395,10 +401,38 @@ pub async fn fakes() -> (Arc<Fakes>, String, String) {
         axum::Router::new()
             .route("/v1/messages", post(llm))
             .route("/audio/transcriptions", post(transcribe))
+            .route("/mcp", post(mcp))
             .with_state(f.clone()),
     )
     .await;
     (f, tg, llm_url)
+}
+
+/// The MCP server of [`crate::mcp`], over HTTP.
+async fn mcp(
+    State(f): State<Arc<Fakes>>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> (axum::http::StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (status, answer_headers, body) = f.mcp.handle(header, &body);
+    let mut out = axum::http::HeaderMap::new();
+    for (k, v) in answer_headers {
+        out.insert(
+            axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            axum::http::HeaderValue::from_str(&v).unwrap(),
+        );
+    }
+    (
+        axum::http::StatusCode::from_u16(status).unwrap(),
+        out,
+        body,
+    )
 }
 
 /// Serves `router` on 127.0.0.1 at a free port; returns `http://127.0.0.1:PORT`.

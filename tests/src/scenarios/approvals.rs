@@ -106,11 +106,35 @@ super::scenarios! {
         let asked = c.bodies_to(c.user).iter().filter(|b| b.get("reply_markup").is_some()).count();
         assert_eq!(asked, 1, "one approval message");
     }
+
+    /// A tool of the MCP server (`demo`, unsafe by default) asks; once allowed, the shell
+    /// calls the server over HTTP (a session, the list in pages, the call answered in SSE)
+    /// and the model gets its answer.
+    fn an_mcp_tool_asks_then_runs_on_the_server(c) {
+        let said = format!("hello from {}", c.user);
+        c.post(&c.text(&format!("mcp: {said}"))).await;
+        let buttons = c.approval_of("demo__echo", c.user).await;
+        let tools = &c.asked(&said)[0]["tools"];
+        let offered = tools.as_array().unwrap().iter().filter(|t| t["name"] == "demo__echo");
+        assert_eq!(offered.count(), 1, "{tools}");
+        c.post(&c.tap(c.user, c.user, &buttons[0])).await;
+        let sent = c.answers(c.user, 2, LIMIT).await;
+        assert_eq!(sent[1], format!("Tool said: {said}"));
+        let calls = c.f.mcp.calls();
+        assert!(calls.contains(&("echo".to_owned(), json!({"text": said}))), "{calls:?}");
+    }
 }
 
 impl Ctx<'_> {
-    /// Waits for the approval message in `chat` and returns its buttons' callback data.
+    /// Waits for the approval message of `memory_write` in `chat` and returns its buttons'
+    /// callback data.
     pub async fn approval(&self, chat: i64) -> Vec<String> {
+        self.approval_of("memory_write", chat).await
+    }
+
+    /// Waits for the approval message of `tool` in `chat` and returns its buttons' callback
+    /// data.
+    pub async fn approval_of(&self, tool: &str, chat: i64) -> Vec<String> {
         let sent = self.answers(chat, 1, LIMIT).await;
         let body = self
             .bodies_to(chat)
@@ -118,7 +142,7 @@ impl Ctx<'_> {
             .find(|b| b.get("reply_markup").is_some())
             .unwrap_or_else(|| panic!("no approval message in {chat}: {sent:?}"));
         assert!(
-            body["text"].as_str().unwrap().contains("memory_write"),
+            body["text"].as_str().unwrap().contains(tool),
             "{body}"
         );
         body["reply_markup"]["inline_keyboard"]
