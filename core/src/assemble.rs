@@ -159,6 +159,7 @@ impl App {
                             Arc::new(crate::mcp::McpServer::new(
                                 c.clone(),
                                 platform.http.clone(),
+                                platform.exec.clone(),
                                 platform.clock.clone(),
                                 env,
                             ))

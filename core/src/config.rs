@@ -14,7 +14,7 @@ use crate::memory::store::SearchConfig;
 #[cfg(feature = "yaml")]
 use validate::validate_agent;
 
-mod mcp;
+pub mod mcp;
 pub mod policy;
 mod provider;
 pub mod spend;

@@ -1,7 +1,9 @@
-//! Exec port: runs a shell command on this machine. Only the native binary has one; the
-//! Worker and the Lambda leave [`crate::Platform::exec`] empty, and the `exec` tool is not
-//! offered there.
+//! Exec port: runs a shell command on this machine, or starts a program kept running and
+//! spoken to in lines. Only the native binary has one; the Worker and the Lambda leave
+//! [`crate::Platform::exec`] empty, and the `exec` tool and MCP servers run as programs are
+//! not offered there.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -54,4 +56,36 @@ pub trait Exec: Send + Sync {
     /// `timeout` the whole group is killed and the output so far returned with `timed_out`.
     /// A command that cannot be started is `Unavailable`.
     async fn run(&self, request: ExecRequest) -> Result<ExecOutput>;
+
+    /// Starts `argv[0]` with the arguments after it (no shell), kept running to be spoken to
+    /// in lines (an MCP server run as a local program).
+    ///
+    /// # Behavior
+    /// It runs in the Files root, in a process group of its own, with the safe few variables
+    /// of [`Exec::run`] plus `env`; its stderr goes to this process's log. It is killed when
+    /// the last handle to it is dropped. One that cannot be started is `Unavailable`; this
+    /// default starts nothing.
+    async fn start(&self, argv: &[String], env: &[(String, String)]) -> Result<Arc<dyn Program>> {
+        let _ = (argv, env);
+        Err(crate::PortError::unavailable(
+            "this shell does not run programs",
+        ))
+    }
+}
+
+/// A program started with [`Exec::start`].
+#[async_trait]
+pub trait Program: Send + Sync {
+    /// Writes `line` and a newline to its stdin.
+    ///
+    /// # Behavior
+    /// `Invalid` when `line` holds a newline; `Unavailable` once the program has exited.
+    async fn send(&self, line: &str) -> Result<()>;
+
+    /// The next line of its stdout, without the newline.
+    ///
+    /// # Behavior
+    /// Waits at most `timeout` (`Timeout`; a line half read is kept for the next call). A
+    /// line longer than `max` bytes is `Invalid`; `Unavailable` once the program has exited.
+    async fn next_line(&self, timeout: Duration, max: usize) -> Result<String>;
 }

@@ -52,7 +52,6 @@ pub const MCP_URL_ENV: &str = "CLAWLESS_TEST_MCP_URL";
 /// and the agent has the fakes' MCP server as `demo` (the config the approval scenarios run
 /// on). Panics when `assistant.yaml`'s policy block has changed shape, so the change cannot
 /// silently not happen.
-
 pub fn asking_config(dir: &std::path::Path) {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
     copy_dir(&src, dir);

@@ -428,11 +428,7 @@ async fn mcp(
             axum::http::HeaderValue::from_str(&v).unwrap(),
         );
     }
-    (
-        axum::http::StatusCode::from_u16(status).unwrap(),
-        out,
-        body,
-    )
+    (axum::http::StatusCode::from_u16(status).unwrap(), out, body)
 }
 
 /// Serves `router` on 127.0.0.1 at a free port; returns `http://127.0.0.1:PORT`.

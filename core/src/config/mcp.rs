@@ -21,6 +21,13 @@ pub struct McpServerConfig {
     /// Header name → env var holding its value (`Authorization: GITHUB_MCP_AUTH`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Or a local program to start (native only): the program, then its arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// The program's environment: variable → the env var holding its value (the program gets
+    /// no other secret).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
     /// The server's tools offered, by the server's names; absent: all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
@@ -65,14 +72,28 @@ impl McpServerConfig {
             return Err(("mcp.name".into(), format!("{name:?} must be 1–{MAX_NAME} letters, digits, - or _ (no __): its tools are named <name>__<tool>")));
         }
         let field = |f: &str| format!("mcp.{name}.{f}");
-        match (&self.url, &self.url_env) {
-            (Some(url), None) => {
+        match (&self.url, &self.url_env, &self.command) {
+            (Some(url), None, None) => {
                 if !(url.starts_with("https://") || url.starts_with("http://")) {
                     return Err((field("url"), format!("{url:?} is not an http(s) URL")));
                 }
             }
-            (None, Some(env)) if !env.is_empty() => {}
-            _ => return Err((field("url"), "set exactly one of url and url_env".into())),
+            (None, Some(env), None) if !env.is_empty() => {}
+            (None, None, Some(argv)) => {
+                if argv.first().is_none_or(|p| p.trim().is_empty()) {
+                    return Err((field("command"), "name the program first".into()));
+                }
+                if !self.headers.is_empty() {
+                    return Err((field("headers"), "a program takes env:, not headers".into()));
+                }
+            }
+            _ => {
+                let message = "set exactly one of url, url_env and command";
+                return Err((field("url"), message.into()));
+            }
+        }
+        if self.command.is_none() && !self.env.is_empty() {
+            return Err((field("env"), "only a program (command:) takes env:".into()));
         }
         if !(1..=300).contains(&self.timeout_secs) {
             return Err((field("timeout_secs"), "must be 1 to 300".into()));

@@ -1,8 +1,9 @@
 //! The MCP client: the tools of an agent's MCP servers (`mcp:` in `agents.d`), offered to the
 //! model as `<server>__<tool>` beside the built-ins and passing the same policy and audit.
 //!
-//! - [`rpc`]: the Streamable HTTP transport (JSON-RPC over POST, JSON or SSE answers,
-//!   sessions, version negotiation), through the Http port, so every shell has it.
+//! - [`rpc`]: the transports: Streamable HTTP (JSON-RPC over POST, JSON or SSE answers,
+//!   sessions, version negotiation) through the Http port, so every shell has it; and stdio,
+//!   a local program through the Exec port (native only).
 //!
 //! A server's tool list is fetched when a turn starts and reused for `cache_secs`. A server
 //! that cannot be listed (down, slow, answering wrongly) is left out of that turn, and not
@@ -15,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_platform::{Clock, Http};
+use clawless_platform::{Clock, Exec, Http};
 use futures::future::{select, Either};
 use serde_json::{json, Value};
 
@@ -23,7 +24,7 @@ use crate::config::McpServerConfig;
 use crate::env::Env;
 use crate::llm::ToolSpec;
 use crate::tools::{Level, Tool, ToolContext, ToolError};
-use rpc::{Endpoint, McpError};
+use rpc::{Endpoint, McpError, Transport};
 
 /// A server that could not be listed is left out of turns for this long.
 pub const DOWN_FOR_MS: u64 = 60_000;
@@ -59,44 +60,20 @@ struct Cache {
 }
 
 impl McpServer {
-    /// The server of `config`; its URL and headers are read from `env` now.
+    /// The server of `config`; its URL, headers and program environment are read from `env`
+    /// now. A program needs `exec` (native only).
     pub fn new(
         config: McpServerConfig,
         http: Arc<dyn Http>,
+        exec: Option<Arc<dyn Exec>>,
         clock: Arc<dyn Clock>,
         env: &Env,
     ) -> McpServer {
-        let mut unavailable = None;
-        let url = match (&config.url, &config.url_env) {
-            (Some(url), _) => Some(url.clone()),
-            (None, Some(var)) => match env.get(var) {
-                Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
-                    Some(url.to_owned())
-                }
-                Some(_) => {
-                    unavailable = Some(format!("{var} does not hold an http(s) URL"));
-                    None
-                }
-                None => {
-                    unavailable = Some(format!("its URL needs {var}, which is not set"));
-                    None
-                }
-            },
-            (None, None) => None,
-        };
-        let mut headers = Vec::new();
-        for (name, var) in &config.headers {
-            let value = env.secret(var);
-            if value.is_empty() {
-                unavailable
-                    .get_or_insert(format!("its header {name} needs {var}, which is not set"));
-            }
-            headers.push((name.clone(), value));
-        }
         let timeout = Duration::from_secs(config.timeout_secs);
-        let endpoint = match (url, &unavailable) {
-            (Some(url), None) => Some(Endpoint::new(url, headers, http, timeout)),
-            _ => None,
+        let transport = transport(&config, http, exec, env);
+        let (endpoint, unavailable) = match transport {
+            Ok(t) => (Some(Endpoint::new(t, timeout, clock.clone())), None),
+            Err(why) => (None, Some(why)),
         };
         McpServer {
             config,
@@ -282,6 +259,55 @@ impl McpServer {
             }
         }
     }
+}
+
+/// How `config` is reached here, or why it cannot be (a setting it needs is unset, a
+/// program where programs cannot run).
+fn transport(
+    config: &McpServerConfig,
+    http: Arc<dyn Http>,
+    exec: Option<Arc<dyn Exec>>,
+    env: &Env,
+) -> Result<Transport, String> {
+    let setting = |var: &str, what: String| {
+        let value = env.secret(var);
+        match value.is_empty() {
+            true => Err(format!("{what} needs {var}, which is not set")),
+            false => Ok(value),
+        }
+    };
+    if let Some(argv) = &config.command {
+        let Some(exec) = exec else {
+            return Err("it runs a program, which only the native binary can".into());
+        };
+        let mut vars = Vec::new();
+        for (name, var) in &config.env {
+            vars.push((name.clone(), setting(var, format!("its variable {name}"))?));
+        }
+        return Ok(Transport::Stdio {
+            exec,
+            argv: argv.clone(),
+            env: vars,
+            program: futures::lock::Mutex::new(None),
+        });
+    }
+    let url = match (&config.url, &config.url_env) {
+        (Some(url), _) => url.clone(),
+        (None, Some(var)) => {
+            let url = setting(var, "its URL".into())?;
+            let url = url.expose();
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(format!("{var} does not hold an http(s) URL"));
+            }
+            url.to_owned()
+        }
+        (None, None) => return Err("it has no url".into()),
+    };
+    let mut headers = Vec::new();
+    for (name, var) in &config.headers {
+        headers.push((name.clone(), setting(var, format!("its header {name}"))?));
+    }
+    Ok(Transport::Http { url, headers, http })
 }
 
 /// The text of a `tools/call` result: its text content, else its structured content as

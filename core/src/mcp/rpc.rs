@@ -1,5 +1,6 @@
-//! The Streamable HTTP transport of MCP: one JSON-RPC message per POST, answered with JSON or
-//! with server-sent events, in a session the server names with `Mcp-Session-Id`.
+//! MCP's transports: Streamable HTTP (one JSON-RPC message per POST, answered with JSON or
+//! with server-sent events, in a session the server names with `Mcp-Session-Id`), and stdio
+//! (a local program, one message per line; native only, through the Exec port).
 //!
 //! A session starts with `initialize` (the newest protocol version we speak; the server answers
 //! with the one it picks, which must be one we speak too) and `notifications/initialized`.
@@ -11,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clawless_platform::{Http, HttpRequest, HttpStreamResponse};
+use clawless_platform::{Clock, Exec, Http, HttpRequest, HttpStreamResponse, Program};
 use serde_json::{json, Value};
 
 use crate::llm::sse::SseParser;
@@ -20,8 +21,11 @@ use crate::secret::Secret;
 /// Protocol versions this client speaks, newest first; `initialize` offers the first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
-/// The most bytes of one answer read (a JSON body or an SSE stream up to our response).
+/// The most bytes of one answer read (a JSON body, an SSE stream up to our response, a line).
 pub const MAX_ANSWER: usize = 4 * 1024 * 1024;
+
+/// The most lines a program may print before its response (logs, notifications).
+pub const MAX_SKIPPED_LINES: usize = 1_000;
 
 /// Why a request to an MCP server failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -44,29 +48,40 @@ pub struct Session {
     pub version: String,
 }
 
+/// How messages reach a server.
+pub enum Transport {
+    /// Streamable HTTP: one POST per message.
+    Http {
+        url: String,
+        /// Extra headers (`Authorization` …), values from the environment.
+        headers: Vec<(String, Secret)>,
+        http: Arc<dyn Http>,
+    },
+    /// A local program (native only): one JSON-RPC message per line on its stdin and stdout.
+    /// It is started at the first request and again after it exits.
+    Stdio {
+        exec: Arc<dyn Exec>,
+        argv: Vec<String>,
+        env: Vec<(String, Secret)>,
+        program: futures::lock::Mutex<Option<Arc<dyn Program>>>,
+    },
+}
+
 /// One server's endpoint, and the session with it.
 pub struct Endpoint {
-    pub url: String,
-    /// Extra headers (`Authorization` …), values from the environment.
-    pub headers: Vec<(String, Secret)>,
-    pub http: Arc<dyn Http>,
+    transport: Transport,
     pub timeout: Duration,
+    clock: Arc<dyn Clock>,
     session: Mutex<Option<Session>>,
     next_id: Mutex<u64>,
 }
 
 impl Endpoint {
-    pub fn new(
-        url: String,
-        headers: Vec<(String, Secret)>,
-        http: Arc<dyn Http>,
-        timeout: Duration,
-    ) -> Self {
+    pub fn new(transport: Transport, timeout: Duration, clock: Arc<dyn Clock>) -> Self {
         Self {
-            url,
-            headers,
-            http,
+            transport,
             timeout,
+            clock,
             session: Mutex::new(None),
             next_id: Mutex::new(1),
         }
@@ -98,8 +113,8 @@ impl Endpoint {
             None => self.initialize().await?,
         };
         match self.exchange(method, &params, Some(&session)).await {
-            Err(Failure::Expired) if session.id.is_some() => {
-                tracing::info!(url = %redacted(&self.url), "MCP session expired; starting a new one");
+            Err(Failure::Expired) => {
+                tracing::info!("MCP session expired; starting a new one");
                 self.set_session(None);
                 let session = self.initialize().await?;
                 self.exchange(method, &params, Some(&session))
@@ -134,10 +149,7 @@ impl Endpoint {
             version: (*version).to_owned(),
         };
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let resp = self.post(&note, Some(&session)).await?;
-        if !(200..300).contains(&resp.status) {
-            return Err(status_error(resp.status));
-        }
+        self.notify(&note, &session).await?;
         self.set_session(Some(session.clone()));
         Ok(session)
     }
@@ -162,19 +174,10 @@ impl Endpoint {
     ) -> Result<(Value, Option<String>), Failure> {
         let id = self.id();
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let mut resp = self.post(&body, session).await?;
-        if resp.status == 404 && session.is_some_and(|s| s.id.is_some()) {
-            return Err(Failure::Expired);
-        }
-        if !(200..300).contains(&resp.status) {
-            return Err(status_error(resp.status).into());
-        }
-        let session_id = resp
-            .header("mcp-session-id")
-            .map(str::trim)
-            .filter(|s| !s.is_empty() && s.len() <= 256 && s.chars().all(|c| c.is_ascii_graphic()))
-            .map(str::to_owned);
-        let message = read_answer(&mut resp, id).await?;
+        let (message, session_id) = match &self.transport {
+            Transport::Http { .. } => self.http_exchange(&body, id, session).await?,
+            Transport::Stdio { .. } => (self.stdio_exchange(&body, id, session).await?, None),
+        };
         let result = match (message.get("result"), message.get("error")) {
             (_, Some(e)) => {
                 return Err(McpError::Rpc {
@@ -193,12 +196,139 @@ impl Endpoint {
         Ok((result, session_id))
     }
 
+    /// A request over HTTP: its response, and the session id the answer named.
+    async fn http_exchange(
+        &self,
+        body: &Value,
+        id: u64,
+        session: Option<&Session>,
+    ) -> Result<(Value, Option<String>), Failure> {
+        let mut resp = self.post(body, session).await?;
+        if resp.status == 404 && session.is_some_and(|s| s.id.is_some()) {
+            return Err(Failure::Expired);
+        }
+        if !(200..300).contains(&resp.status) {
+            return Err(status_error(resp.status).into());
+        }
+        let session_id = resp
+            .header("mcp-session-id")
+            .map(str::trim)
+            .filter(|s| !s.is_empty() && s.len() <= 256 && s.chars().all(|c| c.is_ascii_graphic()))
+            .map(str::to_owned);
+        Ok((read_answer(&mut resp, id).await?, session_id))
+    }
+
+    /// A request to the program: one line out, lines in until its response (other messages
+    /// and lines that are not JSON skipped), within the timeout. A program that is not
+    /// running is started; the session then expires (it must be initialised again).
+    async fn stdio_exchange(
+        &self,
+        body: &Value,
+        id: u64,
+        session: Option<&Session>,
+    ) -> Result<Value, Failure> {
+        let program = self.program(session.is_some()).await?;
+        let gone = |e: clawless_platform::PortError| McpError::Down(e.to_string());
+        if let Err(e) = program.send(&body.to_string()).await {
+            self.stop_program().await;
+            return Err(gone(e).into());
+        }
+        let deadline = self
+            .clock
+            .now_ms()
+            .saturating_add(self.timeout.as_millis() as u64);
+        for _ in 0..MAX_SKIPPED_LINES {
+            let left = deadline.saturating_sub(self.clock.now_ms());
+            if left == 0 {
+                break;
+            }
+            let line = match program
+                .next_line(Duration::from_millis(left), MAX_ANSWER)
+                .await
+            {
+                Ok(line) => line,
+                Err(e) if e.kind == clawless_platform::ErrorKind::Timeout => break,
+                Err(e) => {
+                    self.stop_program().await;
+                    return Err(gone(e).into());
+                }
+            };
+            if let Ok(message) = serde_json::from_str::<Value>(&line) {
+                if is_response_to(&message, id) {
+                    return Ok(message);
+                }
+            }
+        }
+        Err(McpError::Down(format!("no answer within {}s", self.timeout.as_secs())).into())
+    }
+
+    /// The running program, started when there is none: a new one has no session yet, so
+    /// a request `in_session` gets `Expired` (and is sent again after `initialize`).
+    async fn program(&self, in_session: bool) -> Result<Arc<dyn Program>, Failure> {
+        let Transport::Stdio {
+            exec,
+            argv,
+            env,
+            program,
+        } = &self.transport
+        else {
+            return Err(McpError::Protocol("not a program".into()).into());
+        };
+        let mut running = program.lock().await;
+        if let Some(p) = &*running {
+            return Ok(p.clone());
+        }
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.expose().to_owned()))
+            .collect();
+        let started = exec
+            .start(argv, &env)
+            .await
+            .map_err(|e| McpError::Down(e.to_string()))?;
+        *running = Some(started.clone());
+        if in_session {
+            return Err(Failure::Expired);
+        }
+        Ok(started)
+    }
+
+    async fn stop_program(&self) {
+        if let Transport::Stdio { program, .. } = &self.transport {
+            *program.lock().await = None;
+        }
+        self.set_session(None);
+    }
+
+    /// Sends a notification in `session`.
+    async fn notify(&self, note: &Value, session: &Session) -> Result<(), McpError> {
+        match &self.transport {
+            Transport::Http { .. } => {
+                let resp = self.post(note, Some(session)).await?;
+                if !(200..300).contains(&resp.status) {
+                    return Err(status_error(resp.status));
+                }
+                Ok(())
+            }
+            Transport::Stdio { .. } => {
+                let program = self.program(false).await.map_err(Failure::into_error)?;
+                program
+                    .send(&note.to_string())
+                    .await
+                    .map_err(|e| McpError::Down(e.to_string()))
+            }
+        }
+    }
+
     async fn post(
         &self,
         body: &Value,
         session: Option<&Session>,
     ) -> Result<HttpStreamResponse, McpError> {
-        let mut req = HttpRequest::post_json(&self.url, body, self.timeout)
+        let Transport::Http { url, headers, http } = &self.transport else {
+            return Err(McpError::Protocol("not an HTTP server".into()));
+        };
+        let mut req = HttpRequest::post_json(url, body, self.timeout)
             .header("accept", "application/json, text/event-stream");
         if let Some(s) = session {
             if let Some(id) = &s.id {
@@ -206,11 +336,10 @@ impl Endpoint {
             }
             req = req.header("mcp-protocol-version", s.version.clone());
         }
-        for (name, value) in &self.headers {
+        for (name, value) in headers {
             req = req.header(name, value.expose());
         }
-        self.http
-            .send_streaming(req)
+        http.send_streaming(req)
             .await
             .map_err(|e| McpError::Down(e.to_string()))
     }
@@ -244,11 +373,6 @@ fn status_error(status: u16) -> McpError {
     } else {
         McpError::Protocol(format!("HTTP {status}"))
     }
-}
-
-/// The URL without its query (which may hold a key), for logs.
-pub fn redacted(url: &str) -> &str {
-    url.split(['?', '#']).next().unwrap_or("")
 }
 
 /// Reads the JSON-RPC response with `id` from an answer: a JSON body (one message or a

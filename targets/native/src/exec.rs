@@ -143,6 +143,15 @@ impl Exec for ShellExec {
             }
         }
     }
+
+    async fn start(
+        &self,
+        argv: &[String],
+        env: &[(String, String)],
+    ) -> Result<std::sync::Arc<dyn clawless_platform::Program>, PortError> {
+        let dir = self.workdir("")?;
+        crate::program::start(&dir, argv, env)
+    }
 }
 
 #[cfg(test)]

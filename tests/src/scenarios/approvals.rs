@@ -141,10 +141,7 @@ impl Ctx<'_> {
             .into_iter()
             .find(|b| b.get("reply_markup").is_some())
             .unwrap_or_else(|| panic!("no approval message in {chat}: {sent:?}"));
-        assert!(
-            body["text"].as_str().unwrap().contains(tool),
-            "{body}"
-        );
+        assert!(body["text"].as_str().unwrap().contains(tool), "{body}");
         body["reply_markup"]["inline_keyboard"]
             .as_array()
             .into_iter()

@@ -232,7 +232,10 @@ pub fn start_function_with(
         .env("ANTHROPIC_API_KEY", "sk-lambda")
         .env("ANTHROPIC_BASE_URL", llm)
         .env("TRANSCRIBE_BASE_URL", llm)
-        .env(clawless_testkit::fixtures::MCP_URL_ENV, format!("{llm}/mcp"))
+        .env(
+            clawless_testkit::fixtures::MCP_URL_ENV,
+            format!("{llm}/mcp"),
+        )
         .env("RUST_LOG", "warn")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())

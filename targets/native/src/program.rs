@@ -1,0 +1,113 @@
+//! Programs kept running and spoken to in lines (the Exec port's `start`): an MCP server run
+//! as a local program. No shell; the scrubbed environment of `exec` plus what the config
+//! passes; stderr into this process's log; killed with its process group when dropped.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_platform::{async_trait, PortError, Program};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::Mutex;
+
+use crate::exec::PASSED_ENV;
+
+/// A running program.
+pub struct LineProgram {
+    stdin: Mutex<ChildStdin>,
+    /// Its stdout, and a line read in part before a timeout.
+    stdout: Mutex<(BufReader<ChildStdout>, Vec<u8>)>,
+    /// Held so the program is killed (`kill_on_drop`) with the last handle.
+    _child: Child,
+}
+
+/// Starts `argv` in `dir` with the safe variables and `env`.
+pub fn start(
+    dir: &Path,
+    argv: &[String],
+    env: &[(String, String)],
+) -> Result<Arc<dyn Program>, PortError> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(PortError::invalid("no program named"));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(dir)
+        .env_clear()
+        .envs(
+            PASSED_ENV
+                .iter()
+                .filter_map(|k| Some((*k, std::env::var_os(k)?))),
+        )
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| PortError::unavailable(format!("cannot start {program}: {e}")))?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(PortError::unavailable("the program's pipes are missing"));
+    };
+    Ok(Arc::new(LineProgram {
+        stdin: Mutex::new(stdin),
+        stdout: Mutex::new((BufReader::new(stdout), Vec::new())),
+        _child: child,
+    }))
+}
+
+fn exited(e: impl std::fmt::Display) -> PortError {
+    PortError::unavailable(format!("the program has exited: {e}"))
+}
+
+#[async_trait]
+impl Program for LineProgram {
+    async fn send(&self, line: &str) -> Result<(), PortError> {
+        if line.contains('\n') {
+            return Err(PortError::invalid("a line may not hold a newline"));
+        }
+        let mut stdin = self.stdin.lock().await;
+        stdin.write_all(line.as_bytes()).await.map_err(exited)?;
+        stdin.write_all(b"\n").await.map_err(exited)?;
+        stdin.flush().await.map_err(exited)
+    }
+
+    async fn next_line(&self, timeout: Duration, max: usize) -> Result<String, PortError> {
+        let mut guard = self.stdout.lock().await;
+        let (reader, partial) = &mut *guard;
+        let read = async {
+            loop {
+                // At most what is left of `max` (and one byte more, to tell "too long").
+                let room = (max + 1).saturating_sub(partial.len()) as u64;
+                let n = (&mut *reader)
+                    .take(room)
+                    .read_until(b'\n', partial)
+                    .await
+                    .map_err(exited)?;
+                if partial.ends_with(b"\n") {
+                    partial.pop();
+                    let line = std::mem::take(partial);
+                    return String::from_utf8(line)
+                        .map_err(|_| PortError::invalid("a line that is not UTF-8"));
+                }
+                if partial.len() > max {
+                    partial.clear();
+                    return Err(PortError::invalid(format!(
+                        "a line longer than {max} bytes"
+                    )));
+                }
+                if n == 0 {
+                    return Err(exited("its output ended"));
+                }
+            }
+        };
+        match tokio::time::timeout(timeout, read).await {
+            Ok(line) => line,
+            Err(_) => Err(PortError::timeout("no line in time")),
+        }
+    }
+}

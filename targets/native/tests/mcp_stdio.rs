@@ -1,0 +1,96 @@
+//! An MCP server run as a local program (stdio), on this machine: the small Python server in
+//! `tests/fixtures/mcp/stdio_server.py` started through the native Exec port. Its tools are
+//! listed and called (lines that are not responses skipped), it gets only the variables the
+//! config passes, and after it exits it is started again.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use clawless_core::config::McpServerConfig;
+use clawless_core::mcp::McpServer;
+use clawless_core::tools::ToolContext;
+use clawless_core::{Env, Scope};
+use clawless_native::exec::ShellExec;
+use clawless_platform::native_io::SystemClock;
+use clawless_platform::FakeHttp;
+use serde_json::json;
+
+const SERVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/fixtures/mcp/stdio_server.py"
+);
+
+fn server() -> Arc<McpServer> {
+    let config: McpServerConfig = serde_json::from_value(json!({
+        "name": "local",
+        "command": ["python3", SERVER],
+        "env": {"MCP_TEST_VAR": "LOCAL_MCP_SECRET"},
+        "level": "guarded",
+        "timeout_secs": 10,
+    }))
+    .unwrap();
+    config.check().unwrap();
+    let root = std::env::temp_dir().join(format!("clawless-mcp-stdio-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let env = Env::from_pairs([("LOCAL_MCP_SECRET", "it-is-passed".to_owned())]);
+    Arc::new(McpServer::new(
+        config,
+        Arc::new(FakeHttp::new()),
+        Some(Arc::new(ShellExec::new(root))),
+        Arc::new(SystemClock),
+        &env,
+    ))
+}
+
+fn ctx() -> ToolContext {
+    ToolContext {
+        scope: Scope::new("assistant/main/u1"),
+        granted: Default::default(),
+        origin: None,
+    }
+}
+
+#[tokio::test]
+async fn a_local_program_is_listed_called_and_started_again_after_it_exits() {
+    // The scrubbed environment: nothing of this process's reaches the program.
+    std::env::set_var("LOCAL_MCP_SECRET", "from-the-parent");
+    let server = server();
+    assert_eq!(server.unavailable(), None);
+    let tools = server.tools().await.unwrap();
+    let names: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
+    assert_eq!(names, ["local__add", "local__env", "local__exit"]);
+    let add = &tools[0];
+    assert_eq!(
+        add.call(&ctx(), json!({"a": 2, "b": 40})).await.unwrap(),
+        "42"
+    );
+    assert_eq!(
+        tools[1].call(&ctx(), json!({})).await.unwrap(),
+        "it-is-passed"
+    );
+    // It quits: that call fails, and the next one starts it again (a new session).
+    let quit = tools[2].call(&ctx(), json!({})).await.unwrap_err();
+    assert!(quit.0.contains("unreachable"), "{}", quit.0);
+    assert_eq!(
+        add.call(&ctx(), json!({"a": 1, "b": 1})).await.unwrap(),
+        "2"
+    );
+}
+
+#[tokio::test]
+async fn a_program_is_not_offered_where_programs_cannot_run() {
+    let config: McpServerConfig =
+        serde_json::from_value(json!({"name": "local", "command": ["python3", SERVER]})).unwrap();
+    let server = McpServer::new(
+        config,
+        Arc::new(FakeHttp::new()),
+        None,
+        Arc::new(SystemClock),
+        &Env::default(),
+    );
+    assert!(server
+        .unavailable()
+        .unwrap()
+        .contains("only the native binary"));
+}
