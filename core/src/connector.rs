@@ -76,11 +76,7 @@ impl Connector {
     /// The route of a message at `place` (None: this connector's entry).
     pub fn route(&self, place: Option<&Place>) -> &Route {
         place
-            .and_then(|p| {
-                let conn = self.id.as_str();
-                let rule = self.routing.rules.iter().find(|r| r.matches(conn, p));
-                rule.map(|r| &r.route)
-            })
+            .and_then(|p| self.routing.route(self.id.as_str(), p))
             .unwrap_or(&self.entry)
     }
 
