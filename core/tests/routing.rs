@@ -4,7 +4,7 @@
 //! persona, in a fresh conversation) and refuses the others. Asserted on the system prompt
 //! the scripted model receives.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 
