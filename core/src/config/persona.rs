@@ -24,6 +24,7 @@ impl AgentConfig {
     }
 
     /// The line the system prompt opens with, when the agent has a name or an emoji.
+    #[cfg(feature = "yaml")]
     fn identity_line(&self) -> Option<String> {
         (self.name.is_some() || self.emoji.is_some())
             .then(|| format!("You are {}.", self.display_name()))
@@ -31,6 +32,7 @@ impl AgentConfig {
 }
 
 /// Whether `emoji` is a usable `emoji:`: not empty, short, no space or control character.
+#[cfg(feature = "yaml")]
 pub(super) fn valid_emoji(emoji: &str) -> bool {
     !emoji.is_empty()
         && emoji.len() <= MAX_EMOJI_BYTES

@@ -56,6 +56,7 @@ impl Route {
     }
 
     /// Puts `agent` first in `agents` and drops repeats.
+    #[cfg(feature = "yaml")]
     fn normalized(mut self) -> Route {
         let mut agents = vec![self.agent.clone()];
         for a in self.agents.drain(..) {
