@@ -316,9 +316,9 @@ impl App {
         crate::audit::read(&*self.platform.kv, connector, since, chat, limit).await
     }
 
-    /// The skills the default agent of `connector` sees (the config's and the deployment's, by name),
-    /// each with whether it is offered and why not; with the agent's id. A conversation's own
-    /// skills are that conversation's and are not listed.
+    /// The skills the default agent of `connector` sees (the config's and the deployment's,
+    /// by name), each with whether it is offered and why not; with the agent's id. A
+    /// conversation's own skills are that conversation's and are not listed.
     pub async fn skills(
         &self,
         connector: &ConnectorId,
