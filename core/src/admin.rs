@@ -148,7 +148,8 @@ impl App {
     pub fn has_model(&self) -> bool {
         self.connectors
             .values()
-            .any(|c| !c.agent.chain.links.is_empty())
+            .flat_map(|c| c.agents_used())
+            .any(|a| !a.chain.links.is_empty())
     }
 
     /// The webhook secrets still to set, as environment variable names.
@@ -270,18 +271,21 @@ impl App {
             return Ok(0);
         };
         let life = self.lifecycle();
-        let agent = &conn.agent.config.id;
-        life.migrate_legacy(agent, &conn.id, conn.default_memory_owner())
+        // Memory from before it was per person was the connector's (single) agent's.
+        let first = &conn.default_agent().config.id;
+        life.migrate_legacy(first, &conn.id, conn.default_memory_owner())
             .await?;
         let mut changed = 0;
-        for scope in life.scopes(agent, &conn.id).await? {
-            changed += self.memory.reindex(&scope).await?;
+        for agent in conn.agents_used() {
+            for scope in life.scopes(&agent.config.id, &conn.id).await? {
+                changed += self.memory.reindex(&scope).await?;
+            }
         }
         Ok(changed)
     }
 
     /// Searches the memory of `owner` (default: the connector's owner, or the shared memory)
-    /// on `connector`, after re-indexing it.
+    /// on `connector` under its default agent, after re-indexing it.
     pub async fn search_memory(
         &self,
         connector: &ConnectorId,
@@ -312,9 +316,9 @@ impl App {
         crate::audit::read(&*self.platform.kv, connector, since, chat, limit).await
     }
 
-    /// The skills the agent of `connector` sees (the config's and the deployment's, by name),
-    /// each with whether it is offered and why not; with the agent's id. A conversation's own
-    /// skills are that conversation's and are not listed.
+    /// The skills the default agent of `connector` sees (the config's and the deployment's,
+    /// by name), each with whether it is offered and why not; with the agent's id. A
+    /// conversation's own skills are that conversation's and are not listed.
     pub async fn skills(
         &self,
         connector: &ConnectorId,
@@ -323,7 +327,7 @@ impl App {
         let Some(conn) = self.connectors.get(&id) else {
             return Err(AdminError::UnknownConnector(id.to_string(), String::new()));
         };
-        let agent = &conn.agent;
+        let agent = conn.default_agent();
         let statuses = match &agent.skills {
             Some(offer) => offer.statuses(None).await,
             None => Vec::new(),

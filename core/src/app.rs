@@ -72,14 +72,17 @@ impl App {
             if !c.token_set {
                 missing.push(format!("{} (the bot token from @BotFather)", c.token_env));
             }
-            if c.agent.chain.links.is_empty() {
-                missing.push(format!(
-                    "an LLM key for agent {:?}: ANTHROPIC_API_KEY or OPENAI_API_KEY",
-                    c.agent.config.id
-                ));
+            for agent in c.agents_used() {
+                if agent.chain.links.is_empty() {
+                    missing.push(format!(
+                        "an LLM key for agent {:?}: ANTHROPIC_API_KEY or OPENAI_API_KEY",
+                        agent.config.id
+                    ));
+                }
             }
         }
-        missing.dedup();
+        let mut seen = std::collections::BTreeSet::new();
+        missing.retain(|m| seen.insert(m.clone()));
         missing
     }
 
@@ -87,8 +90,7 @@ impl App {
     /// a search API), as sentences.
     pub fn unoffered_tools(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for c in self.connectors.values() {
-            let agent = &c.agent;
+        for agent in self.connectors.values().flat_map(|c| c.agents_used()) {
             for (tool, needs) in crate::tools::SHELL_TOOLS {
                 let listed = agent.config.tools.iter().any(|t| t == tool);
                 if listed && agent.tools.get(tool).is_none() {
@@ -164,28 +166,32 @@ impl App {
         }
     }
 
-    /// Once a day per memory scope of every connector: past daily notes into `MEMORY.md`
-    /// (see [`Lifecycle::consolidate`]).
+    /// Once a day per memory scope of every connector and agent: past daily notes into
+    /// `MEMORY.md` (see [`Lifecycle::consolidate`]). A scope is one agent's
+    /// (`<agent>/<connector>/<owner>`), so that agent's model consolidates it: the one that
+    /// wrote the notes.
     pub async fn consolidate(&self) {
         let life = self.lifecycle();
         for conn in self.connectors.values() {
-            if conn.agent.chain.links.is_empty() {
-                continue;
-            }
-            let scopes = match life.scopes(&conn.agent.config.id, &conn.id).await {
-                Ok(scopes) => scopes,
-                Err(e) => {
-                    tracing::warn!(connector = %conn.id, error = %e, "could not list memory scopes");
+            for agent in conn.agents_used() {
+                if agent.chain.links.is_empty() {
                     continue;
                 }
-            };
-            for scope in scopes {
-                life.consolidate(&conn.agent.chain, &scope).await;
+                let scopes = match life.scopes(&agent.config.id, &conn.id).await {
+                    Ok(scopes) => scopes,
+                    Err(e) => {
+                        tracing::warn!(connector = %conn.id, error = %e, "could not list memory scopes");
+                        continue;
+                    }
+                };
+                for scope in scopes {
+                    life.consolidate(&agent.chain, &scope).await;
+                }
             }
         }
     }
 
-    /// A terminal conversation with the agent of `connector`, no Telegram involved.
+    /// A terminal conversation with the default agent of `connector`, no Telegram involved.
     pub async fn chat_local(
         &self,
         connector: &ConnectorId,
@@ -212,8 +218,8 @@ impl App {
         Ok(out.reply)
     }
 
-    /// One agent turn for `conn` in the memory `scope` of the conversation: the memories
-    /// relevant to `text` recalled, then the model ↔ tools loop.
+    /// One turn of `conn`'s default agent in the memory `scope` of the conversation: the
+    /// memories relevant to `text` recalled, then the model ↔ tools loop.
     pub(crate) async fn agent_turn(
         &self,
         conn: &Connector,
@@ -227,7 +233,7 @@ impl App {
             granted: Default::default(),
             origin: None,
         };
-        conn.agent
+        conn.default_agent()
             .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)
             .await
     }

@@ -168,13 +168,13 @@ impl App {
                 }),
             );
         }
+        let agents = Arc::new(agents);
+        let routing = Arc::new(config.routing.clone());
         let mut connectors = BTreeMap::new();
         for (id, c) in &config.connectors {
-            let agent_id = config.routing.get(id).cloned().unwrap_or_default();
-            let agent = agents
-                .get(&agent_id)
-                .cloned()
-                .ok_or_else(|| env_err("routing", format!("no agent for connector {id}")))?;
+            let no_agent = || env_err("routing", format!("no agent for connector {id}"));
+            let entry = routing.connector_route(id).cloned().ok_or_else(no_agent)?;
+            let default = agents.get(&entry.agent).cloned().ok_or_else(no_agent)?;
             let token = env.secret(&c.token_env);
             connectors.insert(
                 ConnectorId::new(id.as_str()),
@@ -211,7 +211,10 @@ impl App {
                         env.secret(&c.webhook_secret_env).expose()
                     )),
                     shared_memory: c.shared_memory,
-                    agent,
+                    agents: agents.clone(),
+                    routing: routing.clone(),
+                    entry,
+                    default,
                     identity: Mutex::new(None),
                 },
             );

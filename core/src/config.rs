@@ -2,9 +2,10 @@
 //! errors that name the file and the field. Secrets never live here: only the names of the
 //! environment variables that hold them.
 //!
-//! Files: `main.yaml` (connectors, sessions, inbox), `routing.yaml` (connector → agent),
-//! `agents.d/*.yaml`, `providers.d/*.yaml`, `prompts/<agent>/system.md`, and `skills/`, kept
-//! as text for [`crate::skills`] (a skill that does not parse is reported, not refused here).
+//! Files: `main.yaml` (connectors, sessions, inbox), `routing.yaml` (which agent answers
+//! where: [`routing`]), `agents.d/*.yaml`, `providers.d/*.yaml`, `prompts/<agent>/*.md` (the
+//! persona's prompt: [`persona`]), and `skills/`, kept as text for [`crate::skills`] (a skill
+//! that does not parse is reported, not refused here).
 
 use std::collections::BTreeMap;
 
@@ -15,8 +16,10 @@ use crate::memory::store::SearchConfig;
 use validate::validate_agent;
 
 pub mod mcp;
+mod persona;
 pub mod policy;
 mod provider;
+pub mod routing;
 pub mod spend;
 #[cfg(feature = "yaml")]
 mod validate;
@@ -24,8 +27,10 @@ mod validate;
 pub use crate::media::MediaConfig;
 pub use crate::tools::web::WebConfig;
 pub use mcp::McpServerConfig;
+pub use persona::{MAX_EMOJI_BYTES, PERSONA_FILES};
 pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
 pub use provider::{ProviderConfig, ProviderKind};
+pub use routing::{Place, Route, RouteRule, Routing};
 pub use spend::{Caps, Price};
 
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
@@ -232,21 +237,16 @@ impl Default for StreamingConfig {
     }
 }
 
-#[cfg(feature = "yaml")]
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RoutingFile {
-    default_agent: String,
-    #[serde(default)]
-    connectors: BTreeMap<String, String>,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     pub id: String,
+    /// The persona's name, shown by `/agent` and `/start` and told to the model.
     #[serde(default)]
     pub name: Option<String>,
+    /// The persona's emoji, shown beside its name (see [`persona`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emoji: Option<String>,
     /// `provider/model` in order of preference; links whose provider has no key are skipped.
     pub models: Vec<String>,
     #[serde(default)]
@@ -267,7 +267,7 @@ pub struct AgentConfig {
     /// MCP servers whose tools it is offered (see [`crate::mcp`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<McpServerConfig>,
-    /// Filled from `prompts/<id>/system.md`.
+    /// Composed from `prompts/<id>/`: identity, `system.md`, `style.md`, `safety.md`.
     #[serde(skip)]
     pub system_prompt: String,
 }
@@ -312,8 +312,8 @@ pub struct Config {
     /// How replies show while they are written.
     #[serde(default)]
     pub streaming: StreamingConfig,
-    /// connector id → agent id, every connector present.
-    pub routing: BTreeMap<String, String>,
+    /// Which agent answers where (`routing.yaml`).
+    pub routing: Routing,
     pub agents: BTreeMap<String, AgentConfig>,
     pub providers: BTreeMap<String, ProviderConfig>,
     /// The files under `skills/`, by path below it (`daily-note/SKILL.md`).
@@ -376,7 +376,7 @@ impl Config {
                 .ok_or_else(|| err(name, "-", "file is missing"))
         };
         let main: MainFile = parse("main.yaml", get("main.yaml")?)?;
-        let routing: RoutingFile = parse("routing.yaml", get("routing.yaml")?)?;
+        let routing = get("routing.yaml")?;
 
         let mut providers = BTreeMap::new();
         for (path, text) in files
@@ -409,12 +409,7 @@ impl Config {
             }
             let mut a: AgentConfig = parse(path, text)?;
             validate_agent(path, &a, &providers)?;
-            let prompt_path = format!("prompts/{}/system.md", a.id);
-            a.system_prompt = files
-                .0
-                .get(&prompt_path)
-                .cloned()
-                .ok_or_else(|| err(&prompt_path, "-", "system prompt file is missing"))?;
+            a.system_prompt = persona::compose(files, &a)?;
             if let Some(prev) = agents.insert(a.id.clone(), a) {
                 return Err(err(path, "id", format!("duplicate agent id {:?}", prev.id)));
             }
@@ -458,37 +453,7 @@ impl Config {
                 ));
             }
         }
-        if !agents.contains_key(&routing.default_agent) {
-            return Err(err(
-                "routing.yaml",
-                "default_agent",
-                format!("unknown agent {:?}", routing.default_agent),
-            ));
-        }
-        let mut table = BTreeMap::new();
-        for (conn, agent) in &routing.connectors {
-            if !connectors.contains_key(conn) {
-                return Err(err(
-                    "routing.yaml",
-                    format!("connectors.{conn}"),
-                    "unknown connector (define it in main.yaml)",
-                ));
-            }
-            if !agents.contains_key(agent) {
-                return Err(err(
-                    "routing.yaml",
-                    format!("connectors.{conn}"),
-                    format!("unknown agent {agent:?}"),
-                ));
-            }
-        }
-        for conn in connectors.keys() {
-            let agent = routing
-                .connectors
-                .get(conn)
-                .unwrap_or(&routing.default_agent);
-            table.insert(conn.clone(), agent.clone());
-        }
+        let routing = routing::load(routing, &agents, &connectors)?;
         if main.session.history_window < 2 {
             return Err(err(
                 "main.yaml",
@@ -554,7 +519,7 @@ impl Config {
             web: main.web,
             media: main.media,
             streaming: main.streaming,
-            routing: table,
+            routing,
             agents,
             providers,
             skills,

@@ -26,6 +26,7 @@
 //! | `sched-seq/<connector>` | the last reminder id given out on a connector | schedule |
 //! | `tz/<connector>/<chat>` | a chat's time zone (`/timezone`) | schedule |
 //! | `model/<connector>/<chat>` | the model a chat chose with `/model` (`provider/model`) | turn |
+//! | `agent/<session key>` | the agent a conversation chose with `/agent` | turn |
 //! | `preview/<connector>/<chat>/<message>` | the placeholder a group's streamed reply to a message edits, a day | turn |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
@@ -195,6 +196,11 @@ pub fn chat_zone(connector: &ConnectorId, chat: i64) -> String {
 /// The model a chat chose with `/model`.
 pub fn chat_model(connector: &ConnectorId, chat: i64) -> String {
     format!("model/{connector}/{chat}")
+}
+
+/// The agent a conversation chose with `/agent` (its session key: in a group, each person's).
+pub fn chat_agent(session_key: &SessionKey) -> String {
+    format!("agent/{session_key}")
 }
 
 /// The placeholder message a group's streamed reply to `message` is shown in (edited as the

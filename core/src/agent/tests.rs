@@ -74,6 +74,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
         policy: Default::default(),
         id: "a".into(),
         name: None,
+        emoji: None,
         models: vec!["p/m".into()],
         tools: vec!["current_time".into()],
         max_rounds,

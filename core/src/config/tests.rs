@@ -6,7 +6,7 @@ use super::*;
 fn repository_config_is_valid() {
     let cfg = Config::load(&embedded()).unwrap();
     assert_eq!(
-        cfg.routing.get("main").map(String::as_str),
+        cfg.routing.connectors.get("main").map(|r| r.agent.as_str()),
         Some("assistant")
     );
     let agent = &cfg.agents["assistant"];

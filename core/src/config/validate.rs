@@ -1,4 +1,4 @@
-//! Checks of an agent's file beyond its shape: ids, models naming known providers, tools that
+//! Checks of an agent's file beyond its shape: ids, the emoji, models naming known providers, tools that
 //! exist, a policy naming only listed tools, skill names that can exist.
 
 use std::collections::BTreeMap;
@@ -15,6 +15,19 @@ pub(super) fn validate_agent(
             path,
             "id",
             "agent ids are 1 to 64 letters, digits, _ and -",
+        ));
+    }
+    if a.emoji
+        .as_deref()
+        .is_some_and(|e| !super::persona::valid_emoji(e))
+    {
+        return Err(err(
+            path,
+            "emoji",
+            format!(
+                "one emoji (at most {} bytes, no spaces)",
+                super::MAX_EMOJI_BYTES
+            ),
         ));
     }
     if a.models.is_empty() {

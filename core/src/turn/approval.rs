@@ -20,7 +20,7 @@ use clawless_platform::PortError;
 use super::{Checkpoint, Failure, Reply, Step};
 use crate::agent::{Agent, Failed, PendingCall, RunState, Step as AgentStep, Verdict};
 use crate::app::App;
-use crate::connector::Connector;
+use crate::connector::{Connector, Routed};
 use crate::ids::Lane;
 use crate::inbox::{Job, Lease, Outcome, Suspended};
 use crate::keys;
@@ -225,7 +225,11 @@ impl App {
             },
             false => None,
         };
-        let gate = super::decide::Gate::of(conn, self.config.limits.max_input_chars);
+        let gate = super::decide::Gate::of(
+            conn,
+            conn.default_agent(),
+            self.config.limits.max_input_chars,
+        );
         matches!(
             super::decide::decide(m, me.as_ref(), &gate),
             super::decide::Decision::Ignore(_)
@@ -288,7 +292,7 @@ impl App {
     /// Resumes an answered turn: the agent runs on from its state with the verdict.
     pub(super) async fn resume(
         &self,
-        conn: &Connector,
+        conn: &Routed<'_>,
         msg: &Message,
         s: &Suspended,
     ) -> Result<Reply, Failure> {
@@ -313,7 +317,7 @@ impl App {
     /// Runs the agent from `run` for `msg`'s conversation, with "typing…" beside it.
     pub(super) async fn run_agent(
         &self,
-        conn: &Connector,
+        conn: &Routed<'_>,
         msg: &Message,
         run: RunState,
     ) -> Result<Reply, Failure> {

@@ -25,6 +25,8 @@ pub enum Action {
     TimeZone,
     /// The chat's model, with a button per model of the agent.
     Model,
+    /// The agents this chat may use, a button each; with a name, switches to that one.
+    Agent,
     /// Summarises the conversation's older turns now.
     Compact,
     /// How full the conversation's context is.
@@ -89,6 +91,11 @@ pub const COMMANDS: &[Command] = &[
         name: "model",
         help: "which model answers in this chat, to choose another",
         action: Action::Model,
+    },
+    Command {
+        name: "agent",
+        help: "who answers in this chat, to switch to another, e.g. /agent coder",
+        action: Action::Agent,
     },
     Command {
         name: "compact",
@@ -180,7 +187,7 @@ mod tests {
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),
-            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/compact: summarise the older part of this conversation now\n/context: how much of my context this conversation takes\n/pair: let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)\n/users: who may talk to me, to remove someone (owner only)\n/help: this message"
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/agent: who answers in this chat, to switch to another, e.g. /agent coder\n/compact: summarise the older part of this conversation now\n/context: how much of my context this conversation takes\n/pair: let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)\n/users: who may talk to me, to remove someone (owner only)\n/help: this message"
         );
     }
 }

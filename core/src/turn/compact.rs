@@ -6,7 +6,7 @@
 use clawless_platform::PortError;
 
 use crate::app::App;
-use crate::connector::Connector;
+use crate::connector::Routed;
 use crate::memory::compact::Compacted;
 use crate::session::{self, estimate_tokens};
 use crate::telegram::Message;
@@ -15,7 +15,7 @@ impl App {
     /// Compacts the session of `msg`'s conversation and saves it.
     pub(super) async fn compact_session(
         &self,
-        conn: &Connector,
+        conn: &Routed<'_>,
         msg: &Message,
     ) -> Result<Compacted, PortError> {
         let key = session::session_key(&conn.id, msg);
@@ -45,7 +45,7 @@ impl App {
     /// `/compact`: compacts now and says what it did.
     pub(super) async fn compact_reply(
         &self,
-        conn: &Connector,
+        conn: &Routed<'_>,
         msg: &Message,
     ) -> Result<String, PortError> {
         let done = self.compact_session(conn, msg).await?;
@@ -72,7 +72,7 @@ impl App {
     /// `/context`: how much of the model's context this conversation takes.
     pub(super) async fn context_reply(
         &self,
-        conn: &Connector,
+        conn: &Routed<'_>,
         msg: &Message,
     ) -> Result<String, PortError> {
         let key = session::session_key(&conn.id, msg);

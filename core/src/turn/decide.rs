@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 
 use super::commands::{self, Action};
+use crate::agent::Agent;
 use crate::connector::Connector;
 use crate::telegram::{BotIdentity, ChatKind, Message};
 
@@ -35,6 +36,8 @@ pub enum Decision {
     TimeZone(String),
     /// `/model`: the chat's model, with buttons to choose another.
     Model,
+    /// `/agent [name]`: list the agents this chat may use, or switch to one.
+    Agent(String),
     /// `/compact`: summarise the older turns now.
     Compact,
     /// `/context`: how full the conversation is.
@@ -59,17 +62,12 @@ pub struct Gate<'a> {
 }
 
 impl<'a> Gate<'a> {
-    /// What a decision on `conn`'s messages depends on.
-    pub fn of(conn: &'a Connector, max_input_chars: usize) -> Gate<'a> {
+    /// What a decision on `conn`'s messages, answered by `agent`, depends on.
+    pub fn of(conn: &'a Connector, agent: &'a Agent, max_input_chars: usize) -> Gate<'a> {
         Gate {
             allowed: &conn.allowed,
             paired: false,
-            name: conn
-                .agent
-                .config
-                .name
-                .as_deref()
-                .unwrap_or(&conn.agent.config.id),
+            name: agent.config.name.as_deref().unwrap_or(&agent.config.id),
             max_input_chars,
         }
     }
@@ -145,6 +143,7 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
             Action::Reminders => Decision::Reminders,
             Action::TimeZone => Decision::TimeZone(commands::args(text).to_owned()),
             Action::Model => Decision::Model,
+            Action::Agent => Decision::Agent(commands::args(text).to_owned()),
             Action::Compact => Decision::Compact,
             Action::Context => Decision::Context,
             Action::Pair => Decision::Pair(commands::args(text).to_owned()),

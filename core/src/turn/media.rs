@@ -10,7 +10,7 @@ use base64::Engine as _;
 
 use super::Failure;
 use crate::app::App;
-use crate::connector::Connector;
+use crate::connector::{Connector, Routed};
 use crate::inbox::{Job, Lease};
 use crate::keys;
 use crate::llm::{Block, ChatMessage, LlmError, ModelChain, Role};
@@ -36,7 +36,7 @@ impl App {
         &self,
         key: &str,
         job: &mut Job,
-        conn: &Connector,
+        conn: &Routed<'_>,
         msg: &Message,
         text: String,
         lease: Lease<'_>,

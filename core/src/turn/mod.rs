@@ -3,6 +3,7 @@
 //! "typing…" beside it; the answer is checkpointed in the job before anything is sent; then
 //! [`deliver`] applies the session turn once and sends each part once.
 
+mod agents;
 pub mod approval;
 pub mod commands;
 mod compact;
@@ -20,7 +21,7 @@ use std::time::Duration;
 use clawless_platform::PortError;
 
 use crate::app::App;
-use crate::connector::Connector;
+use crate::connector::{Connector, Routed};
 use crate::ids::{Scope, SessionKey};
 use crate::inbox::{Checkpoint, Job, Lease};
 use crate::keys;
@@ -33,7 +34,10 @@ use decide::Decision;
 
 /// Whether a tap is on a button [`App::button_tap`] handles (not an approval's).
 pub(super) fn is_side_button(q: &crate::telegram::types::CallbackQuery) -> bool {
-    reminders::is_reminder_button(q) || model::is_model_button(q) || pairing::is_pairing_button(q)
+    reminders::is_reminder_button(q)
+        || model::is_model_button(q)
+        || agents::is_agent_button(q)
+        || pairing::is_pairing_button(q)
 }
 
 /// A plain-text reply (no session turn) with `buttons`, one a row, `(label, callback data)`,
@@ -164,6 +168,8 @@ impl App {
             self.inbox.finish(key, &job).await?;
             return Ok(Step::Done);
         };
+        // The agent that answers this conversation, for the rest of the job.
+        let conn = &self.routed(conn, msg).await;
         let target = Target {
             chat_id: msg.chat.id.0,
             thread_id: msg.topic(),
@@ -253,7 +259,7 @@ impl App {
         &self,
         key: &str,
         job: &mut Job,
-        conn: &Connector,
+        conn: &Routed<'_>,
         msg: &Message,
         lease: Lease<'_>,
     ) -> Result<Reply, Answer> {
@@ -264,7 +270,7 @@ impl App {
             true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
             false => None,
         };
-        let mut gate = decide::Gate::of(conn, self.config.limits.max_input_chars);
+        let mut gate = decide::Gate::of(conn, &conn.agent, self.config.limits.max_input_chars);
         let mut decision = decide::decide(msg, me.as_ref(), &gate);
         if let Decision::Stranger(user) = decision {
             // Not in the config: one read of their pairing.
@@ -328,6 +334,12 @@ impl App {
             Decision::Model => {
                 return self
                     .model_reply(conn, msg, reply_to, books)
+                    .await
+                    .map_err(|e| Answer::Failed(Failure::storage(e)))
+            }
+            Decision::Agent(arg) => {
+                return self
+                    .agent_reply(conn, msg, &arg, reply_to, books)
                     .await
                     .map_err(|e| Answer::Failed(Failure::storage(e)))
             }
@@ -398,6 +410,8 @@ impl App {
             self.reminder_tap(conn, q).await;
         } else if model::is_model_button(q) {
             self.model_tap(conn, q).await;
+        } else if agents::is_agent_button(q) {
+            self.agent_tap(conn, q).await;
         } else if pairing::is_pairing_button(q) {
             self.pairing_tap(conn, q).await;
         } else {
@@ -436,7 +450,7 @@ impl App {
     async fn current_session(
         &self,
         key: &SessionKey,
-        end: Option<(&Connector, &Scope)>,
+        end: Option<(&Routed<'_>, &Scope)>,
     ) -> Result<session::Session, PortError> {
         let s = session::load(&*self.platform.kv, key).await?;
         let idle = self.config.session.idle_ms();

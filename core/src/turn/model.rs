@@ -6,7 +6,7 @@ use clawless_platform::{KvExt, PortError};
 
 use super::Reply;
 use crate::app::App;
-use crate::connector::Connector;
+use crate::connector::{Connector, Routed};
 use crate::keys;
 use crate::llm::ModelChain;
 use crate::telegram::types::CallbackQuery;
@@ -21,7 +21,7 @@ pub(super) fn is_model_button(q: &CallbackQuery) -> bool {
 
 impl App {
     /// The model `chat` chose with `/model`, if it is still in the agent's chain.
-    pub(super) async fn chosen_model(&self, conn: &Connector, chat: i64) -> Option<String> {
+    pub(super) async fn chosen_model(&self, conn: &Routed<'_>, chat: i64) -> Option<String> {
         let key = keys::chat_model(&conn.id, chat);
         match self.platform.kv.get_json::<String>(&key).await {
             Ok(label) => label.filter(|l| conn.agent.chain.links.iter().any(|k| &k.label == l)),
@@ -34,7 +34,7 @@ impl App {
     }
 
     /// The agent's chain as `chat` uses it: its chosen model first.
-    pub(super) async fn chain_for(&self, conn: &Connector, chat: i64) -> ModelChain {
+    pub(super) async fn chain_for(&self, conn: &Routed<'_>, chat: i64) -> ModelChain {
         let chosen = self.chosen_model(conn, chat).await;
         conn.agent.chain.preferring(chosen.as_deref())
     }
@@ -42,7 +42,7 @@ impl App {
     /// `/model`: the chat's model and a button per model of the chain.
     pub(super) async fn model_reply(
         &self,
-        conn: &Connector,
+        conn: &Routed<'_>,
         msg: &Message,
         reply_to: Option<i64>,
         books: Option<Box<crate::usage::Books>>,
@@ -72,6 +72,8 @@ impl App {
     pub(super) async fn model_tap(&self, conn: &Connector, q: &CallbackQuery) {
         let code = q.data.as_deref().and_then(|d| d.strip_prefix(BUTTON));
         let chat = q.message.as_ref().map(|m| m.chat.id.0);
+        // The chain of the agent that answers where the button is.
+        let conn = &self.routed_tap(conn, q).await;
         let links = &conn.agent.chain.links;
         let may = self.may_tap(conn, q).await;
         let (text, alert) = match (code, chat) {

@@ -6,7 +6,7 @@ use clawless_platform::PortError;
 
 use super::{Checkpoint, Failure, Reply};
 use crate::app::App;
-use crate::connector::Connector;
+use crate::connector::{Connector, Routed};
 use crate::ids::ConnectorId;
 use crate::llm::ChatMessage;
 use crate::schedule::zone::Zone;
@@ -50,7 +50,7 @@ impl App {
     /// not as a reply). Nothing when the person who set it may no longer talk to the bot.
     pub(super) async fn fired(
         &self,
-        conn: &Connector,
+        conn: &Routed<'_>,
         msg: &Message,
         fire: &Fire,
     ) -> Result<Reply, Failure> {

@@ -4,7 +4,7 @@
 use clawless_platform::PortError;
 
 use crate::app::App;
-use crate::connector::Connector;
+use crate::connector::{Connector, Routed};
 use crate::keys;
 use crate::telegram::Message;
 
@@ -87,7 +87,7 @@ impl App {
     /// `/approve` and `/revoke`: this chat's grants, listed or ended.
     pub(super) async fn grants_reply(
         &self,
-        conn: &Connector,
+        conn: &Routed<'_>,
         chat: i64,
         revoke: bool,
     ) -> Result<String, PortError> {

@@ -108,6 +108,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         policy: Default::default(),
         id: "assistant".into(),
         name: None,
+        emoji: None,
         models: vec!["p/m".into()],
         tools: vec!["memory_write".into()],
         max_rounds: 3,
