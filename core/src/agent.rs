@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::audit::Step as AuditStep;
 use crate::config::{AgentConfig, Rule};
 use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
-use crate::tools::{Level, ToolContext, ToolRegistry};
+use crate::tools::{Level, Report, ToolContext, ToolRegistry};
 use crate::usage::{Left, Tally};
 
 pub use crate::tools::MAX_TOOL_RESULT;
@@ -41,6 +41,11 @@ pub struct RunOptions<'a> {
     /// Streams each model call: called with the call's text so far (see
     /// [`ModelChain::chat_stream`](crate::llm::ModelChain::chat_stream)).
     pub on_text: Option<crate::llm::OnText<'a>>,
+    /// A sub-agent's run: where its spend and steps go as they happen (see
+    /// [`crate::spawn`]), so a run cut off by its timeout is still counted.
+    pub report: Option<&'a Report>,
+    /// No model call starts once the run has used this many tokens (a sub-agent's budget).
+    pub max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +70,8 @@ pub enum Verdict {
     Expired,
     /// A new message arrived in the chat first.
     Superseded,
+    /// Nobody can be asked: a sub-agent's call that needs an approval its chat did not grant.
+    Unattended,
 }
 
 impl Verdict {
@@ -75,6 +82,7 @@ impl Verdict {
             Verdict::Denied => Some(format!("The user denied {tool}; it was not run. Do not ask for it again in this answer; say what you would have done instead.")),
             Verdict::Expired => Some(format!("Nobody approved {tool} in time; it was not run. Finish your answer without it.")),
             Verdict::Superseded => Some(format!("The user sent a new message before approving {tool}; it was not run. Finish this answer briefly without it.")),
+            Verdict::Unattended => Some(format!("{tool} needs the user's approval, which a sub-agent cannot ask for; it was not run. Do without it, or say in your answer that it is needed.")),
         }
     }
 }
@@ -123,11 +131,50 @@ impl RunState {
         }
     }
 
-    /// Keeps an audit step, up to [`crate::audit::MAX_STEPS_PER_TURN`] per turn.
-    fn record(&mut self, at_ms: u64, step: AuditStep) {
+    /// Keeps an audit step, up to [`crate::audit::MAX_STEPS_PER_TURN`] per turn, and
+    /// passes it on to `report` (a sub-agent's run).
+    fn record(&mut self, at_ms: u64, step: AuditStep, report: Option<&Report>) {
+        if let Some(r) = report {
+            r.step(at_ms, step.clone());
+        }
         if self.log.len() < crate::audit::MAX_STEPS_PER_TURN {
             self.log.push((at_ms, step));
         }
+    }
+
+    /// Adds spend to the run's, passing it on to `report`.
+    fn spend(&mut self, tally: Tally, report: Option<&Report>) {
+        if let Some(r) = report {
+            r.spend(tally);
+        }
+        self.usage.add(tally);
+    }
+
+    /// What a tool call reported (a sub-agent's work) added to the run's books.
+    fn absorb(&mut self, report: &Report, outer: Option<&Report>) {
+        let reported = report.take();
+        self.spend(reported.usage, outer);
+        for (at, step) in reported.steps {
+            self.record(at, step, outer);
+        }
+    }
+
+    /// The end of a run whose token budget is used: the last thing the model said, and why
+    /// it stops there.
+    fn out_of_tokens(self, max: u64) -> TurnOutput {
+        let said = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(ChatMessage::text)
+            .unwrap_or_default();
+        let note = format!("[Stopped: the token budget of this run ({max}) is used up.]");
+        let reply = match said.trim() {
+            "" => note,
+            said => format!("{said}\n\n{note}"),
+        };
+        self.closed_with(reply)
     }
 }
 
@@ -252,6 +299,11 @@ impl Agent {
                     );
                     return Ok(Step::Done(state.closed_with(reply)));
                 }
+                if let Some(max) = opts.max_tokens {
+                    if state.usage.tokens() >= max {
+                        return Ok(Step::Done(state.out_of_tokens(max)));
+                    }
+                }
                 if let Some(left) = budget {
                     if state.usage.since(&state.recorded).cost_micros >= left.micros {
                         tracing::info!(cap = left.cap, "spend cap reached; no model call");
@@ -289,13 +341,17 @@ impl Agent {
                                 cost_micros: 0,
                                 latency_ms: now.saturating_sub(started),
                                 outcome: error.kind().to_owned(),
+                                agent: None,
                             },
+                            opts.report,
                         );
                         return Err(Box::new(Failed { error, state }));
                     }
                 };
                 state.round += 1;
-                state.usage.add_call(response.usage, response.cost_micros);
+                let mut call = Tally::default();
+                call.add_call(response.usage, response.cost_micros);
+                state.spend(call, opts.report);
                 let now = self.clock.now_ms();
                 state.record(
                     now,
@@ -307,7 +363,9 @@ impl Agent {
                         cost_micros: response.cost_micros,
                         latency_ms: now.saturating_sub(started),
                         outcome: "ok".to_owned(),
+                        agent: None,
                     },
+                    opts.report,
                 );
                 let answered = response.message.tool_uses().next().is_none();
                 state.messages.push(response.message);
@@ -386,6 +444,7 @@ impl Agent {
                     (_, Some(Verdict::Denied)) => "denied",
                     (_, Some(Verdict::Expired)) => "expired",
                     (_, Some(Verdict::Superseded)) => "superseded",
+                    (_, Some(Verdict::Unattended)) => "needs approval",
                     (Rule::Ask, None) => "granted",
                     (_, None) => "allowed",
                 };
@@ -395,6 +454,7 @@ impl Agent {
                     .get(&name)
                     .map_or(Level::Unsafe, |t| t.level_for(ctx, &input));
                 let started = self.clock.now_ms();
+                let report = Report::default();
                 let (content, is_error) = match refusal {
                     Some(text) => (text, true),
                     None => {
@@ -404,10 +464,12 @@ impl Agent {
                             decision = "repeated";
                             ("This exact call was already made twice in this turn; it was not run again. Use the earlier results.".to_owned(), true)
                         } else {
-                            self.call_tool(ctx, &name, input).await
+                            self.call_tool(ctx, &name, input, &report).await
                         }
                     }
                 };
+                // A sub-agent's steps first, then the call that ran it.
+                state.absorb(&report, opts.report);
                 let now = self.clock.now_ms();
                 state.record(
                     now,
@@ -420,7 +482,9 @@ impl Agent {
                         result_bytes: content.len(),
                         error: is_error
                             .then(|| crate::audit::cut(&content, crate::audit::MAX_DETAIL)),
+                        agent: None,
                     },
+                    opts.report,
                 );
                 results.push(Block::ToolResult {
                     tool_use_id: id,
@@ -462,16 +526,18 @@ impl Agent {
 
     /// What a call of `name` at `level` needs under this agent's policy.
     pub fn rule(&self, name: &str, level: Level) -> Rule {
-        let p = &self.config.policy;
-        p.tools.get(name).copied().unwrap_or(match level {
-            Level::Safe => p.safe,
-            Level::Guarded => p.guarded,
-            Level::Unsafe => p.unsafe_,
-        })
+        self.config.policy.rule(name, level)
     }
 
-    /// Runs one tool with the agent's timeout; returns `(content, is_error)`.
-    async fn call_tool(&self, ctx: &ToolContext, name: &str, input: Value) -> (String, bool) {
+    /// Runs one tool with the agent's timeout (or the tool's own); returns `(content,
+    /// is_error)`. What it did on the turn's behalf is in `report`.
+    async fn call_tool(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        input: Value,
+        report: &Report,
+    ) -> (String, bool) {
         let Some(tool) = self.tools.get(name) else {
             return (
                 format!(
@@ -481,8 +547,10 @@ impl Agent {
                 true,
             );
         };
-        let timeout = Duration::from_secs(self.config.tool_timeout_secs);
-        let call = tool.call(ctx, input);
+        let timeout = tool
+            .time_limit()
+            .unwrap_or(Duration::from_secs(self.config.tool_timeout_secs));
+        let call = tool.call_reporting(ctx, input, report);
         let sleep = self.clock.sleep(timeout);
         match select(call, sleep).await {
             Either::Left((Ok(out), _)) => (truncate(out), false),

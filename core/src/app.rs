@@ -38,6 +38,8 @@ pub struct App {
     pub(crate) counter: AtomicU64,
     /// `CLAWLESS_ADMIN_TOKEN`: empty when the admin endpoint does not exist.
     pub(crate) admin_token: crate::secret::Secret,
+    /// Every configured agent: what the spawn tools' directory refers to (weakly).
+    pub(crate) agents: BTreeMap<String, Arc<crate::agent::Agent>>,
     /// Speech to text for voice notes, when a service is set.
     pub(crate) transcriber: Option<Arc<dyn crate::media::Transcriber>>,
 }
@@ -217,6 +219,7 @@ impl App {
             scope: scope.clone(),
             granted: Default::default(),
             origin: None,
+            depth: 0,
         };
         conn.agent
             .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)

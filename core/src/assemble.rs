@@ -127,6 +127,8 @@ impl App {
             env.names_set(),
         ));
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
+        // Filled once every agent is built: the spawn tools look agents up in it.
+        let directory = Arc::new(crate::spawn::Directory::default());
         for (id, agent) in &config.agents {
             let mut tools = ToolRegistry::for_agent(&agent.tools, agent.tool_timeout_secs, &deps)
                 .map_err(|m| ConfigError {
@@ -137,6 +139,10 @@ impl App {
             let skills = Arc::new(skill_offer(&catalog, agent, &tools));
             if skills.enabled() {
                 tools.register(Arc::new(SkillTool(skills.clone())));
+            }
+            let others = tools.names();
+            for t in crate::spawn::tools_for(agent, &others, &directory, &platform.clock) {
+                tools.register(t);
             }
             let chain = ModelChain {
                 links: links(&platform, &config, &agent.models, env),
@@ -155,6 +161,7 @@ impl App {
                 }),
             );
         }
+        directory.fill(&agents);
         let mut connectors = BTreeMap::new();
         for (id, c) in &config.connectors {
             let agent_id = config.routing.get(id).cloned().unwrap_or_default();
@@ -218,6 +225,7 @@ impl App {
             instance: instance.into(),
             counter: AtomicU64::new(0),
             admin_token,
+            agents,
             transcriber: crate::media::transcribe::from_env(platform_http, env)
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
         })

@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::store::SearchConfig;
 #[cfg(feature = "yaml")]
-use validate::validate_agent;
+use validate::{valid_id, validate_agent};
 
 pub mod policy;
 mod provider;
+pub mod spawn;
 pub mod spend;
 #[cfg(feature = "yaml")]
 mod validate;
@@ -24,6 +25,7 @@ pub use crate::media::MediaConfig;
 pub use crate::tools::web::WebConfig;
 pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
 pub use provider::{ProviderConfig, ProviderKind};
+pub use spawn::{AgentTool, SpawnConfig};
 pub use spend::{Caps, Price};
 
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
@@ -262,6 +264,12 @@ pub struct AgentConfig {
     /// [`crate::skills`]). Needs the `skill` tool in `tools`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills: Option<Vec<String>>,
+    /// The agents it may run below it, and their bounds; agents offered as tools of their
+    /// own (see [`spawn`]).
+    #[serde(default)]
+    pub spawn: SpawnConfig,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_tools: Vec<AgentTool>,
     /// Filled from `prompts/<id>/system.md`.
     #[serde(skip)]
     pub system_prompt: String,
@@ -394,6 +402,7 @@ impl Config {
         }
 
         let mut agents = BTreeMap::new();
+        let mut paths = BTreeMap::new();
         for (path, text) in files
             .0
             .range("agents.d/".to_owned()..)
@@ -404,6 +413,7 @@ impl Config {
             }
             let mut a: AgentConfig = parse(path, text)?;
             validate_agent(path, &a, &providers)?;
+            paths.insert(a.id.clone(), path.clone());
             let prompt_path = format!("prompts/{}/system.md", a.id);
             a.system_prompt = files
                 .0
@@ -417,6 +427,7 @@ impl Config {
         if agents.is_empty() {
             return Err(err("agents.d/", "-", "no agent defined"));
         }
+        spawn::check_links(&agents, &paths)?;
         let skills = files
             .0
             .range("skills/".to_owned()..)
@@ -560,16 +571,6 @@ impl Config {
 /// The longest connector or agent id. Both go into storage keys and memory paths (twice in a
 /// memory index key), which the Kv port caps at 512 bytes.
 pub const MAX_ID_LEN: usize = 64;
-
-/// A connector or agent id: 1 to [`MAX_ID_LEN`] ASCII letters, digits, `_` and `-`. (Found
-/// by fuzzing: a 600-character connector id passed, and every update to it failed to store.)
-#[cfg(feature = "yaml")]
-fn valid_id(id: &str) -> bool {
-    (1..=MAX_ID_LEN).contains(&id.len())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
 
 #[cfg(feature = "yaml")]
 #[cfg(test)]

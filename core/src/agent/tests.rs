@@ -65,6 +65,7 @@ fn ctx() -> ToolContext {
         scope: "a/main".into(),
         granted: Default::default(),
         origin: None,
+        depth: 0,
     }
 }
 
@@ -80,6 +81,8 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
         max_tokens: 100,
         tool_timeout_secs: 5,
         skills: None,
+        spawn: Default::default(),
+        agent_tools: Vec::new(),
         system_prompt: "sys".into(),
     };
     Agent {
@@ -143,7 +146,7 @@ fn unknown_tool_is_an_error_result() {
         }),
         1,
     );
-    let (content, is_error) = block_on(a.call_tool(&ctx(), "rm_rf", json!({})));
+    let (content, is_error) = block_on(a.call_tool(&ctx(), "rm_rf", json!({}), &Default::default()));
     assert!(is_error && content.contains("Unknown tool"), "{content}");
 }
 
@@ -196,7 +199,7 @@ fn a_stuck_tool_times_out_as_a_tool_error() {
         1,
     );
     a.tools.register(Arc::new(Stuck));
-    let (content, is_error) = block_on(a.call_tool(&ctx(), "stuck", json!({})));
+    let (content, is_error) = block_on(a.call_tool(&ctx(), "stuck", json!({}), &Default::default()));
     assert!(is_error);
     assert!(content.contains("did not finish within 5s"), "{content}");
     assert!(content.contains("may have taken effect"), "{content}");

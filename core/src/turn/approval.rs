@@ -348,6 +348,7 @@ impl App {
             scope,
             granted,
             origin,
+            depth: 0,
         };
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
         let caps = self.config.limits.caps();
@@ -379,6 +380,7 @@ impl App {
             on_text: drafts
                 .is_some()
                 .then_some(&on_text as crate::llm::OnText<'_>),
+            ..Default::default()
         };
         let turn = conn.agent.run(&history, run, &ctx, opts);
         let step = self
