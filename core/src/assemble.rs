@@ -128,7 +128,11 @@ impl App {
         ));
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         // Filled once every agent is built: the spawn tools look agents up in it.
-        let directory = Arc::new(crate::spawn::Directory::default());
+        let spawn = crate::spawn::SpawnDeps {
+            directory: Arc::new(crate::spawn::Directory::default()),
+            clock: platform.clock.clone(),
+            kv: platform.kv.clone(),
+        };
         for (id, agent) in &config.agents {
             let mut tools = ToolRegistry::for_agent(&agent.tools, agent.tool_timeout_secs, &deps)
                 .map_err(|m| ConfigError {
@@ -141,7 +145,7 @@ impl App {
                 tools.register(Arc::new(SkillTool(skills.clone())));
             }
             let others = tools.names();
-            for t in crate::spawn::tools_for(agent, &others, &directory, &platform.clock) {
+            for t in crate::spawn::tools_for(agent, &others, &spawn) {
                 tools.register(t);
             }
             let chain = ModelChain {
@@ -161,7 +165,7 @@ impl App {
                 }),
             );
         }
-        directory.fill(&agents);
+        spawn.directory.fill(&agents);
         let mut connectors = BTreeMap::new();
         for (id, c) in &config.connectors {
             let agent_id = config.routing.get(id).cloned().unwrap_or_default();
@@ -226,6 +230,7 @@ impl App {
             counter: AtomicU64::new(0),
             admin_token,
             agents,
+            spawn,
             transcriber: crate::media::transcribe::from_env(platform_http, env)
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
         })

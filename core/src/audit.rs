@@ -267,12 +267,7 @@ pub fn line(e: &Entry) -> String {
         Step::Pairing { action, person } => format!("pairing of {person}: {action}"),
     };
     let by = match &e.step {
-        Step::Model {
-            agent: Some(a), ..
-        }
-        | Step::Tool {
-            agent: Some(a), ..
-        } => format!("[{a}] "),
+        Step::Model { agent: Some(a), .. } | Step::Tool { agent: Some(a), .. } => format!("[{a}] "),
         _ => String::new(),
     };
     format!("{h:02}:{m:02}:{s:02} UTC  {by}{what}")

@@ -146,7 +146,8 @@ fn unknown_tool_is_an_error_result() {
         }),
         1,
     );
-    let (content, is_error) = block_on(a.call_tool(&ctx(), "rm_rf", json!({}), &Default::default()));
+    let (content, is_error) =
+        block_on(a.call_tool(&ctx(), "rm_rf", json!({}), &Default::default()));
     assert!(is_error && content.contains("Unknown tool"), "{content}");
 }
 
@@ -199,7 +200,8 @@ fn a_stuck_tool_times_out_as_a_tool_error() {
         1,
     );
     a.tools.register(Arc::new(Stuck));
-    let (content, is_error) = block_on(a.call_tool(&ctx(), "stuck", json!({}), &Default::default()));
+    let (content, is_error) =
+        block_on(a.call_tool(&ctx(), "stuck", json!({}), &Default::default()));
     assert!(is_error);
     assert!(content.contains("did not finish within 5s"), "{content}");
     assert!(content.contains("may have taken effect"), "{content}");

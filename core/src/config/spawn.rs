@@ -139,8 +139,17 @@ pub(super) fn check_links(
 ) -> Result<(), ConfigError> {
     for (id, a) in agents {
         let path = paths.get(id).map_or("agents.d/", String::as_str);
-        let named = a.spawn.agents.iter().enumerate().map(|(i, n)| (format!("spawn.agents[{i}]"), n));
-        let tools = a.agent_tools.iter().enumerate().map(|(i, t)| (format!("agent_tools[{i}].agent"), &t.agent));
+        let named = a
+            .spawn
+            .agents
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (format!("spawn.agents[{i}]"), n));
+        let tools = a
+            .agent_tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (format!("agent_tools[{i}].agent"), &t.agent));
         for (field, name) in named.chain(tools) {
             if !agents.contains_key(name) {
                 return Err(err(path, field, format!("unknown agent {name:?}")));
@@ -149,3 +158,6 @@ pub(super) fn check_links(
     }
     Ok(())
 }
+
+#[cfg(all(test, feature = "yaml"))]
+mod tests;

@@ -25,16 +25,18 @@
 //! filled once all are built, holding `Weak` references (the `App` holds the agents), so an
 //! agent's tools never keep agents alive in a cycle.
 
+mod background;
 mod tool;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock, Weak};
 
-use clawless_platform::Clock;
+use clawless_platform::{Clock, Kv};
 
 use crate::agent::Agent;
 use crate::config::{AgentConfig, PolicyConfig, SpawnConfig};
 use crate::tools::Tool;
+pub use background::run_fired;
 pub use tool::Spawn;
 
 /// The name of the tool that runs a sub-agent.
@@ -87,13 +89,16 @@ pub fn spawn_tool_names(config: &AgentConfig) -> Vec<String> {
         .collect()
 }
 
+/// What a spawn tool is built from besides its parent.
+#[derive(Clone)]
+pub struct SpawnDeps {
+    pub directory: Arc<Directory>,
+    pub clock: Arc<dyn Clock>,
+    pub kv: Arc<dyn Kv>,
+}
+
 /// The spawn tools of a configured agent whose other tools are `others`.
-pub fn tools_for(
-    config: &AgentConfig,
-    others: &[String],
-    directory: &Arc<Directory>,
-    clock: &Arc<dyn Clock>,
-) -> Vec<Arc<dyn Tool>> {
+pub fn tools_for(config: &AgentConfig, others: &[String], deps: &SpawnDeps) -> Vec<Arc<dyn Tool>> {
     let parent = Parent {
         id: config.id.clone(),
         spawn: config.spawn.clone(),
@@ -105,20 +110,16 @@ pub fn tools_for(
         policy: config.policy.clone(),
         max_depth: config.spawn.max_depth,
     };
-    spawn_tools(config, Arc::new(parent), directory, clock)
+    spawn_tools(config, Arc::new(parent), deps)
 }
 
 /// The spawn tools `config` lists, running in `parent`.
-fn spawn_tools(
-    config: &AgentConfig,
-    parent: Arc<Parent>,
-    directory: &Arc<Directory>,
-    clock: &Arc<dyn Clock>,
-) -> Vec<Arc<dyn Tool>> {
+fn spawn_tools(config: &AgentConfig, parent: Arc<Parent>, deps: &SpawnDeps) -> Vec<Arc<dyn Tool>> {
     let tool = |fixed| -> Arc<dyn Tool> {
         Arc::new(Spawn {
-            directory: directory.clone(),
-            clock: clock.clone(),
+            directory: deps.directory.clone(),
+            clock: deps.clock.clone(),
+            kv: deps.kv.clone(),
             parent: parent.clone(),
             fixed,
         })

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clawless_platform::Clock;
+use clawless_platform::{Clock, Kv};
 use futures::future::{select, Either};
 use serde_json::{json, Value};
 
-use super::{spawn_tool_names, spawn_tools, Directory, Parent};
+use super::{spawn_tool_names, spawn_tools, Directory, Parent, SpawnDeps};
 use crate::agent::{Agent, RunOptions, Step, Verdict};
 use crate::config::{AgentConfig, AgentTool};
 use crate::llm::{ChatMessage, ToolSpec};
@@ -30,17 +30,19 @@ const MARGIN: Duration = Duration::from_secs(5);
 pub struct Spawn {
     pub directory: Arc<Directory>,
     pub clock: Arc<dyn Clock>,
+    /// Where a background task is kept until it runs (the reminders' store).
+    pub kv: Arc<dyn Kv>,
     pub parent: Arc<Parent>,
     pub fixed: Option<AgentTool>,
 }
 
-fn refuse(text: impl Into<String>) -> ToolError {
+pub(super) fn refuse(text: impl Into<String>) -> ToolError {
     ToolError(text.into())
 }
 
 impl Spawn {
     /// The agents `spawn` may run: the parent itself, then its `spawn.agents`.
-    fn agents(&self) -> Vec<String> {
+    pub(super) fn agents(&self) -> Vec<String> {
         let mut out = vec![self.parent.id.clone()];
         out.extend(self.parent.spawn.agents.iter().cloned());
         out.dedup();
@@ -48,7 +50,7 @@ impl Spawn {
     }
 
     /// The tools the call names, if any, checked for size.
-    fn requested(input: &Value) -> Result<Option<BTreeSet<String>>, ToolError> {
+    pub(super) fn requested(input: &Value) -> Result<Option<BTreeSet<String>>, ToolError> {
         let Some(list) = input.get("tools") else {
             return Ok(None);
         };
@@ -66,7 +68,7 @@ impl Spawn {
 
     /// The child agent: `config`'s tools cut to what the parent allows and the call asks
     /// for, its policy under the parent's, spawn tools only above the depth limit.
-    fn child(
+    pub(super) fn child(
         &self,
         of: &Agent,
         requested: Option<BTreeSet<String>>,
@@ -77,7 +79,11 @@ impl Spawn {
         let spawners = spawn_tool_names(config);
         let may = |t: &str| {
             parent.tools.contains(t)
-                && parent.spawn.tools.as_ref().is_none_or(|l| l.iter().any(|n| n == t))
+                && parent
+                    .spawn
+                    .tools
+                    .as_ref()
+                    .is_none_or(|l| l.iter().any(|n| n == t))
         };
         let offered: BTreeSet<String> = of
             .tools
@@ -95,10 +101,11 @@ impl Spawn {
                 )));
             }
         }
-        let keep = |t: &str| {
-            offered.contains(t) && requested.as_ref().is_none_or(|r| r.contains(t))
-        };
-        let mut tools = of.tools.narrowed(|t| keep(t) && !spawners.iter().any(|s| s == t));
+        let keep =
+            |t: &str| offered.contains(t) && requested.as_ref().is_none_or(|r| r.contains(t));
+        let mut tools = of
+            .tools
+            .narrowed(|t| keep(t) && !spawners.iter().any(|s| s == t));
         let policy = config.policy.under(&parent.policy);
         let max_depth = parent.max_depth.min(config.spawn.max_depth);
         // A spawn from the child would run at depth + 2.
@@ -115,7 +122,12 @@ impl Spawn {
                 policy: policy.clone(),
                 max_depth,
             };
-            for t in spawn_tools(config, Arc::new(below), &self.directory, &self.clock) {
+            let deps = SpawnDeps {
+                directory: self.directory.clone(),
+                clock: self.clock.clone(),
+                kv: self.kv.clone(),
+            };
+            for t in spawn_tools(config, Arc::new(below), &deps) {
                 if names.contains(&t.spec().name) {
                     tools.register(t);
                 }
@@ -131,6 +143,29 @@ impl Spawn {
             clock: of.clock.clone(),
             skills: None,
         })
+    }
+
+    /// Runs agent `id` on `task` with the `requested` tools: the depth limit checked, the
+    /// child built, run against its timeout; its spend and steps passed to `report`.
+    pub(super) async fn run_task(
+        &self,
+        ctx: &ToolContext,
+        id: &str,
+        task: &str,
+        requested: Option<BTreeSet<String>>,
+        report: &Report,
+    ) -> Result<String, ToolError> {
+        let max = self.parent.max_depth;
+        if ctx.depth >= max {
+            return Err(refuse(format!(
+                "No sub-agent can run here: the limit of {max} levels of sub-agents is reached. Do the task yourself."
+            )));
+        }
+        let Some(agent) = self.directory.get(id) else {
+            return Err(refuse(format!("the agent {id} is not available")));
+        };
+        let child = self.child(&agent, requested, ctx.depth)?;
+        self.run(&child, task, ctx, report).await
     }
 
     /// Runs `child` on `task` against the timeout, passing its spend and steps to `report`.
@@ -219,7 +254,8 @@ impl Tool for Spawn {
                 "properties": {
                     "task": task,
                     "agent": {"type": "string", "enum": agents},
-                    "tools": {"type": "array", "items": {"type": "string"}}
+                    "tools": {"type": "array", "items": {"type": "string"}},
+                    "background": {"type": "boolean", "description": "run it as a job of its own and post its answer in this chat when done; you get no answer now (only when enabled)"}
                 },
                 "required": ["task"],
                 "additionalProperties": false
@@ -259,17 +295,10 @@ impl Tool for Spawn {
                 self.agents().join(", ")
             )));
         }
-        let max = self.parent.max_depth;
-        if ctx.depth >= max {
-            return Err(refuse(format!(
-                "No sub-agent can run here: the limit of {max} levels of sub-agents is reached. Do the task yourself."
-            )));
-        }
         let requested = Self::requested(&input)?;
-        let Some(agent) = self.directory.get(&id) else {
-            return Err(refuse(format!("the agent {id} is not available")));
-        };
-        let child = self.child(&agent, requested, ctx.depth)?;
-        self.run(&child, task, ctx, report).await
+        if input.get("background").and_then(Value::as_bool) == Some(true) {
+            return self.start(ctx, &id, task, requested).await;
+        }
+        self.run_task(ctx, &id, task, requested, report).await
     }
 }

@@ -329,20 +329,10 @@ impl App {
             session.map_err(Failure::storage)?,
             self.config.session.history_window,
         );
-        let granted = if conn.agent.config.policy.may_ask() {
-            let prefix = keys::grants(&conn.id, msg.chat.id.0);
-            let keys = self
-                .platform
-                .kv
-                .list(&prefix, 100)
-                .await
-                .map_err(Failure::storage)?;
-            keys.iter()
-                .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
-                .collect()
-        } else {
-            Default::default()
-        };
+        let granted = self
+            .granted(conn, msg.chat.id.0)
+            .await
+            .map_err(Failure::storage)?;
         let origin = Some(super::reminders::origin(&conn.id, msg));
         let ctx = ToolContext {
             scope,
@@ -443,6 +433,23 @@ impl App {
         }
     }
 
+    /// The tools `chat` granted for a while (none read when the agent never asks).
+    pub(super) async fn granted(
+        &self,
+        conn: &Connector,
+        chat: i64,
+    ) -> Result<std::collections::BTreeSet<String>, PortError> {
+        if !conn.agent.config.policy.may_ask() {
+            return Ok(Default::default());
+        }
+        let prefix = keys::grants(&conn.id, chat);
+        let keys = self.platform.kv.list(&prefix, 100).await?;
+        Ok(keys
+            .iter()
+            .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
+            .collect())
+    }
+
     /// The bookkeeping of `msg`'s turn: its spend and audit `steps` (numbered from
     /// `first_seq`); `None` when there is none.
     pub(super) fn books(
@@ -502,7 +509,7 @@ impl App {
     }
 
     /// The checkpoint of a finished agent turn.
-    fn turn_reply(
+    pub(super) fn turn_reply(
         &self,
         conn: &Connector,
         msg: &Message,

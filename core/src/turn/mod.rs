@@ -4,6 +4,7 @@
 //! [`deliver`] applies the session turn once and sends each part once.
 
 pub mod approval;
+mod background;
 pub mod commands;
 mod compact;
 pub mod decide;
