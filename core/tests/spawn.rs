@@ -519,6 +519,14 @@ fn a_background_child_runs_as_its_own_job_and_posts_to_the_chat_once() {
         h.deliver("private_text", 1).await;
         let requests = h.llm_requests();
         assert_eq!(requests.len(), 2, "the child does not run in the turn");
+        let spawn = requests[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "spawn")
+            .unwrap()
+            .clone();
+        assert!(spawn["input_schema"]["properties"]["background"].is_object());
         let started = tool_results(&requests[1]);
         assert!(
             !started[0].1
@@ -565,6 +573,16 @@ fn background_is_refused_unless_the_config_allows_it() {
         h.script(200, anthropic_text("Doing it now then."));
         h.deliver("private_text", 1).await;
         let requests = h.llm_requests();
+        let spawn = requests[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "spawn")
+            .unwrap()
+            .clone();
+        assert!(spawn["input_schema"]["properties"]
+            .get("background")
+            .is_none());
         let refused = tool_results(&requests[1]);
         assert!(
             refused[0].1 && refused[0].0.contains("not enabled"),

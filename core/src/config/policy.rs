@@ -154,3 +154,32 @@ impl ApprovalConfig {
         std::time::Duration::from_secs(self.grant_minutes.saturating_mul(60))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_under_another_is_never_looser() {
+        let mut parent = PolicyConfig::default();
+        parent.tools.insert("memory_write".into(), Rule::Ask);
+        parent.guarded = Rule::Deny;
+        let mut child = PolicyConfig {
+            safe: Rule::Allow,
+            guarded: Rule::Allow,
+            unsafe_: Rule::Allow,
+            ..Default::default()
+        };
+        child.tools.insert("web_fetch".into(), Rule::Allow);
+        let merged = child.under(&parent);
+        assert_eq!(merged.rule("memory_write", Level::Safe), Rule::Ask);
+        assert_eq!(merged.rule("web_fetch", Level::Guarded), Rule::Deny);
+        assert_eq!(merged.rule("exec", Level::Unsafe), Rule::Ask);
+        assert_eq!(merged.rule("current_time", Level::Safe), Rule::Allow);
+        // Two levels down the grandparent still holds.
+        let grand = PolicyConfig::default().under(&merged);
+        assert_eq!(grand.rule("web_fetch", Level::Guarded), Rule::Deny);
+        assert_eq!(Rule::Allow.stricter(Rule::Ask), Rule::Ask);
+        assert_eq!(Rule::Deny.stricter(Rule::Ask), Rule::Deny);
+    }
+}

@@ -44,8 +44,11 @@ impl Spawn {
     /// The agents `spawn` may run: the parent itself, then its `spawn.agents`.
     pub(super) fn agents(&self) -> Vec<String> {
         let mut out = vec![self.parent.id.clone()];
-        out.extend(self.parent.spawn.agents.iter().cloned());
-        out.dedup();
+        for a in &self.parent.spawn.agents {
+            if !out.contains(a) {
+                out.push(a.clone());
+            }
+        }
         out
     }
 
@@ -242,6 +245,14 @@ impl Tool for Spawn {
             };
         }
         let agents = self.agents();
+        let mut properties = json!({
+            "task": task,
+            "agent": {"type": "string", "enum": agents},
+            "tools": {"type": "array", "items": {"type": "string"}}
+        });
+        if self.parent.spawn.background {
+            properties["background"] = json!({"type": "boolean", "description": "run it as a job of its own and post its answer in this chat when done; you get no answer now"});
+        }
         ToolSpec {
             name: super::SPAWN_TOOL.into(),
             description: format!(
@@ -251,12 +262,7 @@ impl Tool for Spawn {
             ),
             input_schema: json!({
                 "type": "object",
-                "properties": {
-                    "task": task,
-                    "agent": {"type": "string", "enum": agents},
-                    "tools": {"type": "array", "items": {"type": "string"}},
-                    "background": {"type": "boolean", "description": "run it as a job of its own and post its answer in this chat when done; you get no answer now (only when enabled)"}
-                },
+                "properties": properties,
                 "required": ["task"],
                 "additionalProperties": false
             }),
