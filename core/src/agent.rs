@@ -9,16 +9,18 @@ use std::time::Duration;
 
 use clawless_platform::Clock;
 use futures::future::{select, Either};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit::Step as AuditStep;
 use crate::config::{AgentConfig, Rule};
 use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
-use crate::tools::{Level, ToolContext, ToolRegistry};
+use crate::tools::{Level, Report, ToolContext, ToolRegistry};
 use crate::usage::{Left, Tally};
 
+mod state;
+
 pub use crate::tools::MAX_TOOL_RESULT;
+pub use state::{PendingCall, RunState, Verdict};
 /// An identical call (same tool, same input) past this many times in one turn is refused.
 pub const MAX_IDENTICAL_CALLS: usize = 2;
 
@@ -43,6 +45,11 @@ pub struct RunOptions<'a> {
     /// Streams each model call: called with the call's text so far (see
     /// [`ModelChain::chat_stream`](crate::llm::ModelChain::chat_stream)).
     pub on_text: Option<crate::llm::OnText<'a>>,
+    /// A sub-agent's run: where its spend and steps go as they happen (see
+    /// [`crate::spawn`]), so a run cut off by its timeout is still counted.
+    pub report: Option<&'a Report>,
+    /// No model call starts once the run has used this many tokens (a sub-agent's budget).
+    pub max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -55,91 +62,6 @@ pub struct TurnOutput {
     pub usage: Tally,
     /// The audit steps not written yet: `(at ms, step)`.
     pub log: Vec<(u64, AuditStep)>,
-}
-
-/// What became of a call that needed an approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Approved,
-    Denied,
-    /// Nobody answered within the expiry.
-    Expired,
-    /// A new message arrived in the chat first.
-    Superseded,
-}
-
-impl Verdict {
-    /// What the model is told instead of the tool's result; `None` when the call runs.
-    fn refusal(self, tool: &str) -> Option<String> {
-        match self {
-            Verdict::Approved => None,
-            Verdict::Denied => Some(format!("The user denied {tool}; it was not run. Do not ask for it again in this answer; say what you would have done instead.")),
-            Verdict::Expired => Some(format!("Nobody approved {tool} in time; it was not run. Finish your answer without it.")),
-            Verdict::Superseded => Some(format!("The user sent a new message before approving {tool}; it was not run. Finish this answer briefly without it.")),
-        }
-    }
-}
-
-/// A turn in progress, serialisable so it can wait for an approval in storage and resume in
-/// another process (the `RunState` of the OpenAI Agents SDK; Cloudflare's `waitForApproval`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunState {
-    /// The system prompt with the memories recalled at the start of the turn.
-    pub system: String,
-    /// This turn's messages so far, the user's first. The history before it is the session's.
-    pub messages: Vec<ChatMessage>,
-    /// Model calls made.
-    pub round: u32,
-    /// `tool\0input` → calls so far (repeat detection).
-    #[serde(default)]
-    pub seen: BTreeMap<String, usize>,
-    /// Tool-use id → the answer to its approval.
-    #[serde(default)]
-    pub verdicts: BTreeMap<String, Verdict>,
-    /// Once set (expired, superseded), every further call that would ask is refused so.
-    #[serde(default)]
-    pub closing: Option<Verdict>,
-    /// The turn's model calls so far, and what of it was already added to the counters.
-    #[serde(default)]
-    pub usage: Tally,
-    #[serde(default)]
-    pub recorded: Tally,
-    /// Audit steps not written yet, and how many of the turn's steps were written.
-    #[serde(default)]
-    pub log: Vec<(u64, AuditStep)>,
-    #[serde(default)]
-    pub logged: u32,
-}
-
-impl RunState {
-    /// The turn ended by the assistant saying `reply` (no model call).
-    fn closed_with(mut self, reply: String) -> TurnOutput {
-        self.messages
-            .push(ChatMessage::assistant_text(reply.clone()));
-        TurnOutput {
-            reply,
-            messages: self.messages,
-            usage: self.usage,
-            log: self.log,
-        }
-    }
-
-    /// Keeps an audit step, up to [`crate::audit::MAX_STEPS_PER_TURN`] per turn.
-    fn record(&mut self, at_ms: u64, step: AuditStep) {
-        if self.log.len() < crate::audit::MAX_STEPS_PER_TURN {
-            self.log.push((at_ms, step));
-        }
-    }
-}
-
-/// A tool call waiting for an approval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingCall {
-    pub id: String,
-    pub name: String,
-    pub input: Value,
-    pub level: Level,
 }
 
 /// Where a turn stopped.
@@ -255,6 +177,11 @@ impl Agent {
                     );
                     return Ok(Step::Done(state.closed_with(reply)));
                 }
+                if let Some(max) = opts.max_tokens {
+                    if state.usage.tokens() >= max {
+                        return Ok(Step::Done(state.out_of_tokens(max)));
+                    }
+                }
                 if let Some(left) = budget {
                     if state.usage.since(&state.recorded).cost_micros >= left.micros {
                         tracing::info!(cap = left.cap, "spend cap reached; no model call");
@@ -292,13 +219,17 @@ impl Agent {
                                 cost_micros: 0,
                                 latency_ms: now.saturating_sub(started),
                                 outcome: error.kind().to_owned(),
+                                agent: None,
                             },
+                            opts.report,
                         );
                         return Err(Box::new(Failed { error, state }));
                     }
                 };
                 state.round += 1;
-                state.usage.add_call(response.usage, response.cost_micros);
+                let mut call = Tally::default();
+                call.add_call(response.usage, response.cost_micros);
+                state.spend(call, opts.report);
                 let now = self.clock.now_ms();
                 state.record(
                     now,
@@ -310,7 +241,9 @@ impl Agent {
                         cost_micros: response.cost_micros,
                         latency_ms: now.saturating_sub(started),
                         outcome: "ok".to_owned(),
+                        agent: None,
                     },
+                    opts.report,
                 );
                 let answered = response.message.tool_uses().next().is_none();
                 state.messages.push(response.message);
@@ -388,6 +321,7 @@ impl Agent {
                     (_, Some(Verdict::Denied)) => "denied",
                     (_, Some(Verdict::Expired)) => "expired",
                     (_, Some(Verdict::Superseded)) => "superseded",
+                    (_, Some(Verdict::Unattended)) => "needs approval",
                     (Rule::Ask, None) => "granted",
                     (_, None) => "allowed",
                 };
@@ -396,6 +330,7 @@ impl Agent {
                     .get(&name)
                     .map_or(Level::Unsafe, |t| t.level_for(ctx, &input));
                 let started = self.clock.now_ms();
+                let report = Report::default();
                 let (content, is_error) = match refusal {
                     Some(text) => (text, true),
                     None => {
@@ -405,18 +340,12 @@ impl Agent {
                             decision = "repeated";
                             ("This exact call was already made twice in this turn; it was not run again. Use the earlier results.".to_owned(), true)
                         } else {
-                            Self::call_tool(
-                                &registry,
-                                self.config.tool_timeout_secs,
-                                &*self.clock,
-                                ctx,
-                                &name,
-                                input,
-                            )
-                            .await
+                            self.call_tool(&registry, ctx, &name, input, &report).await
                         }
                     }
                 };
+                // A sub-agent's steps first, then the call that ran it.
+                state.absorb(&report, opts.report);
                 let now = self.clock.now_ms();
                 state.record(
                     now,
@@ -429,7 +358,9 @@ impl Agent {
                         result_bytes: content.len(),
                         error: is_error
                             .then(|| crate::audit::cut(&content, crate::audit::MAX_DETAIL)),
+                        agent: None,
                     },
+                    opts.report,
                 );
                 results.push(Block::ToolResult {
                     tool_use_id: id,
@@ -471,12 +402,7 @@ impl Agent {
 
     /// What a call of `name` at `level` needs under this agent's policy.
     pub fn rule(&self, name: &str, level: Level) -> Rule {
-        let p = &self.config.policy;
-        p.tools.get(name).copied().unwrap_or(match level {
-            Level::Safe => p.safe,
-            Level::Guarded => p.guarded,
-            Level::Unsafe => p.unsafe_,
-        })
+        self.config.policy.rule(name, level)
     }
 
     /// The tools of a turn starting now: the built-ins, and the tools of each MCP server that
@@ -498,14 +424,15 @@ impl Agent {
         registry
     }
 
-    /// Runs one tool of `tools` within `timeout_secs`; returns `(content, is_error)`.
+    /// Runs one tool of `tools` with the agent's timeout (or the tool's own); returns
+    /// `(content, is_error)`. What it did on the turn's behalf is in `report`.
     async fn call_tool(
+        &self,
         tools: &ToolRegistry,
-        timeout_secs: u64,
-        clock: &dyn Clock,
         ctx: &ToolContext,
         name: &str,
         input: Value,
+        report: &Report,
     ) -> (String, bool) {
         let Some(tool) = tools.get(name) else {
             return (
@@ -516,9 +443,11 @@ impl Agent {
                 true,
             );
         };
-        let timeout = Duration::from_secs(timeout_secs);
-        let call = tool.call(ctx, input);
-        let sleep = clock.sleep(timeout);
+        let timeout = tool
+            .time_limit()
+            .unwrap_or(Duration::from_secs(self.config.tool_timeout_secs));
+        let call = tool.call_reporting(ctx, input, report);
+        let sleep = self.clock.sleep(timeout);
         match select(call, sleep).await {
             Either::Left((Ok(out), _)) => (truncate(out), false),
             Either::Left((Err(e), _)) => (truncate(e.0), true),

@@ -38,6 +38,10 @@ pub struct App {
     pub(crate) counter: AtomicU64,
     /// `CLAWLESS_ADMIN_TOKEN`: empty when the admin endpoint does not exist.
     pub(crate) admin_token: crate::secret::Secret,
+    /// Every configured agent: what the spawn tools' directory refers to (weakly).
+    pub(crate) agents: BTreeMap<String, Arc<crate::agent::Agent>>,
+    /// What a background sub-agent runs with (see [`crate::spawn`]).
+    pub(crate) spawn: crate::spawn::SpawnDeps,
     /// Speech to text for voice notes, when a service is set.
     pub(crate) transcriber: Option<Arc<dyn crate::media::Transcriber>>,
 }
@@ -46,6 +50,7 @@ impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
             .field("connectors", &self.connectors.values().collect::<Vec<_>>())
+            .field("agents", &self.agents.keys().collect::<Vec<_>>())
             .field("instance", &self.instance)
             .finish_non_exhaustive()
     }
@@ -232,6 +237,7 @@ impl App {
             scope: scope.clone(),
             granted: Default::default(),
             origin: None,
+            depth: 0,
         };
         conn.default_agent()
             .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)

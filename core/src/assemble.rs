@@ -127,6 +127,12 @@ impl App {
             env.names_set(),
         ));
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
+        // Filled once every agent is built: the spawn tools look agents up in it.
+        let spawn = crate::spawn::SpawnDeps {
+            directory: Arc::new(crate::spawn::Directory::default()),
+            clock: platform.clock.clone(),
+            kv: platform.kv.clone(),
+        };
         for (id, agent) in &config.agents {
             let mut tools = ToolRegistry::for_agent(&agent.tools, agent.tool_timeout_secs, &deps)
                 .map_err(|m| ConfigError {
@@ -137,6 +143,10 @@ impl App {
             let skills = Arc::new(skill_offer(&catalog, agent, &tools));
             if skills.enabled() {
                 tools.register(Arc::new(SkillTool(skills.clone())));
+            }
+            let others = tools.names();
+            for t in crate::spawn::tools_for(agent, &others, &spawn) {
+                tools.register(t);
             }
             let chain = ModelChain {
                 links: links(&platform, &config, &agent.models, env),
@@ -168,6 +178,7 @@ impl App {
                 }),
             );
         }
+        spawn.directory.fill(&agents);
         let agents = Arc::new(agents);
         let routing = Arc::new(config.routing.clone());
         let mut connectors = BTreeMap::new();
@@ -234,6 +245,8 @@ impl App {
             instance: instance.into(),
             counter: AtomicU64::new(0),
             admin_token,
+            agents: (*agents).clone(),
+            spawn,
             transcriber: crate::media::transcribe::from_env(platform_http, env)
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
         })

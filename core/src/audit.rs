@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::ids::ConnectorId;
 use crate::keys;
-use crate::tools::Level;
+use crate::level::Level;
 
 /// Tool arguments and errors are kept to this many characters in an entry.
 pub const MAX_DETAIL: usize = 500;
@@ -34,6 +34,10 @@ pub enum Step {
         latency_ms: u64,
         /// `ok`, or the error's kind.
         outcome: String,
+        /// The sub-agent that did this, `researcher` (`researcher/helper` one level further
+        /// down); none for the turn's own agent (see [`crate::spawn`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
     },
     Tool {
         name: String,
@@ -45,6 +49,10 @@ pub enum Step {
         latency_ms: u64,
         result_bytes: usize,
         error: Option<String>,
+        /// The sub-agent that did this, `researcher` (`researcher/helper` one level further
+        /// down); none for the turn's own agent (see [`crate::spawn`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
     },
     Approval {
         tool: String,
@@ -62,6 +70,20 @@ pub enum Step {
         /// Whom it concerns, as `Person::label` shows them.
         person: String,
     },
+}
+
+impl Step {
+    /// Marks a sub-agent's step as done by `agent` (below it, when a deeper one did it). The
+    /// name grows by one id per level, and the levels are bounded (`spawn.max_depth`).
+    pub fn by_agent(mut self, agent: &str) -> Step {
+        if let Step::Model { agent: by, .. } | Step::Tool { agent: by, .. } = &mut self {
+            *by = Some(match by.take() {
+                Some(below) => format!("{agent}/{below}"),
+                None => agent.to_owned(),
+            });
+        }
+        self
+    }
 }
 
 /// A step with its time and place.
@@ -244,7 +266,11 @@ pub fn line(e: &Entry) -> String {
         Step::Command { name } => format!("command /{name}"),
         Step::Pairing { action, person } => format!("pairing of {person}: {action}"),
     };
-    format!("{h:02}:{m:02}:{s:02} UTC  {what}")
+    let by = match &e.step {
+        Step::Model { agent: Some(a), .. } | Step::Tool { agent: Some(a), .. } => format!("[{a}] "),
+        _ => String::new(),
+    };
+    format!("{h:02}:{m:02}:{s:02} UTC  {by}{what}")
 }
 
 #[cfg(test)]

@@ -13,13 +13,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::store::SearchConfig;
 #[cfg(feature = "yaml")]
-use validate::validate_agent;
+use validate::{valid_id, validate_agent};
 
 pub mod mcp;
 mod persona;
 pub mod policy;
 mod provider;
 pub mod routing;
+pub mod spawn;
 pub mod spend;
 #[cfg(feature = "yaml")]
 mod validate;
@@ -31,6 +32,7 @@ pub use persona::{MAX_EMOJI_BYTES, PERSONA_FILES};
 pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
 pub use provider::{ProviderConfig, ProviderKind};
 pub use routing::{Place, Route, RouteRule, Routing};
+pub use spawn::{AgentTool, SpawnConfig};
 pub use spend::{Caps, Price};
 
 /// The raw config tree: root-relative path → file text. Targets fill it from disk or from
@@ -268,6 +270,12 @@ pub struct AgentConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<McpServerConfig>,
     /// Composed from `prompts/<id>/`: identity, `system.md`, `style.md`, `safety.md`.
+    /// The agents it may run below it, and their bounds; agents offered as tools of their
+    /// own (see [`spawn`]).
+    #[serde(default)]
+    pub spawn: SpawnConfig,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_tools: Vec<AgentTool>,
     #[serde(skip)]
     pub system_prompt: String,
 }
@@ -399,6 +407,7 @@ impl Config {
         }
 
         let mut agents = BTreeMap::new();
+        let mut paths = BTreeMap::new();
         for (path, text) in files
             .0
             .range("agents.d/".to_owned()..)
@@ -409,6 +418,7 @@ impl Config {
             }
             let mut a: AgentConfig = parse(path, text)?;
             validate_agent(path, &a, &providers)?;
+            paths.insert(a.id.clone(), path.clone());
             a.system_prompt = persona::compose(files, &a)?;
             if let Some(prev) = agents.insert(a.id.clone(), a) {
                 return Err(err(path, "id", format!("duplicate agent id {:?}", prev.id)));
@@ -417,6 +427,7 @@ impl Config {
         if agents.is_empty() {
             return Err(err("agents.d/", "-", "no agent defined"));
         }
+        spawn::check_links(&agents, &paths)?;
         let skills = files
             .0
             .range("skills/".to_owned()..)
@@ -530,16 +541,6 @@ impl Config {
 /// The longest connector or agent id. Both go into storage keys and memory paths (twice in a
 /// memory index key), which the Kv port caps at 512 bytes.
 pub const MAX_ID_LEN: usize = 64;
-
-/// A connector or agent id: 1 to [`MAX_ID_LEN`] ASCII letters, digits, `_` and `-`. (Found
-/// by fuzzing: a 600-character connector id passed, and every update to it failed to store.)
-#[cfg(feature = "yaml")]
-fn valid_id(id: &str) -> bool {
-    (1..=MAX_ID_LEN).contains(&id.len())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
 
 #[cfg(feature = "yaml")]
 #[cfg(test)]

@@ -18,11 +18,11 @@
 //! - [`inbox`]: the durable inbox: exactly-once, in-order per chat, leases, retries.
 //! - [`schedule`]: reminders and scheduled tasks: records, the due index, cron, time zones;
 //!   [`fire`]: firing what is due through the inbox, exactly once.
-//! - [`agent`]: the model ↔ tools loop.
+//! - [`agent`]: the model ↔ tools loop; [`spawn`]: sub-agents, run as tools.
 //! - [`llm`]: message model, Anthropic, OpenAI-compatible and Gemini adapters, the retrying
 //!   fallback chain.
-//! - [`tools`]: the tool registry and built-in tools. [`mcp`]: the MCP client, whose servers'
-//!   tools join an agent's for a turn.
+//! - [`tools`]: the tool registry and built-in tools; [`level`]: what a tool can affect.
+//!   [`mcp`]: the MCP client, whose servers' tools join an agent's for a turn.
 //! - [`skills`]: skills (AgentSkills folders): where they come from, which an agent is
 //!   offered, the system prompt's list of them.
 //! - [`memory`]: Markdown memory per person and per group: chunking, embeddings, hybrid
@@ -52,6 +52,7 @@ pub mod ids;
 pub mod inbox;
 pub mod ingress;
 pub mod keys;
+pub mod level;
 pub mod llm;
 pub mod mcp;
 pub mod media;
@@ -62,6 +63,7 @@ pub mod secret;
 pub mod session;
 pub mod shell;
 pub mod skills;
+pub mod spawn;
 pub(crate) mod task;
 pub mod telegram;
 pub mod tools;

@@ -65,6 +65,7 @@ fuzz_target!(|data: &[u8]| {
             user: 1,
             user_name: "Ada".into(),
         }),
+        depth: 0,
     };
 
     // Every built-in this platform offers (`exec` needs a shell that runs commands).

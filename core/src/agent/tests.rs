@@ -65,6 +65,7 @@ fn ctx() -> ToolContext {
         scope: "a/main".into(),
         granted: Default::default(),
         origin: None,
+        depth: 0,
     }
 }
 
@@ -82,6 +83,8 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
         tool_timeout_secs: 5,
         skills: None,
         mcp: vec![],
+        spawn: Default::default(),
+        agent_tools: Vec::new(),
         system_prompt: "sys".into(),
     };
     Agent {
@@ -146,14 +149,8 @@ fn unknown_tool_is_an_error_result() {
         }),
         1,
     );
-    let (content, is_error) = block_on(Agent::call_tool(
-        &a.tools,
-        a.config.tool_timeout_secs,
-        &*a.clock,
-        &ctx(),
-        "rm_rf",
-        json!({}),
-    ));
+    let (content, is_error) =
+        block_on(a.call_tool(&a.tools, &ctx(), "rm_rf", json!({}), &Default::default()));
     assert!(is_error && content.contains("Unknown tool"), "{content}");
 }
 
@@ -206,14 +203,8 @@ fn a_stuck_tool_times_out_as_a_tool_error() {
         1,
     );
     a.tools.register(Arc::new(Stuck));
-    let (content, is_error) = block_on(Agent::call_tool(
-        &a.tools,
-        a.config.tool_timeout_secs,
-        &*a.clock,
-        &ctx(),
-        "stuck",
-        json!({}),
-    ));
+    let (content, is_error) =
+        block_on(a.call_tool(&a.tools, &ctx(), "stuck", json!({}), &Default::default()));
     assert!(is_error);
     assert!(content.contains("did not finish within 5s"), "{content}");
     assert!(content.contains("may have taken effect"), "{content}");

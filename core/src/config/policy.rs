@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::level::Level;
+
 /// What a call needs before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -36,6 +38,10 @@ pub struct PolicyConfig {
     pub unsafe_: Rule,
     /// Tool name → rule, over its level's.
     pub tools: BTreeMap<String, Rule>,
+    /// The policy of the agent that spawned this one (see [`crate::spawn`]): a call needs at
+    /// least what it would need there. Set at run time, never from a file.
+    #[serde(skip)]
+    pub outer: Option<Box<PolicyConfig>>,
 }
 
 impl Default for PolicyConfig {
@@ -45,11 +51,54 @@ impl Default for PolicyConfig {
             guarded: Rule::Allow,
             unsafe_: Rule::Ask,
             tools: BTreeMap::new(),
+            outer: None,
+        }
+    }
+}
+
+impl Rule {
+    /// The stricter of two rules: deny over ask over allow.
+    pub fn stricter(self, other: Rule) -> Rule {
+        let rank = |r: Rule| match r {
+            Rule::Allow => 0,
+            Rule::Ask => 1,
+            Rule::Deny => 2,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
         }
     }
 }
 
 impl PolicyConfig {
+    /// What a call of `name` at `level` needs: its tool's rule, else its level's; the
+    /// stricter of that and the outer policy's.
+    pub fn rule(&self, name: &str, level: Level) -> Rule {
+        let own = self.tools.get(name).copied().unwrap_or(match level {
+            Level::Safe => self.safe,
+            Level::Guarded => self.guarded,
+            Level::Unsafe => self.unsafe_,
+        });
+        match &self.outer {
+            Some(outer) => own.stricter(outer.rule(name, level)),
+            None => own,
+        }
+    }
+
+    /// This policy under `outer` (which may have its own): every rule at least as strict.
+    pub fn under(&self, outer: &PolicyConfig) -> PolicyConfig {
+        let outer = match &self.outer {
+            Some(mine) => mine.under(outer),
+            None => outer.clone(),
+        };
+        PolicyConfig {
+            outer: Some(Box::new(outer)),
+            ..self.clone()
+        }
+    }
+
     /// Whether some call could ever need an approval.
     pub fn may_ask(&self) -> bool {
         [self.safe, self.guarded, self.unsafe_].contains(&Rule::Ask)
@@ -103,5 +152,34 @@ impl ApprovalConfig {
 
     pub fn grant_ttl(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.grant_minutes.saturating_mul(60))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_under_another_is_never_looser() {
+        let mut parent = PolicyConfig::default();
+        parent.tools.insert("memory_write".into(), Rule::Ask);
+        parent.guarded = Rule::Deny;
+        let mut child = PolicyConfig {
+            safe: Rule::Allow,
+            guarded: Rule::Allow,
+            unsafe_: Rule::Allow,
+            ..Default::default()
+        };
+        child.tools.insert("web_fetch".into(), Rule::Allow);
+        let merged = child.under(&parent);
+        assert_eq!(merged.rule("memory_write", Level::Safe), Rule::Ask);
+        assert_eq!(merged.rule("web_fetch", Level::Guarded), Rule::Deny);
+        assert_eq!(merged.rule("exec", Level::Unsafe), Rule::Ask);
+        assert_eq!(merged.rule("current_time", Level::Safe), Rule::Allow);
+        // Two levels down the grandparent still holds.
+        let grand = PolicyConfig::default().under(&merged);
+        assert_eq!(grand.rule("web_fetch", Level::Guarded), Rule::Deny);
+        assert_eq!(Rule::Allow.stricter(Rule::Ask), Rule::Ask);
+        assert_eq!(Rule::Deny.stricter(Rule::Ask), Rule::Deny);
     }
 }

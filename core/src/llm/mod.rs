@@ -183,6 +183,58 @@ impl Price {
     }
 }
 
+/// Tokens, calls and cost added up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub calls: u64,
+    pub input: u64,
+    pub output: u64,
+    pub cached_input: u64,
+    /// Millionths of a US dollar.
+    pub cost_micros: u64,
+}
+
+impl Tally {
+    /// One model call's usage and cost.
+    pub fn add_call(&mut self, usage: Usage, cost_micros: u64) {
+        self.calls += 1;
+        self.input = self.input.saturating_add(usage.input);
+        self.output = self.output.saturating_add(usage.output);
+        self.cached_input = self.cached_input.saturating_add(usage.cached_input);
+        self.cost_micros = self.cost_micros.saturating_add(cost_micros);
+    }
+
+    /// Adds `other` (another run's spend) to this.
+    pub fn add(&mut self, other: Tally) {
+        self.calls = self.calls.saturating_add(other.calls);
+        self.input = self.input.saturating_add(other.input);
+        self.output = self.output.saturating_add(other.output);
+        self.cached_input = self.cached_input.saturating_add(other.cached_input);
+        self.cost_micros = self.cost_micros.saturating_add(other.cost_micros);
+    }
+
+    /// What `self` has beyond `earlier` (a later snapshot of the same turn).
+    pub fn since(&self, earlier: &Tally) -> Tally {
+        Tally {
+            calls: self.calls.saturating_sub(earlier.calls),
+            input: self.input.saturating_sub(earlier.input),
+            output: self.output.saturating_sub(earlier.output),
+            cached_input: self.cached_input.saturating_sub(earlier.cached_input),
+            cost_micros: self.cost_micros.saturating_sub(earlier.cost_micros),
+        }
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.cached_input)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.calls == 0
+    }
+}
+
 /// Tokens one model call used, as the provider reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {

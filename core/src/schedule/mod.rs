@@ -96,12 +96,21 @@ pub enum What {
     Text(String),
     /// Runs an agent turn on the prompt in the chat's session.
     Prompt(String),
+    /// Runs a sub-agent on a task started in the background (see [`crate::spawn`]) and posts
+    /// its answer: a one-off due at once.
+    Spawn {
+        agent: String,
+        task: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tools: Option<Vec<String>>,
+    },
 }
 
 impl What {
     pub fn body(&self) -> &str {
         match self {
             What::Text(t) | What::Prompt(t) => t,
+            What::Spawn { task, .. } => task,
         }
     }
 }

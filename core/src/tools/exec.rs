@@ -142,6 +142,7 @@ mod tests {
             scope: Scope::new("assistant/main/user-7"),
             granted: Default::default(),
             origin: None,
+            depth: 0,
         }
     }
 

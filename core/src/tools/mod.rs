@@ -9,6 +9,9 @@
 //! - [`message`]: `message`, a message sent now, to this chat or another person's.
 //! - [`schedule`]: `schedule`, reminders and scheduled tasks in the conversation's chat.
 //! - [`skill`]: `skill`, a skill's instructions (see [`crate::skills`]).
+//!
+//! `spawn` and an agent's `agent_tools` are tools too, built by [`crate::spawn`] (they run
+//! other agents); a call reports their model calls and audit steps through a [`Report`].
 
 pub mod exec;
 pub mod files;
@@ -26,6 +29,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::ids::Scope;
+pub use crate::level::Level;
 use crate::llm::ToolSpec;
 
 /// Tool results longer than this are cut (at a character boundary) with a note.
@@ -51,6 +55,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "schedule",
     "message",
     "skill",
+    "spawn",
 ];
 
 /// Built-ins offered only where something is there: (tool, what it needs).
@@ -73,6 +78,9 @@ pub struct ToolContext {
     /// The Telegram chat (and topic, and person) of the conversation: where a reminder set
     /// now fires. `None` outside Telegram (the terminal chat).
     pub origin: Option<crate::schedule::Origin>,
+    /// How many agents above this one spawned it: 0 for the conversation's own agent (see
+    /// [`crate::spawn`]).
+    pub depth: u32,
 }
 
 /// A context for unit tests: the owner's scope, nothing granted, no chat.
@@ -82,20 +90,8 @@ pub(crate) fn tests_ctx() -> ToolContext {
         scope: Scope::new("assistant/main/u1"),
         granted: Default::default(),
         origin: None,
+        depth: 0,
     }
-}
-
-/// What a tool can affect, which decides what it needs before it runs (see
-/// [`crate::config::policy`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    /// Reads only the assistant's own data; no outside effect.
-    Safe,
-    /// Writes the assistant's own data, or reads the network.
-    Guarded,
-    /// Has effects outside the assistant (commands, messages to other chats, MCP tools).
-    Unsafe,
 }
 
 /// What the built-in tools are built from.
@@ -135,6 +131,56 @@ pub trait Tool: Send + Sync {
         self.level()
     }
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<String, ToolError>;
+    /// [`Tool::call`] for a tool that does work on the turn's behalf, which it reports to
+    /// `report` as it goes (a sub-agent's model calls and steps). Others keep this default.
+    async fn call_reporting(
+        &self,
+        ctx: &ToolContext,
+        input: Value,
+        _report: &Report,
+    ) -> Result<String, ToolError> {
+        self.call(ctx, input).await
+    }
+    /// How long a call may take, when the agent's `tool_timeout_secs` does not fit (a
+    /// sub-agent has its own, longer timeout).
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        None
+    }
+}
+
+/// What a tool call did on the turn's behalf beside its result: the model calls and audit
+/// steps of a sub-agent it ran. The agent loop hands one to each call and adds what it holds
+/// to the turn's spend and audit trail afterwards, also when the call timed out (what was
+/// reported by then counts). Steps are kept up to [`crate::audit::MAX_STEPS_PER_TURN`].
+#[derive(Debug, Default)]
+pub struct Report(std::sync::Mutex<Reported>);
+
+/// What a [`Report`] holds.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Reported {
+    pub usage: crate::llm::Tally,
+    pub steps: Vec<(u64, crate::audit::Step)>,
+}
+
+impl Report {
+    /// One model call's spend.
+    pub fn spend(&self, tally: crate::llm::Tally) {
+        self.lock().usage.add(tally);
+    }
+    /// One step, kept while there is room.
+    pub fn step(&self, at_ms: u64, step: crate::audit::Step) {
+        let mut r = self.lock();
+        if r.steps.len() < crate::audit::MAX_STEPS_PER_TURN {
+            r.steps.push((at_ms, step));
+        }
+    }
+    /// Everything reported so far, leaving it empty.
+    pub fn take(&self) -> Reported {
+        std::mem::take(&mut *self.lock())
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, Reported> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Tools by name.
@@ -155,6 +201,16 @@ impl ToolRegistry {
     }
     pub fn names(&self) -> Vec<String> {
         self.tools.keys().cloned().collect()
+    }
+    /// The tools whose name `keep` accepts (a sub-agent's narrower set).
+    pub fn narrowed(&self, keep: impl Fn(&str) -> bool) -> ToolRegistry {
+        let tools = self
+            .tools
+            .iter()
+            .filter(|(name, _)| keep(name))
+            .map(|(name, tool)| (name.clone(), tool.clone()))
+            .collect();
+        ToolRegistry { tools }
     }
     /// The built-ins an agent lists, fitted to its limits (`memory_write` indexes within a
     /// budget under the agent's tool timeout).
@@ -230,6 +286,9 @@ impl ToolRegistry {
                 // Registered by the assembly, which knows the agent's other tools (a skill's
                 // requirements are checked against them).
                 "skill" => {}
+                // Registered by the assembly, which knows the other agents (see
+                // [`crate::spawn`]).
+                "spawn" => {}
                 other => {
                     return Err(format!(
                         "unknown tool {other:?} (built-ins: {})",

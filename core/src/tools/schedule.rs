@@ -144,6 +144,7 @@ pub fn describe(r: &Reminder, zone: &Zone, now_ms: u64, max_chars: usize) -> Str
     let (kind, body) = match &r.what {
         What::Text(t) => ("text", t),
         What::Prompt(p) => ("task", p),
+        What::Spawn { task, .. } => ("background task", task),
     };
     let body: String = match body.chars().nth(max_chars) {
         Some(_) => body.chars().take(max_chars).chain(['…']).collect(),

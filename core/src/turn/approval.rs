@@ -333,25 +333,16 @@ impl App {
             session.map_err(Failure::storage)?,
             self.config.session.history_window,
         );
-        let granted = if conn.agent.config.policy.may_ask() {
-            let prefix = keys::grants(&conn.id, msg.chat.id.0);
-            let keys = self
-                .platform
-                .kv
-                .list(&prefix, 100)
-                .await
-                .map_err(Failure::storage)?;
-            keys.iter()
-                .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
-                .collect()
-        } else {
-            Default::default()
-        };
+        let granted = self
+            .granted(conn, msg.chat.id.0)
+            .await
+            .map_err(Failure::storage)?;
         let origin = Some(super::reminders::origin(&conn.id, msg));
         let ctx = ToolContext {
             scope,
             granted,
             origin,
+            depth: 0,
         };
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
         let caps = self.config.limits.caps();
@@ -383,6 +374,7 @@ impl App {
             on_text: drafts
                 .is_some()
                 .then_some(&on_text as crate::llm::OnText<'_>),
+            ..Default::default()
         };
         let turn = conn.agent.run(&history, run, &ctx, opts);
         let step = self
@@ -504,7 +496,7 @@ impl App {
     }
 
     /// The checkpoint of a finished agent turn.
-    fn turn_reply(
+    pub(super) fn turn_reply(
         &self,
         conn: &Connector,
         msg: &Message,

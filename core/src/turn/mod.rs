@@ -5,6 +5,7 @@
 
 mod agents;
 pub mod approval;
+mod background;
 pub mod commands;
 mod compact;
 pub mod decide;

@@ -71,6 +71,12 @@ impl App {
                 }))
             }
             What::Prompt(p) => p,
+            What::Spawn { agent, task, tools } => {
+                let tools = tools.clone();
+                return self
+                    .background_task(conn, msg, fire.reminder, agent, task, tools)
+                    .await;
+            }
         };
         let text = format!(
             "[Scheduled task #{}, set earlier to run now: carry it out and answer here.]\n{prompt}",

@@ -133,3 +133,22 @@ impl App {
         Ok(out)
     }
 }
+
+impl App {
+    /// The tools `chat` granted for a while (none read when the agent never asks).
+    pub(super) async fn granted(
+        &self,
+        conn: &crate::connector::Routed<'_>,
+        chat: i64,
+    ) -> Result<std::collections::BTreeSet<String>, PortError> {
+        if !conn.agent.config.policy.may_ask() {
+            return Ok(Default::default());
+        }
+        let prefix = keys::grants(&conn.id, chat);
+        let keys = self.platform.kv.list(&prefix, 100).await?;
+        Ok(keys
+            .iter()
+            .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
+            .collect())
+    }
+}

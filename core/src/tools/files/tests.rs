@@ -23,6 +23,7 @@ fn ctx() -> ToolContext {
         scope: scope(),
         granted: Default::default(),
         origin: None,
+        depth: 0,
     }
 }
 
@@ -171,6 +172,7 @@ fn workspaces_are_per_scope() {
         scope: Scope::new("a/main/u2"),
         granted: Default::default(),
         origin: None,
+        depth: 0,
     };
     let read = block_on(ReadFile(ws.clone()).call(&other, json!({"path": "a.md"})));
     assert!(read.unwrap_err().0.contains("does not exist"));

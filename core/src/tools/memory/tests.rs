@@ -62,6 +62,7 @@ fn ctx() -> ToolContext {
         scope: "assistant/main".into(),
         granted: Default::default(),
         origin: None,
+        depth: 0,
     }
 }
 
@@ -116,6 +117,8 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         tool_timeout_secs: 5,
         skills: None,
         mcp: vec![],
+        spawn: Default::default(),
+        agent_tools: Vec::new(),
         system_prompt: "sys".into(),
     };
     let deps = ToolDeps {

@@ -22,6 +22,7 @@ fn ctx() -> ToolContext {
         scope: Scope::new("a/main/user-1"),
         granted: Default::default(),
         origin: None,
+        depth: 0,
     }
 }
 

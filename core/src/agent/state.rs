@@ -1,0 +1,141 @@
+//! A turn's state between model calls: [`RunState`], serialisable so a turn waiting for an
+//! approval can resume in another process; the [`PendingCall`] it waits on and the
+//! [`Verdict`] that answers it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::TurnOutput;
+use crate::audit::Step as AuditStep;
+use crate::llm::{ChatMessage, Role};
+use crate::tools::{Level, Report};
+use crate::usage::Tally;
+
+/// What became of a call that needed an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Approved,
+    Denied,
+    /// Nobody answered within the expiry.
+    Expired,
+    /// A new message arrived in the chat first.
+    Superseded,
+    /// Nobody can be asked: a sub-agent's call that needs an approval its chat did not grant.
+    Unattended,
+}
+
+impl Verdict {
+    /// What the model is told instead of the tool's result; `None` when the call runs.
+    pub(super) fn refusal(self, tool: &str) -> Option<String> {
+        match self {
+            Verdict::Approved => None,
+            Verdict::Denied => Some(format!("The user denied {tool}; it was not run. Do not ask for it again in this answer; say what you would have done instead.")),
+            Verdict::Expired => Some(format!("Nobody approved {tool} in time; it was not run. Finish your answer without it.")),
+            Verdict::Superseded => Some(format!("The user sent a new message before approving {tool}; it was not run. Finish this answer briefly without it.")),
+            Verdict::Unattended => Some(format!("{tool} needs the user's approval, which a sub-agent cannot ask for; it was not run. Do without it, or say in your answer that it is needed.")),
+        }
+    }
+}
+
+/// A turn in progress, serialisable so it can wait for an approval in storage and resume in
+/// another process (the `RunState` of the OpenAI Agents SDK; Cloudflare's `waitForApproval`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// The system prompt with the memories recalled at the start of the turn.
+    pub system: String,
+    /// This turn's messages so far, the user's first. The history before it is the session's.
+    pub messages: Vec<ChatMessage>,
+    /// Model calls made.
+    pub round: u32,
+    /// `tool\0input` → calls so far (repeat detection).
+    #[serde(default)]
+    pub seen: BTreeMap<String, usize>,
+    /// Tool-use id → the answer to its approval.
+    #[serde(default)]
+    pub verdicts: BTreeMap<String, Verdict>,
+    /// Once set (expired, superseded), every further call that would ask is refused so.
+    #[serde(default)]
+    pub closing: Option<Verdict>,
+    /// The turn's model calls so far, and what of it was already added to the counters.
+    #[serde(default)]
+    pub usage: Tally,
+    #[serde(default)]
+    pub recorded: Tally,
+    /// Audit steps not written yet, and how many of the turn's steps were written.
+    #[serde(default)]
+    pub log: Vec<(u64, AuditStep)>,
+    #[serde(default)]
+    pub logged: u32,
+}
+
+impl RunState {
+    /// The turn ended by the assistant saying `reply` (no model call).
+    pub(super) fn closed_with(mut self, reply: String) -> TurnOutput {
+        self.messages
+            .push(ChatMessage::assistant_text(reply.clone()));
+        TurnOutput {
+            reply,
+            messages: self.messages,
+            usage: self.usage,
+            log: self.log,
+        }
+    }
+
+    /// Keeps an audit step, up to [`crate::audit::MAX_STEPS_PER_TURN`] per turn, and
+    /// passes it on to `report` (a sub-agent's run).
+    pub(super) fn record(&mut self, at_ms: u64, step: AuditStep, report: Option<&Report>) {
+        if let Some(r) = report {
+            r.step(at_ms, step.clone());
+        }
+        if self.log.len() < crate::audit::MAX_STEPS_PER_TURN {
+            self.log.push((at_ms, step));
+        }
+    }
+
+    /// Adds spend to the run's, passing it on to `report`.
+    pub(super) fn spend(&mut self, tally: Tally, report: Option<&Report>) {
+        if let Some(r) = report {
+            r.spend(tally);
+        }
+        self.usage.add(tally);
+    }
+
+    /// What a tool call reported (a sub-agent's work) added to the run's books.
+    pub(super) fn absorb(&mut self, report: &Report, outer: Option<&Report>) {
+        let reported = report.take();
+        self.spend(reported.usage, outer);
+        for (at, step) in reported.steps {
+            self.record(at, step, outer);
+        }
+    }
+
+    /// The end of a run whose token budget is used: the last thing the model said, and why
+    /// it stops there.
+    pub(super) fn out_of_tokens(self, max: u64) -> TurnOutput {
+        let said = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(ChatMessage::text)
+            .unwrap_or_default();
+        let note = format!("[Stopped: the token budget of this run ({max}) is used up.]");
+        let reply = match said.trim() {
+            "" => note,
+            said => format!("{said}\n\n{note}"),
+        };
+        self.closed_with(reply)
+    }
+}
+
+/// A tool call waiting for an approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    pub level: Level,
+}
