@@ -32,9 +32,13 @@ fn config(extra: &str) -> Config {
 }
 
 fn harness(extra: &str) -> (Harness, Arc<McpFake>) {
+    harness_with(config(extra))
+}
+
+fn harness_with(config: Config) -> (Harness, Arc<McpFake>) {
     let h = Harness::with_env(
         Wire::Anthropic,
-        config(extra),
+        config,
         &[
             ("DEMO_MCP_URL", MCP),
             ("DEMO_MCP_AUTH", "Bearer mcp-s3cret"),
@@ -162,6 +166,35 @@ fn an_unsafe_server_asks_before_each_call() {
             "{prompt}"
         );
         assert!(prompt["reply_markup"]["inline_keyboard"].is_array());
+    });
+}
+
+#[test]
+fn the_policy_can_let_one_tool_of_an_unsafe_server_through() {
+    block_on(async {
+        let mut files = clawless_core::config::embedded();
+        let agent = files.0.get("agents.d/assistant.yaml").unwrap().clone();
+        let agent = agent.replace("  tools: {}", "  tools: {demo__echo: allow}");
+        files.0.insert("agents.d/assistant.yaml".into(), agent);
+        let bad = files.clone();
+        let with_server = |f: &mut clawless_core::ConfigFiles| {
+            let text = f.0.get("agents.d/assistant.yaml").unwrap().clone();
+            let text = format!("{text}\nmcp:\n  - name: demo\n    url_env: DEMO_MCP_URL\n    headers:\n      Authorization: DEMO_MCP_AUTH\n");
+            f.0.insert("agents.d/assistant.yaml".into(), text);
+        };
+        // Without a server named demo, the rule names no tool.
+        let e = Config::load(&bad).unwrap_err();
+        assert_eq!(e.field, "policy.tools.demo__echo");
+        with_server(&mut files);
+        let (h, fake) = harness_with(Config::load(&files).unwrap());
+        h.script(
+            200,
+            anthropic_tool_use("t1", "demo__echo", json!({"text": "hi"})),
+        );
+        h.script(200, anthropic_text("done"));
+        h.deliver("private_text", 1).await;
+        assert_eq!(fake.calls().len(), 1, "ran without asking");
+        assert_eq!(h.sent_texts(), ["done"]);
     });
 }
 

@@ -75,11 +75,15 @@ pub(super) fn validate_agent(
         }
     }
     for name in a.policy.tools.keys() {
-        if !a.tools.contains(name) {
+        // `<server>__<tool>`: a tool of one of its MCP servers (listed at run time).
+        let mcp = name
+            .split_once("__")
+            .is_some_and(|(server, _)| a.mcp.iter().any(|s| s.name == server));
+        if !a.tools.contains(name) && !mcp {
             return Err(err(
                 path,
                 format!("policy.tools.{name}"),
-                format!("{name:?} is not in this agent's tools: list it there first"),
+                format!("{name:?} is not in this agent's tools nor of its mcp: servers: list it there first"),
             ));
         }
     }
