@@ -48,6 +48,7 @@ fn ctx() -> ToolContext {
         scope: Scope::new("assistant/main/u1"),
         granted: Default::default(),
         origin: None,
+        depth: 0,
     }
 }
 
