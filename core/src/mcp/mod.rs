@@ -289,6 +289,7 @@ fn transport(
             argv: argv.clone(),
             env: vars,
             program: futures::lock::Mutex::new(None),
+            exchange: futures::lock::Mutex::new(()),
         });
     }
     let url = match (&config.url, &config.url_env) {

@@ -64,6 +64,9 @@ pub enum Transport {
         argv: Vec<String>,
         env: Vec<(String, Secret)>,
         program: futures::lock::Mutex<Option<Arc<dyn Program>>>,
+        /// Held from a request's line to its response: the lines of two requests in flight
+        /// at once would be read by either (and the other's response skipped).
+        exchange: futures::lock::Mutex<()>,
     },
 }
 
@@ -227,6 +230,10 @@ impl Endpoint {
         id: u64,
         session: Option<&Session>,
     ) -> Result<Value, Failure> {
+        let Transport::Stdio { exchange, .. } = &self.transport else {
+            return Err(McpError::Protocol("not a program".into()).into());
+        };
+        let _one_at_a_time = exchange.lock().await;
         let program = self.program(session.is_some()).await?;
         let gone = |e: clawless_platform::PortError| McpError::Down(e.to_string());
         if let Err(e) = program.send(&body.to_string()).await {
@@ -270,6 +277,7 @@ impl Endpoint {
             argv,
             env,
             program,
+            ..
         } = &self.transport
         else {
             return Err(McpError::Protocol("not a program".into()).into());

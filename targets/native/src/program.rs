@@ -111,3 +111,71 @@ impl Program for LineProgram {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use clawless_platform::ErrorKind;
+
+    use super::*;
+
+    fn sh(script: &str) -> Arc<dyn Program> {
+        let argv = ["/bin/sh".to_owned(), "-c".to_owned(), script.to_owned()];
+        start(
+            &std::env::temp_dir(),
+            &argv,
+            &[("GREETING".into(), "hi".into())],
+        )
+        .unwrap()
+    }
+
+    const WAIT: Duration = Duration::from_secs(5);
+
+    #[tokio::test]
+    async fn lines_go_in_and_come_out_with_only_the_given_variables() {
+        let p = sh(
+            r#"echo "$GREETING ${TELEGRAM_BOT_TOKEN:-none}"; while read l; do echo "got $l"; done"#,
+        );
+        assert_eq!(p.next_line(WAIT, 100).await.unwrap(), "hi none");
+        p.send("one").await.unwrap();
+        assert_eq!(p.next_line(WAIT, 100).await.unwrap(), "got one");
+        let e = p.send("two\nthree").await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+    }
+
+    #[tokio::test]
+    async fn a_line_half_read_at_the_timeout_is_kept() {
+        let p = sh("printf 'par'; sleep 1; echo 'tial'; sleep 5");
+        let e = p
+            .next_line(Duration::from_millis(300), 100)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Timeout);
+        assert_eq!(p.next_line(WAIT, 100).await.unwrap(), "partial");
+    }
+
+    #[tokio::test]
+    async fn a_long_line_is_refused_and_an_exit_is_unavailable() {
+        let p = sh("printf '%0200d\\n' 0; echo short");
+        assert_eq!(
+            p.next_line(WAIT, 100).await.unwrap_err().kind,
+            ErrorKind::Invalid
+        );
+        let p = sh("exit 0");
+        assert_eq!(
+            p.next_line(WAIT, 100).await.unwrap_err().kind,
+            ErrorKind::Unavailable
+        );
+        // Writing to it fails once the pipe is gone (perhaps not on the first write).
+        let mut sent = Ok(());
+        for _ in 0..3 {
+            sent = p.send("x").await;
+            if sent.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(sent.unwrap_err().kind, ErrorKind::Unavailable);
+    }
+}

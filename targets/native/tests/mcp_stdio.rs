@@ -80,6 +80,19 @@ async fn a_local_program_is_listed_called_and_started_again_after_it_exits() {
 }
 
 #[tokio::test]
+async fn calls_at_once_each_get_their_own_answer() {
+    let server = server();
+    let tools = server.tools().await.unwrap();
+    let (add, ctx) = (&tools[0], ctx());
+    let (a, b, c) = tokio::join!(
+        add.call(&ctx, json!({"a": 1, "b": 2})),
+        add.call(&ctx, json!({"a": 10, "b": 20})),
+        add.call(&ctx, json!({"a": 100, "b": 200})),
+    );
+    assert_eq!([a.unwrap(), b.unwrap(), c.unwrap()], ["3", "30", "300"]);
+}
+
+#[tokio::test]
 async fn a_program_is_not_offered_where_programs_cannot_run() {
     let config: McpServerConfig =
         serde_json::from_value(json!({"name": "local", "command": ["python3", SERVER]})).unwrap();
