@@ -31,7 +31,8 @@ pub struct Fakes {
     pub llm_requests: Mutex<Vec<Value>>,
     /// While set, the model never answers.
     pub llm_hang: AtomicBool,
-    /// While set, sendMessage never answers.
+    /// While set, sendMessage never answers; a send caught by it is lost (never delivered),
+    /// as when the sender dies mid-request.
     pub send_hang: AtomicBool,
     /// Updates handed out by getUpdates.
     pub updates: Mutex<Vec<Value>>,
@@ -152,8 +153,17 @@ async fn bot_api(
     }
     if method == "sendMessage" {
         *f.send_attempts.lock().unwrap() += 1;
-        while f.send_hang.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if f.send_hang.load(Ordering::SeqCst) {
+            // The tests kill the sender while this hangs. The server may poll this handler
+            // once more after the hang is lifted but before it notices the closed socket;
+            // the message must then count as lost, not delivered to a dead client.
+            while f.send_hang.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            return (
+                axum::http::StatusCode::BAD_GATEWAY,
+                Json(json!({"ok": false, "error_code": 502, "description": "Bad Gateway"})),
+            );
         }
         if let Some(refusal) = refusal(&f, &body) {
             f.send_refused.lock().unwrap().push(body);
