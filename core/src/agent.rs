@@ -340,6 +340,11 @@ impl Agent {
                             decision = "repeated";
                             ("This exact call was already made twice in this turn; it was not run again. Use the earlier results.".to_owned(), true)
                         } else {
+                            // A sub-agent may spend only what the cap still leaves.
+                            let ctx = &ToolContext {
+                                budget: budget.map(|left| state.left_of(left)),
+                                ..ctx.clone()
+                            };
                             self.call_tool(&registry, ctx, &name, input, &report).await
                         }
                     }

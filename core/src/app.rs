@@ -238,6 +238,7 @@ impl App {
             granted: Default::default(),
             origin: None,
             depth: 0,
+            budget: None,
         };
         conn.default_agent()
             .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)

@@ -1,5 +1,6 @@
 //! Usage and spend caps over the fakes: tokens parsed from both wire formats and priced, the
-//! counters `/usage` shows, and a reached cap answered without any model call.
+//! counters `/usage` shows, a reached cap answered without any model call, and a sub-agent
+//! held to what the cap leaves its parent.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -7,7 +8,7 @@ mod support;
 
 use clawless_core::Config;
 use clawless_testkit::fixtures;
-use clawless_testkit::llm::{anthropic_text, openai_text};
+use clawless_testkit::llm::{anthropic_text, anthropic_tool_use, openai_text};
 use futures::executor::block_on;
 use serde_json::json;
 use support::{Harness, Wire};
@@ -86,5 +87,35 @@ fn a_zero_cap_for_a_person_stops_them_before_the_first_call() {
         h.deliver_raw(&message(1, "hello")).await;
         assert_eq!(h.llm_requests().len(), 0);
         assert!(h.sent_texts()[0].contains("your daily spending limit"));
+    });
+}
+
+#[test]
+fn a_sub_agent_stops_where_the_cap_stops_its_parent() {
+    block_on(async {
+        // $0.0002 a day for everyone; each model call costs $0.000105. The parent's first
+        // call leaves the child $0.000095: enough for one call, not two.
+        let mut config = with_caps(None, Some(0.0002));
+        let a = config.agents.get_mut("assistant").unwrap();
+        a.tools.push("spawn".into());
+        a.spawn.agents = vec!["assistant".into()];
+        let h = Harness::with_config(Wire::Anthropic, config);
+        let task = json!({"task": "What time is it?", "agent": "assistant"});
+        h.script(200, anthropic_tool_use("s1", "spawn", task));
+        h.script(200, anthropic_tool_use("t1", "current_time", json!({})));
+        h.script(200, anthropic_text("Should not be asked (child)."));
+        h.script(200, anthropic_text("Should not be asked (parent)."));
+        h.deliver_raw(&message(1, "ask a helper")).await;
+        let requests = h.llm_requests();
+        assert_eq!(requests.len(), 2, "the child's second call is over the cap");
+        let reply = h.sent_texts().last().unwrap().clone();
+        assert!(
+            reply.contains("today's total spending limit ($0.0002)"),
+            "{reply}"
+        );
+        h.deliver_raw(&message(2, "/usage")).await;
+        let report = h.sent_texts().last().unwrap().clone();
+        assert!(report.contains("Today: you 30 tokens"), "{report}");
+        h.assert_spec_clean();
     });
 }

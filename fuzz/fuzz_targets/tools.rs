@@ -66,6 +66,7 @@ fuzz_target!(|data: &[u8]| {
             user_name: "Ada".into(),
         }),
         depth: 0,
+        budget: None,
     };
 
     // Every built-in this platform offers (`exec` needs a shell that runs commands).

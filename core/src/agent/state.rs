@@ -11,7 +11,7 @@ use super::TurnOutput;
 use crate::audit::Step as AuditStep;
 use crate::llm::{ChatMessage, Role};
 use crate::tools::{Level, Report};
-use crate::usage::Tally;
+use crate::usage::{Left, Tally};
 
 /// What became of a call that needed an approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,6 +109,16 @@ impl RunState {
         self.spend(reported.usage, outer);
         for (at, step) in reported.steps {
             self.record(at, step, outer);
+        }
+    }
+
+    /// What `left` (the cap's room when the run started) leaves after the run's unrecorded
+    /// spend.
+    pub(super) fn left_of(&self, left: Left) -> Left {
+        let spent = self.usage.since(&self.recorded).cost_micros;
+        Left {
+            micros: left.micros.saturating_sub(spent),
+            ..left
         }
     }
 

@@ -66,6 +66,7 @@ fn ctx() -> ToolContext {
         granted: Default::default(),
         origin: None,
         depth: 0,
+        budget: None,
     }
 }
 

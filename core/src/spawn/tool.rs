@@ -189,6 +189,7 @@ impl Spawn {
         let opts = RunOptions {
             report: Some(&own),
             max_tokens: Some(spawn.max_tokens),
+            budget: ctx.budget,
             ..Default::default()
         };
         let ctx = ToolContext {

@@ -143,6 +143,7 @@ mod tests {
             granted: Default::default(),
             origin: None,
             depth: 0,
+            budget: None,
         }
     }
 

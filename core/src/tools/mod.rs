@@ -81,6 +81,9 @@ pub struct ToolContext {
     /// How many agents above this one spawned it: 0 for the conversation's own agent (see
     /// [`crate::spawn`]).
     pub depth: u32,
+    /// What the nearest spend cap leaves for this call (`None` without caps): a sub-agent
+    /// starts no model call past it.
+    pub budget: Option<crate::usage::Left>,
 }
 
 /// A context for unit tests: the owner's scope, nothing granted, no chat.
@@ -91,6 +94,7 @@ pub(crate) fn tests_ctx() -> ToolContext {
         granted: Default::default(),
         origin: None,
         depth: 0,
+        budget: None,
     }
 }
 

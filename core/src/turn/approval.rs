@@ -343,17 +343,13 @@ impl App {
             granted,
             origin,
             depth: 0,
+            budget: None,
         };
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        let caps = self.config.limits.caps();
-        let budget = match caps.any() {
-            true => self
-                .ledger()
-                .left(&conn.id, user, &caps)
-                .await
-                .map_err(Failure::storage)?,
-            false => None,
-        };
+        let budget = self
+            .budget(&conn.id, user)
+            .await
+            .map_err(Failure::storage)?;
         let recorded = run.recorded;
         let first_seq = run.logged;
         let target = Target {

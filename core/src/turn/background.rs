@@ -21,11 +21,17 @@ impl App {
         tools: Option<Vec<String>>,
     ) -> Result<Reply, Failure> {
         let chat = msg.chat.id.0;
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
         let ctx = ToolContext {
             scope: conn.memory_scope_of(msg),
             granted: self.granted(conn, chat).await.map_err(Failure::storage)?,
             origin: Some(super::reminders::origin(&conn.id, msg)),
             depth: 0,
+            // The spend caps hold for a background task as for a turn.
+            budget: self
+                .budget(&conn.id, user)
+                .await
+                .map_err(Failure::storage)?,
         };
         tracing::info!(connector = %conn.id, task = id, agent, "background task runs");
         let (answer, reported) =

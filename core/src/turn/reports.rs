@@ -84,6 +84,19 @@ impl App {
         Ok(lines.join("\n"))
     }
 
+    /// What the nearest spend cap leaves `user` on `connector`; `None` without caps.
+    pub(super) async fn budget(
+        &self,
+        connector: &crate::ids::ConnectorId,
+        user: i64,
+    ) -> Result<Option<crate::usage::Left>, PortError> {
+        let caps = self.config.limits.caps();
+        match caps.any() {
+            true => self.ledger().left(connector, user, &caps).await,
+            false => Ok(None),
+        }
+    }
+
     /// `/approve` and `/revoke`: this chat's grants, listed or ended.
     pub(super) async fn grants_reply(
         &self,

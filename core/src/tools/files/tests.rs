@@ -24,6 +24,7 @@ fn ctx() -> ToolContext {
         granted: Default::default(),
         origin: None,
         depth: 0,
+        budget: None,
     }
 }
 
@@ -173,6 +174,7 @@ fn workspaces_are_per_scope() {
         granted: Default::default(),
         origin: None,
         depth: 0,
+        budget: None,
     };
     let read = block_on(ReadFile(ws.clone()).call(&other, json!({"path": "a.md"})));
     assert!(read.unwrap_err().0.contains("does not exist"));
