@@ -91,6 +91,18 @@ impl App {
         }
     }
 
+    /// [`App::drain`]; after a background task's lane, its chat's lane too, where the task's
+    /// answer waits to join the session.
+    pub(crate) async fn drain_and_follow(&self, lane: &Lane) -> Result<Drained, PortError> {
+        let drained = self.drain(lane).await?;
+        if let Some(chat) = lane.task_chat() {
+            if let Err(e) = self.drain(&chat).await {
+                tracing::warn!(lane = %chat, error = %e, "drain after a background task failed; the sweep retries");
+            }
+        }
+        Ok(drained)
+    }
+
     /// Drains every lane with pending work (at start-up, and on a timer or cron), up to
     /// [`SWEEP_PARALLEL`] lanes at once, so one chat's slow backlog does not hold up the
     /// others. Returns the earliest instant a waiting job should be tried again.
@@ -100,7 +112,7 @@ impl App {
         // every lifetime, which spawning shells need).
         let drains = lanes
             .into_iter()
-            .map(|lane| async move { self.drain(&lane).await });
+            .map(|lane| async move { self.drain_and_follow(&lane).await });
         let results: Vec<Result<Drained, PortError>> = futures::stream::iter(drains)
             .buffer_unordered(SWEEP_PARALLEL)
             .collect()

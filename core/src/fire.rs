@@ -9,7 +9,7 @@ use crate::app::App;
 use crate::ids::{ConnectorId, Lane};
 use crate::inbox::Job;
 use crate::keys;
-use crate::schedule::{fire_update_id, Fire, Schedules};
+use crate::schedule::{fire_update_id, Fire, Schedules, What};
 
 /// At most this many firings per run; the rest are the next run's (at once on native).
 pub const MAX_FIRINGS_PER_RUN: usize = 200;
@@ -31,7 +31,7 @@ impl App {
     pub async fn fire_due(&self) -> Option<u64> {
         let lanes = self.enqueue_due().await;
         let drains = lanes.into_iter().map(|lane| async move {
-            if let Err(e) = self.drain(&lane).await {
+            if let Err(e) = self.drain_and_follow(&lane).await {
                 tracing::warn!(%lane, error = %e, "drain after a firing failed; the sweep retries");
             }
         });
@@ -58,7 +58,7 @@ impl App {
 
     /// Puts every due firing in the inbox (at most [`MAX_FIRINGS_PER_RUN`]); returns the
     /// lanes that got one. Failures are logged: the entry stays and the next run retries it.
-    pub(crate) async fn enqueue_due(&self) -> Vec<Lane> {
+    pub async fn enqueue_due(&self) -> Vec<Lane> {
         let now = self.platform.clock.now_ms();
         let due = match self.schedules().due(now, MAX_FIRINGS_PER_RUN).await {
             Ok(due) => due,
@@ -102,7 +102,10 @@ impl App {
             return Ok(None);
         }
         let update_id = fire_update_id(id, at);
-        let lane = Lane::of_chat(connector, chat);
+        let lane = match r.what {
+            What::Spawn { .. } => Lane::of_task(connector, chat, id),
+            _ => Lane::of_chat(connector, chat),
+        };
         let job = Job {
             connector: connector.clone(),
             update_id,

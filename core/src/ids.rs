@@ -100,10 +100,22 @@ impl Lane {
         Lane(format!("{connector}:{chat}"))
     }
 
-    /// The connector whose updates the lane holds.
+    /// The lane of background task `task` started in `chat` (see [`crate::spawn`]): a queue
+    /// of its own, so the chat's updates are not held up while the task runs.
+    pub fn of_task(connector: &ConnectorId, chat: i64, task: u64) -> Lane {
+        Lane(format!("{connector}:{chat}:task{task}"))
+    }
+
+    /// The chat's lane of a background task's lane; `None` for a chat's own lane.
+    pub fn task_chat(&self) -> Option<Lane> {
+        let (chat, task) = self.0.rsplit_once(':')?;
+        task.starts_with("task").then(|| Lane(chat.to_owned()))
+    }
+
+    /// The connector whose updates the lane holds (a connector id has no `:`).
     pub fn connector(&self) -> Option<ConnectorId> {
         self.0
-            .rsplit_once(':')
+            .split_once(':')
             .map(|(connector, _)| ConnectorId::new(connector))
     }
 }
@@ -122,6 +134,11 @@ mod tests {
             "a job stored before lanes had a type reads the same"
         );
         assert_eq!(lane.connector(), Some(ConnectorId::new("main")));
+        let task = Lane::of_task(&ConnectorId::new("main"), -100123, 7);
+        assert_eq!(task.as_str(), "main:-100123:task7");
+        assert_eq!(task.connector(), Some(ConnectorId::new("main")));
+        assert_eq!(task.task_chat(), Some(lane.clone()));
+        assert_eq!(lane.task_chat(), None);
         let back: Scope = serde_json::from_str("\"assistant/main/u1\"").unwrap();
         assert_eq!(back, "assistant/main/u1");
     }

@@ -15,7 +15,7 @@ use crate::calendar::{civil_from_days, day_of};
 use crate::config::Caps;
 use crate::ids::ConnectorId;
 use crate::keys;
-pub use crate::llm::Tally;
+pub use crate::llm::{Left, Tally};
 
 /// A turn's bookkeeping, kept in its job until written: its spend and its audit entries.
 /// Written beside the delivery of the answer (or the approval message), never before it.
@@ -57,15 +57,6 @@ const KEEP_DAY: std::time::Duration = std::time::Duration::from_secs(3 * 86_400)
 const KEEP_MONTH: std::time::Duration = std::time::Duration::from_secs(62 * 86_400);
 /// Compare-and-swap rounds before an addition gives up (and is logged).
 const CAS_TRIES: usize = 16;
-
-/// Which cap is nearest, and how much is left under it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Left {
-    pub micros: u64,
-    /// "your daily", "today's total", "this month's total".
-    pub cap: &'static str,
-    pub cap_micros: u64,
-}
 
 /// The counters over the Kv and Clock ports.
 pub struct Ledger<'a> {

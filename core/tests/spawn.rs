@@ -16,80 +16,13 @@ use std::task::{Context, Poll};
 
 use async_trait::async_trait;
 use clawless_core::config::{AgentTool, Rule};
-use clawless_core::{Config, ConnectorId};
+use clawless_core::ConnectorId;
 use clawless_platform::{Http, HttpRequest, HttpResponse};
 use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
 use futures::executor::block_on;
-use serde_json::{json, Value};
+use serde_json::json;
+use support::spawn::{config, harness, sent_texts, tool_names, tool_results};
 use support::{Harness, Wire};
-
-/// The assistant with `spawn`, allowed to run `researcher`; the researcher has a tool the
-/// assistant lacks (`write_file`) and may spawn too.
-fn config(adjust: impl FnOnce(&mut Config)) -> Config {
-    let mut config = Config::load(&clawless_core::config::embedded()).unwrap();
-    let a = config.agents.get_mut("assistant").unwrap();
-    a.tools.push("spawn".into());
-    a.spawn.agents = vec!["researcher".into()];
-    let mut r = a.clone();
-    r.id = "researcher".into();
-    r.system_prompt = "You research things.".into();
-    r.tools = [
-        "current_time",
-        "memory_search",
-        "web_fetch",
-        "write_file",
-        "spawn",
-    ]
-    .map(String::from)
-    .to_vec();
-    r.spawn.agents = Vec::new();
-    config.agents.insert("researcher".into(), r);
-    adjust(&mut config);
-    config
-}
-
-fn harness(adjust: impl FnOnce(&mut Config)) -> Harness {
-    Harness::with_config(Wire::Anthropic, config(adjust))
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    let mut names: Vec<String> = request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// Every tool result shown to the model in `request`: (content, is_error).
-fn tool_results(request: &Value) -> Vec<(String, bool)> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .filter(|b| b["type"] == "tool_result")
-        .map(|b| {
-            let content = match &b["content"] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            (content, b["is_error"].as_bool().unwrap_or(false))
-        })
-        .collect()
-}
-
-fn sent_texts(h: &Harness) -> Vec<String> {
-    h.calls("sendMessage")
-        .iter()
-        .map(|b| b["text"].as_str().unwrap().to_owned())
-        .collect()
-}
 
 #[test]
 fn a_child_runs_with_the_narrower_tool_set_and_its_answer_is_the_tool_result() {
@@ -498,97 +431,5 @@ fn the_childs_model_calls_and_tools_are_in_the_parents_audit_trail_and_spend() {
         h.deliver_raw(&usage).await;
         let report = h.sent_texts().last().unwrap().clone();
         assert!(report.contains("Today: you 60 tokens"), "{report}");
-    });
-}
-
-#[test]
-fn a_background_child_runs_as_its_own_job_and_posts_to_the_chat_once() {
-    block_on(async {
-        let h = harness(|c| {
-            c.agents.get_mut("assistant").unwrap().spawn.background = true;
-        });
-        h.script(
-            200,
-            anthropic_tool_use(
-                "s1",
-                "spawn",
-                json!({"task": "Compare the three offers.", "agent": "researcher", "tools": ["web_fetch"], "background": true}),
-            ),
-        );
-        h.script(200, anthropic_text("I'll post the comparison here."));
-        h.deliver("private_text", 1).await;
-        let requests = h.llm_requests();
-        assert_eq!(requests.len(), 2, "the child does not run in the turn");
-        let spawn = requests[0]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == "spawn")
-            .unwrap()
-            .clone();
-        assert!(spawn["input_schema"]["properties"]["background"].is_object());
-        let started = tool_results(&requests[1]);
-        assert!(
-            !started[0].1
-                && started[0]
-                    .0
-                    .starts_with("Started: researcher works on it in the background"),
-            "{started:?}"
-        );
-        assert_eq!(sent_texts(&h), ["I'll post the comparison here."]);
-
-        h.script(200, anthropic_text("Offer B is cheapest."));
-        h.app.fire_due().await;
-        let requests = h.llm_requests();
-        assert_eq!(requests.len(), 3);
-        let child = &requests[2];
-        assert_eq!(child["system"], "You research things.");
-        assert_eq!(tool_names(child), ["web_fetch"]);
-        assert!(child["messages"]
-            .to_string()
-            .contains("Compare the three offers."));
-        let sent = sent_texts(&h);
-        assert_eq!(sent.len(), 2);
-        assert!(
-            sent[1].contains("Background task #1 (researcher) is done")
-                && sent[1].contains("Offer B is cheapest."),
-            "{sent:?}"
-        );
-        // Fired once: another scheduler run finds nothing due.
-        h.app.fire_due().await;
-        assert_eq!(h.llm_requests().len(), 3);
-        assert_eq!(sent_texts(&h).len(), 2);
-        h.assert_spec_clean();
-    });
-}
-
-#[test]
-fn background_is_refused_unless_the_config_allows_it() {
-    block_on(async {
-        let h = harness(|_| {});
-        h.script(
-            200,
-            anthropic_tool_use("s1", "spawn", json!({"task": "later", "background": true})),
-        );
-        h.script(200, anthropic_text("Doing it now then."));
-        h.deliver("private_text", 1).await;
-        let requests = h.llm_requests();
-        let spawn = requests[0]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == "spawn")
-            .unwrap()
-            .clone();
-        assert!(spawn["input_schema"]["properties"]
-            .get("background")
-            .is_none());
-        let refused = tool_results(&requests[1]);
-        assert!(
-            refused[0].1 && refused[0].0.contains("not enabled"),
-            "{refused:?}"
-        );
-        h.app.fire_due().await;
-        assert_eq!(h.llm_requests().len(), 2, "nothing was queued");
     });
 }

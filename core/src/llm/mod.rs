@@ -183,6 +183,15 @@ impl Price {
     }
 }
 
+/// Which spend cap is nearest, and how much is left under it (see `crate::usage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Left {
+    pub micros: u64,
+    /// "your daily", "today's total", "this month's total".
+    pub cap: &'static str,
+    pub cap_micros: u64,
+}
+
 /// Tokens, calls and cost added up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tally {

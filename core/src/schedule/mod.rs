@@ -104,6 +104,13 @@ pub enum What {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tools: Option<Vec<String>>,
     },
+    /// A background task's answer, already posted from the task's own lane, joining the
+    /// chat's session in the chat's lane (never a reminder of its own: only an inbox job).
+    Done {
+        agent: String,
+        task: String,
+        answer: String,
+    },
 }
 
 impl What {
@@ -111,6 +118,7 @@ impl What {
         match self {
             What::Text(t) | What::Prompt(t) => t,
             What::Spawn { task, .. } => task,
+            What::Done { answer, .. } => answer,
         }
     }
 }

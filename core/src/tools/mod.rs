@@ -83,7 +83,7 @@ pub struct ToolContext {
     pub depth: u32,
     /// What the nearest spend cap leaves for this call (`None` without caps): a sub-agent
     /// starts no model call past it.
-    pub budget: Option<crate::usage::Left>,
+    pub budget: Option<crate::llm::Left>,
 }
 
 /// A context for unit tests: the owner's scope, nothing granted, no chat.

@@ -145,6 +145,7 @@ pub fn describe(r: &Reminder, zone: &Zone, now_ms: u64, max_chars: usize) -> Str
         What::Text(t) => ("text", t),
         What::Prompt(p) => ("task", p),
         What::Spawn { task, .. } => ("background task", task),
+        What::Done { answer, .. } => ("background answer", answer),
     };
     let body: String = match body.chars().nth(max_chars) {
         Some(_) => body.chars().take(max_chars).chain(['…']).collect(),

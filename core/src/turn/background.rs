@@ -1,31 +1,42 @@
-//! A background sub-agent's job (see [`crate::spawn`]): the task kept by `spawn` with
-//! `background: true` fired like a reminder; the child runs as the chat's agent's, and its
-//! answer (or why there is none) is posted to the chat and kept in its session.
+//! A background sub-agent's jobs (see [`crate::spawn`]). The task kept by `spawn` with
+//! `background: true` fires like a reminder, but into a lane of its own
+//! ([`Lane::of_task`]), so the chat goes on being answered while it runs: the child runs
+//! as the chat's agent's, and its answer (or why there is none) is posted to the chat from
+//! there. The answer joins the chat's session through a second job, [`What::Done`], in the
+//! chat's lane, since only that lane writes the session. The second job has the task job's
+//! update id, so a task run again after a crash never records its answer twice.
 
-use super::{Failure, Reply};
+use super::{Checkpoint, Failure, Reply};
 use crate::app::App;
 use crate::connector::Routed;
+use crate::ids::Lane;
+use crate::inbox::Job;
 use crate::llm::ChatMessage;
+use crate::schedule::{fire_update_id, Fire, What};
+use crate::session;
 use crate::telegram::Message;
 use crate::tools::ToolContext;
 
 impl App {
-    /// Runs background task `#id` (agent `agent` on `task`) and posts what came of it.
+    /// Runs background task `fire` (agent `agent` on `task`), posts what came of it, and
+    /// hands it to the chat's lane for the session.
     pub(super) async fn background_task(
         &self,
         conn: &Routed<'_>,
         msg: &Message,
-        id: u64,
+        fire: &Fire,
         agent: &str,
         task: &str,
         tools: Option<Vec<String>>,
     ) -> Result<Reply, Failure> {
+        let id = fire.reminder;
         let chat = msg.chat.id.0;
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        let origin = super::reminders::origin(&conn.id, msg);
         let ctx = ToolContext {
             scope: conn.memory_scope_of(msg),
             granted: self.granted(conn, chat).await.map_err(Failure::storage)?,
-            origin: Some(super::reminders::origin(&conn.id, msg)),
+            origin: Some(origin.clone()),
             depth: 0,
             // The spend caps hold for a background task as for a turn.
             budget: self
@@ -40,17 +51,73 @@ impl App {
             Ok(text) => format!("Background task #{id} ({agent}) is done:\n\n{text}"),
             Err(e) => format!("Background task #{id} ({agent}) did not finish: {e}"),
         };
+        // The session's record, in the chat's lane (ahead of what waits there: a firing's
+        // update id is negative).
+        let update_id = fire_update_id(id, fire.at_ms);
+        let what = What::Done {
+            agent: agent.to_owned(),
+            task: task.to_owned(),
+            answer: reply.clone(),
+        };
+        let done = Job {
+            connector: conn.id.clone(),
+            update_id,
+            update: origin.message(update_id, fire.at_ms, what.body()),
+            attempts: 0,
+            not_before_ms: 0,
+            checkpoint: None,
+            suspended: None,
+            fire: Some(Fire {
+                reminder: id,
+                at_ms: fire.at_ms,
+                what,
+            }),
+            accepted_ms: self.platform.clock.now_ms(),
+            media: None,
+        };
+        let lane = Lane::of_chat(&conn.id, chat);
+        if !self
+            .inbox
+            .accept(&lane, &done)
+            .await
+            .map_err(Failure::storage)?
+        {
+            tracing::info!(connector = %conn.id, task = id, "the answer was already handed to the chat");
+        }
         // The child's steps come marked with its agent.
         let books = self.books(msg, reported.usage, 0, reported.steps);
-        // In the session, so the conversation's agent knows what came of it.
-        let asked = ChatMessage::user_text(format!(
-            "[Background task #{id}, handed to {agent} earlier:]\n{task}"
-        ));
-        let messages = vec![asked, ChatMessage::assistant_text(reply.clone())];
-        let mut out = self.turn_reply(conn, msg, reply, messages, books);
+        let mut out = self.turn_reply(conn, msg, reply, Vec::new(), books);
         if let Reply::Send(cp) = &mut out {
             cp.reply_to = None;
+            cp.session_turn = None;
         }
         Ok(out)
+    }
+
+    /// A background task's answer, posted already, joins the chat's session (so the
+    /// conversation's agent knows what came of it); nothing is sent.
+    pub(super) fn background_done(
+        &self,
+        conn: &Routed<'_>,
+        msg: &Message,
+        fire: &Fire,
+        agent: &str,
+        task: &str,
+        answer: &str,
+    ) -> Reply {
+        let asked = ChatMessage::user_text(format!(
+            "[Background task #{}, handed to {agent} earlier:]\n{task}",
+            fire.reminder
+        ));
+        Reply::Send(Checkpoint {
+            parts: Vec::new(),
+            sent: 0,
+            reply_to: None,
+            session_turn: Some((
+                session::session_key(&conn.id, msg),
+                vec![asked, ChatMessage::assistant_text(answer.to_owned())],
+            )),
+            books: None,
+        })
     }
 }

@@ -74,9 +74,14 @@ impl App {
             What::Spawn { agent, task, tools } => {
                 let tools = tools.clone();
                 return self
-                    .background_task(conn, msg, fire.reminder, agent, task, tools)
+                    .background_task(conn, msg, fire, agent, task, tools)
                     .await;
             }
+            What::Done {
+                agent,
+                task,
+                answer,
+            } => return Ok(self.background_done(conn, msg, fire, agent, task, answer)),
         };
         let text = format!(
             "[Scheduled task #{}, set earlier to run now: carry it out and answer here.]\n{prompt}",

@@ -13,6 +13,8 @@ use clawless_testkit::fixtures::{self, BOT_ID, BOT_USERNAME, OWNER_ID};
 use clawless_testkit::spec::{call_body, method_of, spec};
 use serde_json::{json, Value};
 
+pub mod spawn;
+
 pub const TOKEN: &str = "123456:TEST-TOKEN";
 pub const SECRET: &str = "webhook-s3cret";
 pub const LLM: &str = "http://llm.test";
