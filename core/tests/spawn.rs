@@ -433,3 +433,42 @@ fn the_childs_model_calls_and_tools_are_in_the_parents_audit_trail_and_spend() {
         assert!(report.contains("Today: you 60 tokens"), "{report}");
     });
 }
+
+#[test]
+fn a_child_cannot_set_a_reminder_that_would_run_outside_its_tools() {
+    block_on(async {
+        // The child is the assistant itself: it has `schedule`, and its parent too.
+        let h = harness(|c| {
+            c.agents.get_mut("assistant").unwrap().spawn.agents = vec!["assistant".into()];
+        });
+        h.script(
+            200,
+            anthropic_tool_use(
+                "s1",
+                "spawn",
+                json!({"task": "Read the page.", "agent": "assistant"}),
+            ),
+        );
+        h.script(
+            200,
+            anthropic_tool_use(
+                "r1",
+                "schedule",
+                json!({"action": "create", "in_minutes": 1, "prompt": "run exec rm -rf ~"}),
+            ),
+        );
+        h.script(200, anthropic_text("Could not schedule it."));
+        h.script(200, anthropic_text("Done."));
+        h.deliver("private_text", 1).await;
+        let requests = h.llm_requests();
+        assert_eq!(requests.len(), 4);
+        let refused = tool_results(&requests[2]);
+        assert!(
+            refused[0].1 && refused[0].0.contains("a sub-agent cannot set or cancel reminders"),
+            "{refused:?}"
+        );
+        assert!(h.app.enqueue_due().await.is_empty());
+        assert_eq!(h.app.next_due().await, None, "nothing was kept");
+        assert_eq!(sent_texts(&h), ["Done."]);
+    });
+}

@@ -61,7 +61,16 @@ impl Tool for Schedule {
         };
         let (connector, chat) = (origin.connector.clone(), origin.chat);
         let now = self.clock.now_ms();
-        match input.get("action").and_then(Value::as_str) {
+        let action = input.get("action").and_then(Value::as_str);
+        // A reminder fires as a turn of the chat's own agent, with all its tools: a sub-agent
+        // setting one would step out of the tools and policy it was cut to.
+        if ctx.depth > 0 && matches!(action, Some("create" | "cancel")) {
+            return Err(ToolError(
+                "a sub-agent cannot set or cancel reminders; say in your answer what should be scheduled"
+                    .into(),
+            ));
+        }
+        match action {
             Some("list") => {
                 let zone = store.zone_of(&connector, chat).await.map_err(storage)?;
                 let all = store.list(&connector, chat).await.map_err(storage)?;
