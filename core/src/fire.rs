@@ -103,7 +103,7 @@ impl App {
         }
         let update_id = fire_update_id(id, at);
         let lane = match r.what {
-            What::Spawn { .. } => Lane::of_task(connector, chat, id),
+            What::Spawn { .. } => Lane::of_tasks(connector, chat),
             _ => Lane::of_chat(connector, chat),
         };
         let job = Job {

@@ -100,16 +100,18 @@ impl Lane {
         Lane(format!("{connector}:{chat}"))
     }
 
-    /// The lane of background task `task` started in `chat` (see [`crate::spawn`]): a queue
-    /// of its own, so the chat's updates are not held up while the task runs.
-    pub fn of_task(connector: &ConnectorId, chat: i64, task: u64) -> Lane {
-        Lane(format!("{connector}:{chat}:task{task}"))
+    /// The lane of the background tasks started in `chat` (see [`crate::spawn`]): a queue
+    /// beside the chat's, so its updates are not held up while a task runs. A chat's tasks
+    /// run one at a time, each reading the spend caps after the one before was counted.
+    pub fn of_tasks(connector: &ConnectorId, chat: i64) -> Lane {
+        Lane(format!("{connector}:{chat}:tasks"))
     }
 
-    /// The chat's lane of a background task's lane; `None` for a chat's own lane.
+    /// The chat's lane of a chat's background tasks' lane; `None` for any other lane.
     pub fn task_chat(&self) -> Option<Lane> {
-        let (chat, task) = self.0.rsplit_once(':')?;
-        task.starts_with("task").then(|| Lane(chat.to_owned()))
+        self.0
+            .strip_suffix(":tasks")
+            .map(|chat| Lane(chat.to_owned()))
     }
 
     /// The connector whose updates the lane holds (a connector id has no `:`).
@@ -134,8 +136,8 @@ mod tests {
             "a job stored before lanes had a type reads the same"
         );
         assert_eq!(lane.connector(), Some(ConnectorId::new("main")));
-        let task = Lane::of_task(&ConnectorId::new("main"), -100123, 7);
-        assert_eq!(task.as_str(), "main:-100123:task7");
+        let task = Lane::of_tasks(&ConnectorId::new("main"), -100123);
+        assert_eq!(task.as_str(), "main:-100123:tasks");
         assert_eq!(task.connector(), Some(ConnectorId::new("main")));
         assert_eq!(task.task_chat(), Some(lane.clone()));
         assert_eq!(lane.task_chat(), None);

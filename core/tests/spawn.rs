@@ -464,7 +464,10 @@ fn a_child_cannot_set_a_reminder_that_would_run_outside_its_tools() {
         assert_eq!(requests.len(), 4);
         let refused = tool_results(&requests[2]);
         assert!(
-            refused[0].1 && refused[0].0.contains("a sub-agent cannot set or cancel reminders"),
+            refused[0].1
+                && refused[0]
+                    .0
+                    .contains("a sub-agent cannot set or cancel reminders"),
             "{refused:?}"
         );
         assert!(h.app.enqueue_due().await.is_empty());

@@ -1,4 +1,4 @@
-//! Background sub-agents over the fakes: the task fires into a lane of its own, so the chat
+//! Background sub-agents over the fakes: the task fires into the chat's task lane, so the chat
 //! is answered while it waits; its answer is posted once and joins the chat's session once,
 //! through the chat's lane; it is refused unless the config allows it.
 
@@ -128,7 +128,7 @@ fn the_chat_is_answered_while_its_background_task_waits_and_the_answer_joins_the
             .unwrap();
         let main = ConnectorId::new("main");
         let lanes = h.app.enqueue_due().await;
-        assert_eq!(lanes, [Lane::of_task(&main, chat, 1)]);
+        assert_eq!(lanes, [Lane::of_tasks(&main, chat)]);
         assert!(h.head_job(&Lane::of_chat(&main, chat)).await.is_none());
 
         // The chat is answered without waiting for the task.
@@ -154,7 +154,7 @@ fn the_chat_is_answered_while_its_background_task_waits_and_the_answer_joins_the
             "{sent:?}"
         );
         assert!(h.head_job(&Lane::of_chat(&main, chat)).await.is_none());
-        assert!(h.head_job(&Lane::of_task(&main, chat, 1)).await.is_none());
+        assert!(h.head_job(&Lane::of_tasks(&main, chat)).await.is_none());
 
         // The conversation's agent reads the task and its answer, after the turns before.
         h.script(200, anthropic_text("B it is."));

@@ -2,7 +2,7 @@
 //! its own and posts its answer to the chat. It reuses the reminders' path rather than a
 //! queue of its own: the task is kept as a one-off reminder due at once
 //! ([`crate::schedule::What::Spawn`]), which the next scheduler run (native: at once; the
-//! serverless shells: within a minute) puts in a lane of its own as an inbox job, exactly
+//! serverless shells: within a minute) puts in the chat's task lane as an inbox job, exactly
 //! once, on every shell, so the chat is answered meanwhile. The turn stage
 //! (`turn/background.rs`) then runs it here, as a child of the chat's agent at depth 0, and
 //! posts the answer.

@@ -1,6 +1,6 @@
 //! A background sub-agent's jobs (see [`crate::spawn`]). The task kept by `spawn` with
-//! `background: true` fires like a reminder, but into a lane of its own
-//! ([`Lane::of_task`]), so the chat goes on being answered while it runs: the child runs
+//! `background: true` fires like a reminder, but into the chat's task lane
+//! ([`Lane::of_tasks`]), so the chat goes on being answered while it runs: the child runs
 //! as the chat's agent's, and its answer (or why there is none) is posted to the chat from
 //! there. The answer joins the chat's session through a second job, [`What::Done`], in the
 //! chat's lane, since only that lane writes the session. The second job has the task job's
