@@ -420,7 +420,18 @@ impl Agent {
         let lists = futures::future::join_all(self.mcp.iter().map(|s| s.tools())).await;
         for (server, listed) in self.mcp.iter().zip(lists) {
             match listed {
-                Ok(tools) => tools.into_iter().for_each(|t| registry.register(t)),
+                Ok(tools) => {
+                    for t in tools {
+                        // Names are unique by construction; never let one replace another.
+                        let name = t.spec().name;
+                        match registry.get(&name) {
+                            Some(_) => {
+                                tracing::warn!(tool = %name, "MCP tool left out: the name is taken")
+                            }
+                            None => registry.register(t),
+                        }
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(server = server.name(), error = %e, "MCP server left out of this turn")
                 }

@@ -2,7 +2,8 @@
 //! `clawless_testkit::mcp` behind `FakeHttp`, a scripted model. A tool round trip (the list in
 //! the model's request, the call with its arguments, an SSE answer back to the model), the
 //! list read across pages and cached, the allow list, the policy (unsafe asks by default),
-//! a server that is down before or during a session, a session the server forgot.
+//! a server that is down before or during a session, a session the server forgot, names
+//! that would not map back to their server.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -53,6 +54,11 @@ fn harness_with(config: Config) -> (Harness, Arc<McpFake>) {
             Some("Bearer mcp-s3cret"),
             "the header from the environment is sent"
         );
+        // Not followed, so the header never goes where a redirect points.
+        assert!(
+            req.outside.is_some_and(|o| o.allow_private),
+            "a redirect is returned, not followed"
+        );
         let (status, headers, body) =
             server.handle(|name| req.header_value(name).map(str::to_owned), &req.body);
         let mut resp = HttpResponse::new(status, body);
@@ -91,7 +97,7 @@ fn a_tool_round_trip_reads_every_page_and_answers_in_sse() {
         );
         h.script(200, anthropic_text("It is 5."));
         h.deliver("private_text", 1).await;
-        // Three pages of two; `bad name!` is left out.
+        // Three pages of two; `bad name!` and `broken` (its schema) are left out.
         assert_eq!(
             demo_tools(&h, 0),
             ["demo__add", "demo__echo", "demo__fail", "demo__private"]
@@ -281,4 +287,17 @@ fn a_server_whose_variable_is_unset_is_reported_not_offered() {
             .any(|u| u.contains("demo") && u.contains("DEMO_MCP_AUTH")),
         "{unoffered:?}"
     );
+}
+
+#[test]
+fn a_server_name_must_map_its_tools_back_to_it() {
+    // `my_` would name its tool `x` `my___x`, read back as tool `_x` of `my`.
+    for name in ["my_", "_my", "a__b"] {
+        let mut files = clawless_core::config::embedded();
+        let agent = files.0.get("agents.d/assistant.yaml").unwrap().clone();
+        let agent = format!("{agent}\nmcp:\n  - name: {name}\n    url: https://mcp.test/mcp\n");
+        files.0.insert("agents.d/assistant.yaml".into(), agent);
+        let err = Config::load(&files).unwrap_err().to_string();
+        assert!(err.contains("no _ first or last"), "{name}: {err}");
+    }
 }

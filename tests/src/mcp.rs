@@ -10,7 +10,8 @@
 //! - [`McpFake::down`]: every request gets a 503.
 //!
 //! Tools: `add` (`a` + `b`, text and structured content), `echo` (`text`), `fail` (an
-//! `isError` result), `private` (for allow lists) and `bad name!` (a name no model takes).
+//! `isError` result), `private` (for allow lists), `bad name!` (a name no model takes) and
+//! `broken` (a schema the model APIs refuse).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -178,6 +179,8 @@ pub fn tools() -> Vec<Value> {
         json!({"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object"}}),
         json!({"name": "bad name!", "description": "A name no model takes.", "inputSchema": {"type": "object"}}),
         json!({"name": "private", "description": "Left out by allow lists.", "inputSchema": {"type": "object"}}),
+        json!({"name": "broken", "description": "A schema the model APIs refuse.", "inputSchema": {"type": "object",
+            "properties": {"a": {"type": "nope"}}, "required": "a"}}),
     ]
 }
 

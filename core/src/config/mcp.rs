@@ -65,11 +65,13 @@ impl McpServerConfig {
         let valid = !name.is_empty()
             && name.len() <= MAX_NAME
             && !name.contains("__")
+            && !name.starts_with('_')
+            && !name.ends_with('_')
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !valid {
-            return Err(("mcp.name".into(), format!("{name:?} must be 1–{MAX_NAME} letters, digits, - or _ (no __): its tools are named <name>__<tool>")));
+            return Err(("mcp.name".into(), format!("{name:?} must be 1–{MAX_NAME} letters, digits, - or _ (no __, no _ first or last): its tools are named <name>__<tool>")));
         }
         let field = |f: &str| format!("mcp.{name}.{f}");
         match (&self.url, &self.url_env, &self.command) {

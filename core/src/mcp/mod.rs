@@ -11,6 +11,7 @@
 //! a server says is untrusted: names, descriptions, schemas and results are bounded.
 
 pub mod rpc;
+mod schema;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,6 +41,9 @@ pub const MAX_DESCRIPTION: usize = 1_024;
 pub const MAX_SCHEMA: usize = 16 * 1024;
 /// The longest tool name the model APIs take (`<server>__<tool>`).
 pub const MAX_TOOL_NAME: usize = 64;
+/// The most one server's tool list adds to every model request (names, descriptions and
+/// schemas as JSON); the tools past it are left out.
+pub const MAX_LIST_BYTES: usize = 64 * 1024;
 
 /// One MCP server of an agent, its session and its cached tool list.
 pub struct McpServer {
@@ -106,9 +110,9 @@ impl McpServer {
             .map(|spec| {
                 let remote = spec
                     .name
-                    .split_once("__")
-                    .map(|(_, t)| t.to_owned())
-                    .unwrap_or_default();
+                    .strip_prefix(&format!("{}__", self.config.name))
+                    .unwrap_or_default()
+                    .to_owned();
                 Arc::new(McpTool {
                     server: self.clone(),
                     remote,
@@ -163,6 +167,7 @@ impl McpServer {
     /// `tools/list`, page by page, bounded, fitted to what the model APIs take.
     async fn list(&self, endpoint: &Endpoint) -> Result<Vec<ToolSpec>, McpError> {
         let mut out = Vec::new();
+        let mut bytes = 0;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = match &cursor {
@@ -177,9 +182,17 @@ impl McpServer {
                 if out.len() >= MAX_TOOLS {
                     break;
                 }
-                if let Some(spec) = self.spec_of(tool) {
-                    out.push(spec);
+                let Some(spec) = self.spec_of(tool) else {
+                    continue;
+                };
+                let size =
+                    spec.name.len() + spec.description.len() + spec.input_schema.to_string().len();
+                if bytes + size > MAX_LIST_BYTES {
+                    tracing::info!(tool = %spec.name, "MCP tool left out: the server's tools pass {MAX_LIST_BYTES} bytes");
+                    continue;
                 }
+                bytes += size;
+                out.push(spec);
             }
             cursor = page["nextCursor"]
                 .as_str()
@@ -216,6 +229,10 @@ impl McpServer {
             .unwrap_or_else(|| json!({"type": "object"}));
         if !schema.is_object() || schema.to_string().len() > MAX_SCHEMA {
             tracing::info!(tool = %name, "MCP tool left out: its input schema is not a small object");
+            return None;
+        }
+        if let Some(Err(why)) = schema.as_object().map(schema::check) {
+            tracing::info!(tool = %name, why, "MCP tool left out: the model APIs would refuse its input schema");
             return None;
         }
         schema["type"] = json!("object");

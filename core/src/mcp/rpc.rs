@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clawless_platform::{Clock, Exec, Http, HttpRequest, HttpStreamResponse, Program};
+use clawless_platform::{Clock, Exec, Http, HttpRequest, HttpStreamResponse, Outside, Program};
 use serde_json::{json, Value};
 
 use crate::llm::sse::SseParser;
@@ -338,6 +338,12 @@ impl Endpoint {
         };
         let mut req = HttpRequest::post_json(url, body, self.timeout)
             .header("accept", "application/json, text/event-stream");
+        // A redirect is not followed: the headers (secrets) would go to wherever it points.
+        // The server is the operator's, so a private address is fine.
+        req.outside = Some(Outside {
+            max_body: MAX_ANSWER,
+            allow_private: true,
+        });
         if let Some(s) = session {
             if let Some(id) = &s.id {
                 req = req.header("mcp-session-id", id.clone());

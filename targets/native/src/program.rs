@@ -19,8 +19,23 @@ pub struct LineProgram {
     stdin: Mutex<ChildStdin>,
     /// Its stdout, and a line read in part before a timeout.
     stdout: Mutex<(BufReader<ChildStdout>, Vec<u8>)>,
-    /// Held so the program is killed (`kill_on_drop`) with the last handle.
+    /// Held so the program is killed (`kill_on_drop`) and reaped with the last handle.
     _child: Child,
+    /// Its process group (its id): what it started (`sh -c`, `npx` …) goes with it.
+    group: Option<u32>,
+}
+
+impl Drop for LineProgram {
+    fn drop(&mut self) {
+        let Some(pid) = self
+            .group
+            .and_then(|g| rustix::process::Pid::from_raw(g as i32))
+        else {
+            return;
+        };
+        // Gone already is fine: there is nothing left to stop.
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::Kill);
+    }
 }
 
 /// Starts `argv` in `dir` with the safe variables and `env`.
@@ -56,6 +71,7 @@ pub fn start(
     Ok(Arc::new(LineProgram {
         stdin: Mutex::new(stdin),
         stdout: Mutex::new((BufReader::new(stdout), Vec::new())),
+        group: child.id(),
         _child: child,
     }))
 }
@@ -142,6 +158,29 @@ mod tests {
         assert_eq!(p.next_line(WAIT, 100).await.unwrap(), "got one");
         let e = p.send("two\nthree").await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Invalid);
+    }
+
+    /// Whether `pid` runs (a zombie waiting for its reaper does not).
+    fn running(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|s| !s.starts_with(" Z"))
+        })
+    }
+
+    #[tokio::test]
+    async fn what_the_program_started_is_killed_with_it() {
+        let p = sh("sleep 300 & echo $!; while read l; do :; done");
+        let grandchild = p.next_line(WAIT, 100).await.unwrap();
+        assert!(running(&grandchild));
+        drop(p);
+        let mut waited = Duration::ZERO;
+        while running(&grandchild) && waited < WAIT {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            waited += Duration::from_millis(50);
+        }
+        assert!(!running(&grandchild), "the program's own child outlived it");
     }
 
     #[tokio::test]
