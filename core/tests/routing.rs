@@ -253,3 +253,46 @@ fn an_agent_the_chat_may_not_use_is_refused() {
         h.assert_spec_clean();
     });
 }
+
+#[test]
+fn an_agent_tap_while_an_approval_waits_is_refused_and_the_wait_goes_on() {
+    block_on(async {
+        let mut config = config(
+            "default_agent: assistant\nconnectors:\n  main: {agent: assistant, agents: [coder]}\n",
+        );
+        let assistant = config.agents.get_mut("assistant").unwrap();
+        assistant
+            .policy
+            .tools
+            .insert("memory_write".into(), clawless_core::config::Rule::Ask);
+        let h = Harness::with_config(Wire::Anthropic, config);
+        h.script(
+            200,
+            clawless_testkit::llm::anthropic_tool_use(
+                "t1",
+                "memory_write",
+                json!({"target": "daily", "content": "buy milk"}),
+            ),
+        );
+        h.deliver_raw(&says("private_text", 1, "remember: buy milk"))
+            .await;
+        let approval = h.calls("sendMessage").pop().unwrap();
+        let allow = approval["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+
+        h.deliver_raw(&tap(2, OWNER_ID, "ag:1")).await;
+        assert_eq!(
+            answers(&h),
+            ["Answer the request above first, or /stop it."]
+        );
+        // Still the assistant's turn, still waiting: the allow resumes it.
+        h.script(200, anthropic_text("Saved."));
+        h.deliver_raw(&tap(3, OWNER_ID, &allow)).await;
+        assert_eq!(h.sent_texts().last().unwrap(), "Saved.");
+        assert!(support::daily(&h).await.contains("buy milk"));
+        assert_eq!(who_answers(&h, "private_text", 4).await, "assistant");
+        h.assert_spec_clean();
+    });
+}

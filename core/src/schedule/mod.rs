@@ -155,6 +155,14 @@ pub fn fire_update_id(id: u64, at_ms: u64) -> i64 {
     -(secs * MAX_ID as i64 + (id % MAX_ID) as i64)
 }
 
+/// The update id of background task `id`'s answer joining its chat's session
+/// ([`What::Done`]): `-id`, so in a lane it sorts before every firing (their ids are at most
+/// -2^30) and every update: the record goes ahead of a turn waiting for an approval instead
+/// of superseding it. Unique per task (reminder ids are per connector).
+pub fn done_update_id(id: u64) -> i64 {
+    -((id % MAX_ID) as i64)
+}
+
 /// The reminders' storage.
 pub struct Schedules<'a> {
     pub kv: &'a dyn Kv,

@@ -144,6 +144,12 @@ fn firing_ids_are_negative_unique_and_in_time_order_as_keys() {
     assert!(kc < keys::job(&lane, 1), "before every Telegram update");
     assert_eq!(ka.len(), kc.len());
     assert!(fire_update_id((1 << 30) - 1, u64::MAX) > i64::MIN);
+    // A background task's record goes before any firing, even one from before it started
+    // (a scheduled task waiting for an approval), and is never a firing's id.
+    let done = done_update_id((1 << 30) - 1);
+    assert!(keys::job(&lane, done) < keys::job(&lane, fire_update_id(1, 1000)));
+    assert!(done < 0 && done > fire_update_id(1, 1000));
+    assert_ne!(done_update_id(1), done_update_id(2));
 }
 
 #[test]

@@ -158,6 +158,14 @@ impl App {
             }
             let update = Update::from_value(&next.update);
             match update.as_ref().map(|u| &u.kind) {
+                // Switching agents ends the session the waiting turn belongs to: not now.
+                Ok(UpdateKind::CallbackQuery(q)) if super::agents::is_agent_button(q) => {
+                    let text = "Answer the request above first, or /stop it.";
+                    if let Err(e) = conn.bot.answer_callback(&q.id, text, false).await {
+                        tracing::debug!(error = %e, "answerCallbackQuery failed");
+                    }
+                    self.inbox.finish(&next_key, &next).await?;
+                }
                 Ok(UpdateKind::CallbackQuery(q)) if super::is_side_button(q) => {
                     self.button_tap(conn, q).await;
                     self.inbox.finish(&next_key, &next).await?;

@@ -3,8 +3,9 @@
 //! ([`Lane::of_tasks`]), so the chat goes on being answered while it runs: the child runs
 //! as the chat's agent's, and its answer (or why there is none) is posted to the chat from
 //! there. The answer joins the chat's session through a second job, [`What::Done`], in the
-//! chat's lane, since only that lane writes the session. The second job has the task job's
-//! update id, so a task run again after a crash never records its answer twice.
+//! chat's lane, since only that lane writes the session. The second job's update id is the
+//! task's own ([`done_update_id`]), so a task run again after a crash never records its
+//! answer twice.
 
 use super::{Checkpoint, Failure, Reply};
 use crate::app::App;
@@ -12,7 +13,7 @@ use crate::connector::Routed;
 use crate::ids::Lane;
 use crate::inbox::Job;
 use crate::llm::ChatMessage;
-use crate::schedule::{fire_update_id, Fire, What};
+use crate::schedule::{done_update_id, Fire, What};
 use crate::session;
 use crate::telegram::Message;
 use crate::tools::ToolContext;
@@ -51,9 +52,8 @@ impl App {
             Ok(text) => format!("Background task #{id} ({agent}) is done:\n\n{text}"),
             Err(e) => format!("Background task #{id} ({agent}) did not finish: {e}"),
         };
-        // The session's record, in the chat's lane (ahead of what waits there: a firing's
-        // update id is negative).
-        let update_id = fire_update_id(id, fire.at_ms);
+        // The session's record, in the chat's lane, ahead of what waits there.
+        let update_id = done_update_id(id);
         let what = What::Done {
             agent: agent.to_owned(),
             task: task.to_owned(),
