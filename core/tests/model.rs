@@ -70,23 +70,23 @@ fn a_chat_chooses_its_model_and_goes_back_to_the_default() {
                 )
             })
             .collect();
-        assert_eq!(
-            buttons,
-            [
-                ("anthropic/claude-sonnet-4-5".to_owned(), "md:0".to_owned()),
-                ("openai/gpt-4o-mini".to_owned(), "md:1".to_owned())
-            ]
-        );
+        let labels: Vec<&str> = buttons.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(labels, ["anthropic/claude-sonnet-4-5", "openai/gpt-4o-mini"]);
+        // `md:<index>:<tag of the label>`.
+        assert!(buttons[0].1.starts_with("md:0:") && buttons[0].1.len() == 13);
+        assert!(buttons[1].1.starts_with("md:1:") && buttons[1].1.len() == 13);
+        assert_ne!(buttons[0].1[5..], buttons[1].1[5..]);
+        let openai = buttons[1].1.clone();
 
         // Someone the bot does not serve changes nothing.
-        h.deliver_raw(&tap(2, STRANGER_ID, "md:1")).await;
+        h.deliver_raw(&tap(2, STRANGER_ID, &openai)).await;
         assert!(answers(&h)[0].contains("Only people this bot serves"));
         h.script(200, anthropic_text("from anthropic"));
         h.deliver("private_text", 3).await;
         assert!(last_model_url(&h).ends_with("/v1/messages"));
 
         // The owner picks openai: the next turn asks it first.
-        h.deliver_raw(&tap(4, OWNER_ID, "md:1")).await;
+        h.deliver_raw(&tap(4, OWNER_ID, &openai)).await;
         assert_eq!(answers(&h)[1], "This chat now uses openai/gpt-4o-mini.");
         h.script(200, openai_text("from openai"));
         h.deliver("private_text", 5).await;
@@ -119,9 +119,16 @@ fn a_chat_chooses_its_model_and_goes_back_to_the_default() {
         h.deliver("private_text", 8).await;
         assert!(last_model_url(&h).ends_with("/v1/messages"));
 
-        // A button of a model no longer configured is refused.
+        // A button of a model no longer configured is refused, and one of another agent's
+        // list (another model at that index: its tag differs).
         h.deliver_raw(&tap(9, OWNER_ID, "md:7")).await;
-        assert_eq!(answers(&h)[3], "That model is no longer configured.");
+        let refused = "That model is not one you can pick here now: send /model again.";
+        assert_eq!(answers(&h)[3], refused);
+        h.deliver_raw(&tap(10, OWNER_ID, "md:1:00000000")).await;
+        assert_eq!(answers(&h)[4], refused);
+        h.script(200, anthropic_text("still the default"));
+        h.deliver("private_text", 11).await;
+        assert!(last_model_url(&h).ends_with("/v1/messages"));
         h.assert_spec_clean();
     });
 }

@@ -8,12 +8,24 @@ use super::Reply;
 use crate::app::App;
 use crate::connector::{Connector, Routed};
 use crate::keys;
+use crate::llm::chain::Link;
 use crate::llm::ModelChain;
 use crate::telegram::types::CallbackQuery;
 use crate::telegram::Message;
 
-/// Callback data of the model buttons: `md:<index in the chain>`, or `md:-` for the default.
+/// Callback data of the model buttons: `md:<index in the chain>:<tag of its label>`, or
+/// `md:-` for the default. The tag tells a tap that the index is of another chain (in a group,
+/// people may talk with different agents) from one that is not.
 const BUTTON: &str = "md:";
+
+/// A short tag of a model's label (FNV-1a, 32 bits, in hex): enough to tell two chains' models
+/// apart in a button, not a secret.
+fn tag(label: &str) -> String {
+    let hash = label.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    format!("{hash:08x}")
+}
 
 pub(super) fn is_model_button(q: &CallbackQuery) -> bool {
     q.data.as_deref().is_some_and(|d| d.starts_with(BUTTON))
@@ -60,7 +72,7 @@ impl App {
         let mut buttons: Vec<(String, String)> = links
             .iter()
             .enumerate()
-            .map(|(i, l)| (l.label.clone(), format!("{BUTTON}{i}")))
+            .map(|(i, l)| (l.label.clone(), format!("{BUTTON}{i}:{}", tag(&l.label))))
             .collect();
         if chosen.is_some() {
             buttons.push(("Default".into(), format!("{BUTTON}-")));
@@ -98,8 +110,7 @@ impl App {
                     Err(e) => failed(&e),
                 }
             }
-            (Some(code), Some(chat)) => match code.parse::<usize>().ok().and_then(|i| links.get(i))
-            {
+            (Some(code), Some(chat)) => match picked(links, code) {
                 Some(link) => {
                     let key = keys::chat_model(&conn.id, chat);
                     match self.platform.kv.put_json(&key, &link.label, None).await {
@@ -107,7 +118,10 @@ impl App {
                         Err(e) => failed(&e),
                     }
                 }
-                None => ("That model is no longer configured.".to_owned(), true),
+                None => (
+                    "That model is not one you can pick here now: send /model again.".to_owned(),
+                    true,
+                ),
             },
             _ => ("That button is no longer valid.".to_owned(), false),
         };
@@ -115,6 +129,17 @@ impl App {
             tracing::debug!(error = %e, "answerCallbackQuery failed");
         }
     }
+}
+
+/// The model a button's `code` (`<index>:<tag>`) names in `links`, if it names one there:
+/// a button of another agent's list (in a group, people may talk with different agents) has
+/// another model at that index, and its tag says so. A button from before tags has none.
+fn picked<'a>(links: &'a [Link], code: &str) -> Option<&'a Link> {
+    let (index, t) = code
+        .split_once(':')
+        .map_or((code, None), |(i, t)| (i, Some(t)));
+    let link = links.get(index.parse::<usize>().ok()?)?;
+    t.is_none_or(|t| t == tag(&link.label)).then_some(link)
 }
 
 fn failed(e: &PortError) -> (String, bool) {
