@@ -71,7 +71,10 @@ fn a_chat_chooses_its_model_and_goes_back_to_the_default() {
             })
             .collect();
         let labels: Vec<&str> = buttons.iter().map(|(l, _)| l.as_str()).collect();
-        assert_eq!(labels, ["anthropic/claude-sonnet-4-5", "openai/gpt-4o-mini"]);
+        assert_eq!(
+            labels,
+            ["anthropic/claude-sonnet-4-5", "openai/gpt-4o-mini"]
+        );
         // `md:<index>:<tag of the label>`.
         assert!(buttons[0].1.starts_with("md:0:") && buttons[0].1.len() == 13);
         assert!(buttons[1].1.starts_with("md:1:") && buttons[1].1.len() == 13);
