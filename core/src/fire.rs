@@ -106,22 +106,12 @@ impl App {
             What::Spawn { .. } => Lane::of_tasks(connector, chat),
             _ => Lane::of_chat(connector, chat),
         };
-        let job = Job {
-            connector: connector.clone(),
-            update_id,
-            update: r.origin.message(update_id, at, r.what.body()),
-            attempts: 0,
-            not_before_ms: 0,
-            checkpoint: None,
-            suspended: None,
-            fire: Some(Fire {
-                reminder: id,
-                at_ms: at,
-                what: r.what.clone(),
-            }),
-            accepted_ms: at,
-            media: None,
+        let fire = Fire {
+            reminder: id,
+            at_ms: at,
+            what: r.what.clone(),
         };
+        let job = Job::of_firing(connector, update_id, &r.origin, fire, at);
         if !self.inbox.accept(&lane, &job).await? {
             tracing::info!(%connector, id, at, "firing already in the inbox");
         }

@@ -67,6 +67,31 @@ pub struct Job {
     pub media: Option<Box<MediaState>>,
 }
 
+impl Job {
+    /// A new job for `fire` under `update_id`: its update a message the bot makes up in
+    /// `origin`'s chat, holding what the firing does.
+    pub fn of_firing(
+        connector: &ConnectorId,
+        update_id: i64,
+        origin: &crate::schedule::Origin,
+        fire: crate::schedule::Fire,
+        accepted_ms: u64,
+    ) -> Job {
+        Job {
+            connector: connector.clone(),
+            update_id,
+            update: origin.message(update_id, fire.at_ms, fire.what.body()),
+            attempts: 0,
+            not_before_ms: 0,
+            checkpoint: None,
+            suspended: None,
+            fire: Some(fire),
+            accepted_ms,
+            media: None,
+        }
+    }
+}
+
 /// What a media turn keeps in its job, so a retry neither loses an album nor pays for a
 /// second transcription.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

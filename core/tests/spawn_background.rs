@@ -13,22 +13,27 @@ use futures::executor::block_on;
 use serde_json::json;
 use support::spawn::{harness, sent_texts, tool_names, tool_results};
 
+/// Background tasks allowed; the first message's turn starts one for the researcher (with
+/// `tools`, unless null) and answers "I'll post the comparison here.".
+async fn started(tools: serde_json::Value) -> support::Harness {
+    let h = harness(|c| {
+        c.agents.get_mut("assistant").unwrap().spawn.background = true;
+    });
+    let mut call =
+        json!({"task": "Compare the three offers.", "agent": "researcher", "background": true});
+    if !tools.is_null() {
+        call["tools"] = tools;
+    }
+    h.script(200, anthropic_tool_use("s1", "spawn", call));
+    h.script(200, anthropic_text("I'll post the comparison here."));
+    h.deliver("private_text", 1).await;
+    h
+}
+
 #[test]
 fn a_background_child_runs_as_its_own_job_and_posts_to_the_chat_once() {
     block_on(async {
-        let h = harness(|c| {
-            c.agents.get_mut("assistant").unwrap().spawn.background = true;
-        });
-        h.script(
-            200,
-            anthropic_tool_use(
-                "s1",
-                "spawn",
-                json!({"task": "Compare the three offers.", "agent": "researcher", "tools": ["web_fetch"], "background": true}),
-            ),
-        );
-        h.script(200, anthropic_text("I'll post the comparison here."));
-        h.deliver("private_text", 1).await;
+        let h = started(json!(["web_fetch"])).await;
         let requests = h.llm_requests();
         assert_eq!(requests.len(), 2, "the child does not run in the turn");
         let spawn = requests[0]["tools"]
@@ -108,19 +113,7 @@ fn background_is_refused_unless_the_config_allows_it() {
 #[test]
 fn the_chat_is_answered_while_its_background_task_waits_and_the_answer_joins_the_session() {
     block_on(async {
-        let h = harness(|c| {
-            c.agents.get_mut("assistant").unwrap().spawn.background = true;
-        });
-        h.script(
-            200,
-            anthropic_tool_use(
-                "s1",
-                "spawn",
-                json!({"task": "Compare the three offers.", "agent": "researcher", "background": true}),
-            ),
-        );
-        h.script(200, anthropic_text("I'll post the comparison here."));
-        h.deliver("private_text", 1).await;
+        let h = started(json!(null)).await;
 
         // The firing goes into the task's own lane, not the chat's.
         let chat = fixtures::update("private_text", 1)["message"]["chat"]["id"]

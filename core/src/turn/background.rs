@@ -59,22 +59,13 @@ impl App {
             task: task.to_owned(),
             answer: reply.clone(),
         };
-        let done = Job {
-            connector: conn.id.clone(),
-            update_id,
-            update: origin.message(update_id, fire.at_ms, what.body()),
-            attempts: 0,
-            not_before_ms: 0,
-            checkpoint: None,
-            suspended: None,
-            fire: Some(Fire {
-                reminder: id,
-                at_ms: fire.at_ms,
-                what,
-            }),
-            accepted_ms: self.platform.clock.now_ms(),
-            media: None,
+        let done = Fire {
+            reminder: id,
+            at_ms: fire.at_ms,
+            what,
         };
+        let now = self.platform.clock.now_ms();
+        let done = Job::of_firing(&conn.id, update_id, &origin, done, now);
         let lane = Lane::of_chat(&conn.id, chat);
         if !self
             .inbox
