@@ -19,11 +19,6 @@ pub fn spec() -> &'static BotApiSpec {
     })
 }
 
-/// The vendored spec text (a test checks it equals `../shared/spec` where that exists).
-pub fn raw() -> &'static str {
-    SPEC
-}
-
 /// Limits in characters (UTF-16 code units, as Telegram counts) per `(method, field)`.
 const LIMITS: &[(&str, &str, usize)] = &[
     ("sendMessage", "text", 4096),

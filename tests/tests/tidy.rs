@@ -1,7 +1,8 @@
 //! Tidy checks over the repository: every Rust file opens with a `//!` line saying what lives
 //! there, no file is over 600 lines, `clawless-core` depends on no runtime crate and reads no
 //! env or clock, Kv keys are spelt only in its keys module, its modules import each other in
-//! one direction, and `clawless-platform` names a runtime crate only as an optional dependency.
+//! one direction, `clawless-platform` names a runtime crate only as an optional dependency, and
+//! no code reads a path outside the repository (the tests pass on any clone, nothing beside it).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -29,6 +30,34 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
+}
+
+/// The tests pass on a fresh clone with nothing beside it: no Rust file names a path that climbs
+/// out of the repository (`../shared` and the like are compared in `.ci/run` instead).
+#[test]
+fn no_code_reads_a_path_outside_the_repository() {
+    let mut files = Vec::new();
+    rust_files(&root(), &mut files);
+    // Spelt in pieces so this file does not match itself.
+    let climbs = [
+        concat!("\"/..", "/..", "/"),
+        concat!("\"..", "/shared"),
+        concat!("..", "/..", "/shared"),
+    ];
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            if climbs.iter().any(|c| code.contains(c)) {
+                bad.push(format!("{}:{}: {}", f.display(), n + 1, code));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "paths outside the repository:\n{}", bad.join("\n"));
 }
 
 #[test]
