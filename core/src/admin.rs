@@ -1,6 +1,7 @@
 //! What a shell's command line and set-up ask of the app, as methods, so no shell reaches into
-//! `App` or `Connector` fields: which bots there are and what they still lack, their webhooks,
-//! sessions, long polling, pairings, skills and housekeeping.
+//! `App` or `Connector` fields: which bots there are and what they still lack, their webhooks
+//! (and a serverless deployment's set-up of itself), sessions, long polling, pairings, skills
+//! and housekeeping.
 
 use clawless_platform::{KvExt, PortError};
 use serde_json::Value;
@@ -26,6 +27,15 @@ pub enum AdminError {
     Telegram(#[from] TelegramError),
     #[error("storage: {0}")]
     Storage(#[from] PortError),
+}
+
+/// What [`App::setup`] did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SetupReport {
+    /// Every webhook was set.
+    pub ok: bool,
+    /// One sentence per step, in order.
+    pub steps: Vec<String>,
 }
 
 /// Who may talk to a connector, as `clawless pairing list` shows it.
@@ -193,6 +203,38 @@ impl App {
         };
         c.bot.set_webhook(&full, &c.secret).await?;
         Ok(full)
+    }
+
+    /// A serverless deployment sets itself up (`POST /admin/setup`): every connector's webhook
+    /// pointed at `origin` (`<origin>/telegram/<connector>`, with the secret and the update
+    /// kinds the bot reads), then the command menus. Each step said in one sentence; `ok`
+    /// only when every webhook was set.
+    pub async fn setup(&self, origin: &str) -> SetupReport {
+        let mut report = SetupReport {
+            ok: true,
+            steps: Vec::new(),
+        };
+        let origin = origin.trim_end_matches('/');
+        if !origin.starts_with("https://") && !origin.starts_with("http://") {
+            report.ok = false;
+            report
+                .steps
+                .push(format!("{origin:?} is not an http(s) URL: nothing was set"));
+            return report;
+        }
+        for id in self.connector_ids() {
+            match self.set_webhook(&id, origin).await {
+                Ok(full) => report.steps.push(format!("{id}: webhook set to {full}")),
+                Err(e) => {
+                    report.ok = false;
+                    report
+                        .steps
+                        .push(format!("{id}: the webhook was not set: {e}"));
+                }
+            }
+        }
+        report.steps.extend(self.register_menus().await);
+        report
     }
 
     /// What Telegram says of `connector`'s webhook (`getWebhookInfo`).

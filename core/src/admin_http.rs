@@ -1,7 +1,11 @@
-//! The admin endpoint of the serverless shells: `GET /admin/audit` answers the audit trail to
-//! `clawless audit --remote URL`. It exists only when `CLAWLESS_ADMIN_TOKEN` is set (else 404,
-//! as any unknown path), and answers only a bearer of that token (compared in constant time;
-//! 401 with no detail otherwise).
+//! The admin endpoint of the serverless shells, `/admin/<name>`: `GET /admin/audit` answers
+//! the audit trail to `clawless audit --remote URL`, `GET /admin/doctor` the checks of
+//! [`crate::doctor`] to `clawless doctor --remote URL`, and `POST /admin/setup` points
+//! Telegram's webhook at the deployment itself and sets the command menu (see
+//! [`App::setup`]). It exists only when `CLAWLESS_ADMIN_TOKEN` is set (else 404, as any unknown
+//! path), and answers only a bearer of that token (compared in constant time; 401 with no
+//! detail otherwise). Shells only route here: each passes the request as an
+//! [`AdminRequest`].
 
 use serde_json::{json, Value};
 
@@ -31,6 +35,14 @@ impl AdminReply {
             status,
             content_type: "text/plain; charset=utf-8",
             body: body.to_owned(),
+        }
+    }
+
+    fn json(status: u16, body: &Value) -> AdminReply {
+        AdminReply {
+            status,
+            content_type: "application/json",
+            body: body.to_string(),
         }
     }
 }
@@ -80,30 +92,85 @@ fn parse_query(query: &str) -> Result<AuditQuery, String> {
     Ok(q)
 }
 
+/// One request to `/admin/<name>`, as a shell received it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AdminRequest<'a> {
+    pub method: &'a str,
+    /// What follows `/admin/`: `audit`, `doctor` or `setup`.
+    pub name: &'a str,
+    /// The `authorization` header.
+    pub authorization: Option<&'a str>,
+    /// The query string, without `?`.
+    pub query: Option<&'a str>,
+    /// The base URL the request reached the deployment at (`https://host`), from the request
+    /// itself: where `/admin/setup` points the webhook.
+    pub origin: Option<&'a str>,
+}
+
 impl App {
-    /// `/admin/audit`: `{"entries": [...]}`, each entry with its `connector`, oldest first per
-    /// connector. No token configured → 404; a method other than GET → 405; a wrong or
-    /// missing bearer token → 401; a bad query → 400 saying what is wrong; storage down →
-    /// 503.
-    pub async fn admin_audit(
-        &self,
-        method: &str,
-        authorization: Option<&str>,
-        query: Option<&str>,
-    ) -> AdminReply {
+    /// `/admin/<name>`. No token configured, or an unknown name → 404; the wrong method →
+    /// 405; a wrong or missing bearer token → 401; then the endpoint's own answer (each says
+    /// its codes).
+    pub async fn admin(&self, req: AdminRequest<'_>) -> AdminReply {
         if self.admin_token.is_empty() {
             return AdminReply::text(404, "not found");
         }
-        if !method.eq_ignore_ascii_case("GET") {
+        let method = match req.name {
+            "audit" | "doctor" => "GET",
+            "setup" => "POST",
+            _ => return AdminReply::text(404, "not found"),
+        };
+        if !req.method.eq_ignore_ascii_case(method) {
             return AdminReply::text(405, "method not allowed");
         }
-        let given = authorization
+        let given = req
+            .authorization
             .and_then(|h| h.strip_prefix("Bearer "))
             .unwrap_or("");
         if !self.admin_token.matches(given) {
             tracing::info!("admin request refused: wrong or missing token");
             return AdminReply::text(401, "unauthorized");
         }
+        match req.name {
+            "audit" => self.admin_audit_reply(req.query).await,
+            "doctor" => {
+                let checks = self.doctor(crate::doctor::Delivery::Webhook).await;
+                let ok = checks
+                    .iter()
+                    .all(|c| c.status != crate::doctor::Status::Fail);
+                AdminReply::json(200, &json!({ "ok": ok, "checks": checks }))
+            }
+            _ => match req.origin {
+                Some(origin) => {
+                    let done = self.setup(origin).await;
+                    let status = if done.ok { 200 } else { 502 };
+                    AdminReply::json(status, &serde_json::to_value(&done).unwrap_or(Value::Null))
+                }
+                None => AdminReply::text(400, "the request's own URL is unknown"),
+            },
+        }
+    }
+
+    /// `/admin/audit` (see [`App::admin`]).
+    pub async fn admin_audit(
+        &self,
+        method: &str,
+        authorization: Option<&str>,
+        query: Option<&str>,
+    ) -> AdminReply {
+        self.admin(AdminRequest {
+            method,
+            name: "audit",
+            authorization,
+            query,
+            origin: None,
+        })
+        .await
+    }
+
+    /// `/admin/audit`'s answer: `{"entries": [...]}`, each entry with its `connector`, oldest
+    /// first per connector; a bad query → 400 saying what is wrong; storage down → 503.
+    async fn admin_audit_reply(&self, query: Option<&str>) -> AdminReply {
         let q = match parse_query(query.unwrap_or("")) {
             Ok(q) => q,
             Err(e) => return AdminReply::text(400, &e),
@@ -131,11 +198,7 @@ impl App {
                 break;
             }
         }
-        AdminReply {
-            status: 200,
-            content_type: "application/json",
-            body: json!({ "entries": entries }).to_string(),
-        }
+        AdminReply::json(200, &json!({ "entries": entries }))
     }
 }
 

@@ -44,6 +44,8 @@ pub struct App {
     pub(crate) spawn: crate::spawn::SpawnDeps,
     /// Speech to text for voice notes, when a service is set.
     pub(crate) transcriber: Option<Arc<dyn crate::media::Transcriber>>,
+    /// Whether this instance's first scheduled run checked the command menus.
+    pub(crate) menus_checked: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for App {
@@ -79,9 +81,25 @@ impl App {
             }
             for agent in c.agents_used() {
                 if agent.chain.links.is_empty() {
+                    let mut vars: Vec<&str> = Vec::new();
+                    for m in &agent.config.models {
+                        let provider = m
+                            .split_once('/')
+                            .and_then(|(pid, _)| self.config.providers.get(pid));
+                        if let Some(var) = provider.and_then(|p| p.setting()) {
+                            if !vars.contains(&var) {
+                                vars.push(var);
+                            }
+                        }
+                    }
                     missing.push(format!(
-                        "an LLM key for agent {:?}: ANTHROPIC_API_KEY or OPENAI_API_KEY",
-                        agent.config.id
+                        "an LLM key for agent {:?}, any one of: {}",
+                        agent.config.id,
+                        if vars.is_empty() {
+                            "(its models: name provider/model entries of providers.d)".to_owned()
+                        } else {
+                            vars.join(", ")
+                        }
                     ));
                 }
             }
@@ -89,6 +107,29 @@ impl App {
         let mut seen = std::collections::BTreeSet::new();
         missing.retain(|m| seen.insert(m.clone()));
         missing
+    }
+
+    /// Which model answers for each agent a connector uses, then its fallbacks: one line per
+    /// agent, e.g. `agent "assistant" answers with gemini/gemini-2.5-flash`. Said at start and
+    /// by `config check`.
+    pub fn answering_models(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for agent in self.connectors.values().flat_map(|c| c.agents_used()) {
+            let labels: Vec<&str> = agent.chain.links.iter().map(|l| l.label.as_str()).collect();
+            let line = match labels.split_first() {
+                None => format!("agent {:?}: no model has its key set", agent.config.id),
+                Some((first, [])) => format!("agent {:?} answers with {first}", agent.config.id),
+                Some((first, rest)) => format!(
+                    "agent {:?} answers with {first}, falling back to {}",
+                    agent.config.id,
+                    rest.join(", ")
+                ),
+            };
+            out.push(line);
+        }
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Tools an agent lists that are not offered here (`exec` off native, `web_search` without
@@ -127,7 +168,8 @@ impl App {
     /// memory files edited by hand are re-indexed in every scope (after the one-time move of
     /// memory from before it was per person), then (once a day) [`App::consolidate`].
     /// Errors are logged, not returned: one failing part does not stop the others. Returns
-    /// the earliest of the next retry and the next reminder (ms).
+    /// the earliest of the next retry and the next reminder (ms). The first run of an instance
+    /// also sets the command menus where they changed ([`App::register_menus`]).
     pub async fn scheduled(&self) -> Option<u64> {
         match self.platform.kv.purge_expired().await {
             Ok(0) => {}
@@ -148,6 +190,13 @@ impl App {
             }
         }
         self.consolidate().await;
+        // Last: pending work first, the menu is bookkeeping.
+        if !self
+            .menus_checked
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            self.register_menus().await;
+        }
         match (next, self.next_due().await) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -249,6 +249,7 @@ impl App {
             spawn,
             transcriber: crate::media::transcribe::from_env(platform_http, env)
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
+            menus_checked: Default::default(),
         })
     }
 }
@@ -298,7 +299,8 @@ fn embedder_from_config(
     }))
 }
 
-/// The chain of an agent: its `provider/model` entries whose provider has a key.
+/// The chain of an agent: its `provider/model` entries whose provider is set up here (see
+/// [`ProviderConfig::set_up`]), in the agent's order.
 fn links(platform: &Platform, config: &Config, models: &[String], env: &Env) -> Vec<Link> {
     let mut out = Vec::new();
     for m in models {
@@ -308,13 +310,13 @@ fn links(platform: &Platform, config: &Config, models: &[String], env: &Env) -> 
         let Some(p) = config.providers.get(pid) else {
             continue;
         };
-        let key = p.api_key_env.as_deref().map(|k| env.secret(k));
-        if matches!(&key, Some(k) if k.is_empty()) {
-            continue; // no key: skip this provider
+        if !p.set_up(env) {
+            continue;
         }
+        let key = p.api_key_env.as_deref().map(|k| env.secret(k));
         out.push(Link {
             label: m.clone(),
-            provider: provider(platform, p, key.unwrap_or_default(), env),
+            provider: provider(platform.http.clone(), p, key.unwrap_or_default(), env),
             model: model.to_owned(),
             attempts: p.attempts,
             price: p.prices.get(model).copied(),
@@ -342,9 +344,25 @@ fn reads_pdf(p: &ProviderConfig, env: &Env) -> bool {
     }
 }
 
-fn provider(platform: &Platform, p: &ProviderConfig, key: Secret, env: &Env) -> Arc<dyn Provider> {
+/// Whether provider `p` takes `key`, by its cheapest call ([`Provider::check_key`]): what
+/// `clawless init` asks before it writes a key down. The base URL is `p`'s, or its variable's
+/// in `env`.
+pub async fn check_provider_key(
+    http: Arc<dyn clawless_platform::Http>,
+    p: &ProviderConfig,
+    key: &str,
+    env: &Env,
+) -> Result<(), crate::llm::LlmError> {
+    provider(http, p, Secret::new(key), env).check_key().await
+}
+
+fn provider(
+    http: Arc<dyn clawless_platform::Http>,
+    p: &ProviderConfig,
+    key: Secret,
+    env: &Env,
+) -> Arc<dyn Provider> {
     let timeout = Duration::from_secs(p.timeout_secs);
-    let http = platform.http.clone();
     let base = p
         .base_url_env
         .as_deref()

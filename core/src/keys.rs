@@ -18,6 +18,8 @@
 //! | `memscope/<agent>/<connector>` | the connector's memory moved to per-person scopes | memory lifecycle |
 //! | `memidx/<scope>/<path>` | a memory file's index manifest | memory store |
 //! | `poll/<connector>/offset` | the long-polling offset | admin |
+//! | `menu/<connector>` | a hash of the command menu Telegram last got (`setMyCommands`) | menu |
+//! | `doctor/<instance>` | `doctor`'s storage probe, deleted at once (TTL 60 s) | doctor |
 //! | `usage/<connector>/<d2026-11-23 or m2026-11>/<u<user> or c<chat> or all>` | tokens and cost of a period (TTL) | usage |
 //! | `audit/<connector>/<at ms:015>/<trace>.<seq:05>` | one step of the audit trail (TTL: retention) | audit |
 //! | `grant/<connector>/<chat>/<tool>` | "allow for a while": a tool runs without asking in a chat, with a TTL | turn (approvals) |
@@ -154,6 +156,16 @@ pub fn grant(connector: &ConnectorId, chat: i64, tool: &str) -> String {
 
 pub fn poll_offset(connector: &ConnectorId) -> String {
     format!("poll/{connector}/offset")
+}
+
+/// The storage probe `doctor` writes, reads back and deletes.
+pub fn doctor_probe(instance: &str) -> String {
+    format!("doctor/{instance}")
+}
+
+/// The hash of the command menu Telegram last got for a connector.
+pub fn command_menu(connector: &ConnectorId) -> String {
+    format!("menu/{connector}")
 }
 
 /// A reminder of a chat.

@@ -16,9 +16,9 @@ pub enum Route<'a> {
     Webhook(&'a str),
     /// `GET /healthz`.
     Health,
-    /// `/admin/audit`, any method: [`crate::App::admin_audit`] decides (it does not exist
+    /// `/admin/<name>`, any method: [`crate::App::admin`] decides (nothing there exists
     /// without an admin token).
-    AdminAudit,
+    Admin(&'a str),
     /// A known path with the wrong method.
     MethodNotAllowed,
     NotFound,
@@ -33,8 +33,11 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
             Route::MethodNotAllowed
         };
     }
-    if path == "/admin/audit" {
-        return Route::AdminAudit;
+    if let Some(name) = path
+        .strip_prefix("/admin/")
+        .filter(|n| !n.is_empty() && !n.contains('/'))
+    {
+        return Route::Admin(name);
     }
     let Some(connector) = path
         .strip_prefix("/telegram/")
@@ -61,7 +64,10 @@ mod tests {
         assert_eq!(route("POST", "/telegram/a/b"), Route::NotFound);
         assert_eq!(route("GET", "/healthz"), Route::Health);
         assert_eq!(route("GET", "/"), Route::NotFound);
-        assert_eq!(route("GET", "/admin/audit"), Route::AdminAudit);
-        assert_eq!(route("GET", "/admin/other"), Route::NotFound);
+        assert_eq!(route("GET", "/admin/audit"), Route::Admin("audit"));
+        assert_eq!(route("POST", "/admin/setup"), Route::Admin("setup"));
+        assert_eq!(route("GET", "/admin/"), Route::NotFound);
+        // The app answers an unknown admin name with 404 (see `App::admin`).
+        assert_eq!(route("GET", "/admin/other"), Route::Admin("other"));
     }
 }

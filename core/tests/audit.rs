@@ -1,7 +1,7 @@
 //! The audit trail beyond approvals: a failed model call leaves its entry although the turn
 //! fails, and the serverless shells' `/admin/audit` endpoint (absent without a token, 401 on a
-//! wrong one, the entries as JSON to the right one); and what the app tells the operator about
-//! tools it cannot offer.
+//! wrong one, the entries as JSON to the right one); what the app tells the operator about
+//! tools it cannot offer; `doctor` and `/admin/doctor`; and the command menu.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -12,7 +12,7 @@ use clawless_core::Config;
 use clawless_testkit::fixtures::{self, OWNER_ID};
 use clawless_testkit::llm::anthropic_text;
 use futures::executor::block_on;
-use serde_json::Value;
+use serde_json::{json, Value};
 use support::{Harness, Wire};
 
 const TOKEN: &str = "0123456789abcdef-admin";
@@ -159,4 +159,190 @@ fn tools_that_cannot_be_offered_are_named() {
     );
     let h = Harness::with_env(Wire::Anthropic, config(), &[("BRAVE_API_KEY", "k")]).unwrap();
     assert!(h.app.unoffered_tools().is_empty());
+}
+
+#[test]
+fn the_command_menu_is_set_once_per_change() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        h.app.scheduled().await;
+        let menus = h.calls("setMyCommands");
+        assert_eq!(menus.len(), 2, "everyone's and the owner's");
+        assert_eq!(menus[0]["scope"]["type"], "default");
+        assert_eq!(
+            menus[1]["scope"],
+            json!({"type": "chat", "chat_id": OWNER_ID})
+        );
+        let names = |body: &serde_json::Value| -> Vec<String> {
+            body["commands"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["command"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert!(names(&menus[0]).contains(&"new".to_owned()));
+        assert!(!names(&menus[0]).contains(&"users".to_owned()));
+        assert!(names(&menus[1]).contains(&"users".to_owned()));
+        // The same help text as /help.
+        assert_eq!(
+            menus[0]["commands"][0]["description"],
+            "start a fresh conversation"
+        );
+        h.app.scheduled().await;
+        assert_eq!(h.calls("setMyCommands").len(), 2, "once per instance");
+        // What the Kv keeps says Telegram has it: a new instance sends nothing.
+        assert_eq!(
+            h.app.register_menus().await,
+            ["main: command menu unchanged"]
+        );
+        assert_eq!(h.calls("setMyCommands").len(), 2);
+        h.assert_spec_clean();
+    });
+}
+
+#[test]
+fn doctor_finds_a_healthy_bot_healthy_and_a_stuck_backlog_stuck() {
+    use clawless_core::doctor::{Delivery, Status};
+    block_on(async {
+        let h = Harness::with_env(
+            Wire::Anthropic,
+            config(),
+            &[("CLAWLESS_ADMIN_TOKEN", TOKEN)],
+        )
+        .unwrap();
+        h.script(200, json!({"data": []})); // the model's key check
+        let checks = h.app.doctor(Delivery::Either).await;
+        let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "settings",
+                "telegram main",
+                "webhook main",
+                "model anthropic/claude-sonnet-4-5",
+                "storage",
+                "backlog"
+            ]
+        );
+        assert_eq!(
+            checks[0].status,
+            Status::Warn,
+            "web_search has no search API"
+        );
+        assert!(
+            checks[1..].iter().all(|c| c.status == Status::Ok),
+            "{checks:?}"
+        );
+        assert_eq!(checks[1].detail, "the token is @clawless_test_bot's");
+        // The key check listed models with the key, and nothing else was sent to the model.
+        let sent = h.http.requests();
+        let check = sent
+            .iter()
+            .find(|r| r.url.starts_with(support::LLM))
+            .unwrap();
+        assert_eq!(check.url, format!("{}/v1/models?limit=1", support::LLM));
+        assert_eq!(check.header_value("x-api-key"), Some("sk-ant-test"));
+
+        // An update accepted and never drained: after 11 minutes the backlog is stuck.
+        h.accept_only("private_text", 7).await.unwrap();
+        h.clock.advance(std::time::Duration::from_secs(11 * 60));
+        h.script(401, json!({"error": {"type": "authentication_error"}}));
+        let checks = h.app.doctor(Delivery::Webhook).await;
+        let by = |name: &str| checks.iter().find(|c| c.name == name).unwrap().clone();
+        let backlog = by("backlog");
+        assert_eq!(backlog.status, Status::Fail);
+        assert!(
+            backlog
+                .detail
+                .starts_with("1 conversation(s) waiting, the oldest for 11 min"),
+            "{}",
+            backlog.detail
+        );
+        let model = by("model anthropic/claude-sonnet-4-5");
+        assert_eq!(model.status, Status::Fail);
+        assert!(model.detail.contains("refused the key"), "{}", model.detail);
+        assert_eq!(
+            by("webhook main").status,
+            Status::Fail,
+            "a serverless shell needs one"
+        );
+
+        // The same over /admin/doctor, to the admin only.
+        let app = &h.app;
+        let ask = |auth: Option<String>| async move {
+            app.admin(clawless_core::admin_http::AdminRequest {
+                method: "GET",
+                name: "doctor",
+                authorization: auth.as_deref(),
+                ..Default::default()
+            })
+            .await
+        };
+        assert_eq!(ask(None).await.status, 401);
+        h.script(200, json!({"data": []}));
+        let reply = ask(Some(format!("Bearer {TOKEN}"))).await;
+        assert_eq!(reply.status, 200);
+        let answer: Value = serde_json::from_str(&reply.body).unwrap();
+        assert_eq!(answer["ok"], false);
+        assert!(answer["checks"].as_array().unwrap().len() >= 5);
+        assert!(
+            !reply.body.contains(support::TOKEN),
+            "no secret in the answer"
+        );
+        assert!(!reply.body.contains("sk-ant-test"));
+    });
+}
+
+#[test]
+fn setup_points_the_webhook_at_the_deployment_and_sets_the_menu() {
+    block_on(async {
+        let h = Harness::with_env(
+            Wire::Anthropic,
+            config(),
+            &[("CLAWLESS_ADMIN_TOKEN", TOKEN)],
+        )
+        .unwrap();
+        let auth = format!("Bearer {TOKEN}");
+        let setup = |origin: Option<&'static str>, method: &'static str| {
+            let auth = auth.clone();
+            let app = &h.app;
+            async move {
+                app.admin(clawless_core::admin_http::AdminRequest {
+                    method,
+                    name: "setup",
+                    authorization: Some(&auth),
+                    origin,
+                    ..Default::default()
+                })
+                .await
+            }
+        };
+        assert_eq!(setup(Some("https://bot.example"), "GET").await.status, 405);
+        assert_eq!(setup(None, "POST").await.status, 400);
+        let reply = setup(Some("https://bot.example.workers.dev"), "POST").await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let report: Value = serde_json::from_str(&reply.body).unwrap();
+        assert_eq!(
+            report["steps"][0],
+            "main: webhook set to https://bot.example.workers.dev/telegram/main"
+        );
+        assert_eq!(
+            report["steps"][1],
+            "main: command menu set (default and owner scope)"
+        );
+        let set = h.calls("setWebhook");
+        assert_eq!(set.len(), 1);
+        assert_eq!(
+            set[0]["url"],
+            "https://bot.example.workers.dev/telegram/main"
+        );
+        assert_eq!(set[0]["secret_token"], support::SECRET);
+        assert_eq!(h.calls("setMyCommands").len(), 2);
+        assert!(
+            !reply.body.contains(support::SECRET),
+            "the secret is not answered"
+        );
+        h.assert_spec_clean();
+    });
 }

@@ -4,6 +4,7 @@
 //! - [`spec`]: checks Bot API calls (and update fixtures) against the Bot API spec in
 //!   `tests/fixtures/telegram-bot-api.json`, a copy of `../shared/spec/telegram-bot-api.json`.
 //! - [`fixtures`]: real-format Telegram updates under `tests/fixtures/updates/`.
+//! - [`limits`]: Telegram's flood limits, as a fake Bot API answers 429 past them.
 //! - [`llm`]: provider responses in the Anthropic and OpenAI wire formats.
 //! - [`mcp`]: a small MCP server (Streamable HTTP) as a function, for every shell's tests.
 //! - `servers` (feature `servers`): fake Bot API and model servers on 127.0.0.1.
@@ -11,6 +12,7 @@
 //!   against those fakes (`scenarios::run_all`).
 
 pub mod fixtures;
+pub mod limits;
 pub mod llm;
 pub mod mcp;
 #[cfg(feature = "servers")]

@@ -1,4 +1,5 @@
-//! Provider responses in both wire formats, for scripted fake models.
+//! Provider responses in the three wire formats (Anthropic, OpenAI, Gemini), for scripted fake
+//! models.
 
 use serde_json::{json, Value};
 
@@ -35,5 +36,12 @@ pub fn openai_tool_call(id: &str, name: &str, arguments: &str) -> Value {
             {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
         ]}, "finish_reason": "tool_calls"}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    })
+}
+
+pub fn gemini_text(text: &str) -> Value {
+    json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
     })
 }

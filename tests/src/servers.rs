@@ -17,8 +17,9 @@ use axum::routing::post;
 use axum::Json;
 use serde_json::{json, Value};
 
+mod models;
+
 use crate::fixtures;
-use crate::llm::{anthropic_text, anthropic_tool_use};
 use crate::spec::spec;
 
 #[derive(Default)]
@@ -48,7 +49,17 @@ pub struct Fakes {
     pub token: Mutex<Option<String>>,
     /// The MCP server at `<model URL>/mcp` (see [`crate::mcp`]).
     pub mcp: crate::mcp::McpFake,
+    /// The wire format of each model request, in order: "anthropic", "openai" or "gemini".
+    pub llm_wires: Mutex<Vec<&'static str>>,
+    /// What `getWebhookInfo` answers instead of "no webhook", when set.
+    pub webhook_info: Mutex<Option<Value>>,
 }
+
+/// In a bot token: the fake Bot API refuses every call with 401 Unauthorized (a revoked or
+/// mistyped token).
+pub const TOKEN_REFUSED: &str = "WRONG";
+/// In a model key: the fake model refuses it with 401 (its key check and every call).
+pub const KEY_REFUSED: &str = "wrong";
 
 /// In a question: the model answers it with HTTP 500 the first time it is asked.
 pub const MODEL_500_ONCE: &str = "model fails once with 500";
@@ -143,7 +154,16 @@ async fn bot_api(
             .unwrap()
             .get_or_insert_with(|| token.to_owned());
     }
+    let refused_token = method
+        .strip_prefix("bot")
+        .is_some_and(|p| p.split('/').next().unwrap_or("").contains(TOKEN_REFUSED));
     let method = method.rsplit('/').next().unwrap_or("").to_owned();
+    if refused_token {
+        return (
+            axum::http::StatusCode::UNAUTHORIZED,
+            Json(json!({"ok": false, "error_code": 401, "description": "Unauthorized"})),
+        );
+    }
     if let Err(v) = spec().check_call(&method, &body) {
         f.violations.lock().unwrap().push(v.clone());
         return (
@@ -187,9 +207,9 @@ async fn bot_api(
         return (ok, Json(json!({"ok": true, "result": ready})));
     }
     let result = match method.as_str() {
-        "getWebhookInfo" => {
-            json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})
-        }
+        "getWebhookInfo" => f.webhook_info.lock().unwrap().clone().unwrap_or_else(
+            || json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0}),
+        ),
         "getMe" => {
             json!({"id": fixtures::BOT_ID, "is_bot": true, "first_name": "Clawless", "username": fixtures::BOT_USERNAME})
         }
@@ -263,109 +283,6 @@ fn refusal(f: &Fakes, body: &Value) -> Option<(axum::http::StatusCode, Json<Valu
     None
 }
 
-/// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "schedule: {…}"
-/// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "time" asks for the clock
-/// tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
-/// marker fails the first time, [`MODEL_AWAITS_TYPING`] waits for "typing…", anything else is
-/// echoed.
-async fn llm(
-    State(f): State<Arc<Fakes>>,
-    Json(req): Json<Value>,
-) -> (axum::http::StatusCode, axum::http::HeaderMap, Json<Value>) {
-    f.llm_requests.lock().unwrap().push(req.clone());
-    while f.llm_hang.load(Ordering::SeqCst) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let msgs = req["messages"].as_array().cloned().unwrap_or_default();
-    let last = msgs.last().cloned().unwrap_or(Value::Null);
-    let asked = &text_of(&last);
-    if asked.contains(MODEL_AWAITS_TYPING) {
-        // Typing in the topic itself (other scenarios' typing is in the log too).
-        let typed = || {
-            f.calls
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|(m, b)| m == "sendChatAction" && b["message_thread_id"] == FORUM_TOPIC)
-        };
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-        while !typed() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-    let overloaded =
-        || Json(json!({"type": "error", "error": {"type": "api_error", "message": "overloaded"}}));
-    if asked.contains("model down") || f.first_failure(asked, MODEL_500_ONCE) {
-        return (
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            axum::http::HeaderMap::new(),
-            overloaded(),
-        );
-    }
-    if f.first_failure(asked, MODEL_429_ONCE) {
-        let mut headers = axum::http::HeaderMap::new();
-        headers.insert("retry-after", axum::http::HeaderValue::from_static("1"));
-        return (
-            axum::http::StatusCode::TOO_MANY_REQUESTS,
-            headers,
-            overloaded(),
-        );
-    }
-    (
-        axum::http::StatusCode::OK,
-        axum::http::HeaderMap::new(),
-        Json(answer(&last)),
-    )
-}
-
-/// The text blocks of a message, joined.
-fn text_of(message: &Value) -> String {
-    let blocks = message["content"].as_array().cloned().unwrap_or_default();
-    let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
-    texts.join("\n")
-}
-
-/// What the scripted model answers to the last message.
-fn answer(last: &Value) -> Value {
-    let blocks = last["content"].as_array().cloned().unwrap_or_default();
-    let images = blocks.iter().filter(|b| b["type"] == "image").count();
-    if images > 0 {
-        return anthropic_text(&format!("I see {images} image(s): {}", text_of(last)));
-    }
-    if last["content"][0]["type"] == "tool_result" {
-        return anthropic_text(&format!(
-            "Tool said: {}",
-            last["content"][0]["content"].as_str().unwrap_or("")
-        ));
-    }
-    let text = text_of(last);
-    if let Some(fact) = text.strip_prefix("remember: ") {
-        return anthropic_tool_use("toolu_mem", "memory_write", json!({"content": fact}));
-    }
-    if let Some(said) = text.strip_prefix("mcp: ") {
-        return anthropic_tool_use("toolu_mcp", "demo__echo", json!({"text": said}));
-    }
-    if let Some(url) = text.strip_prefix("fetch: ") {
-        return anthropic_tool_use("toolu_fetch", "web_fetch", json!({"url": url}));
-    }
-    if let Some(args) = text.strip_prefix("schedule: ") {
-        let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-        return anthropic_tool_use("toolu_sched", "schedule", args);
-    }
-    if text.contains("time") {
-        return anthropic_tool_use("toolu_e2e", "current_time", json!({"utc_offset": "UTC"}));
-    }
-    if text.contains("long") {
-        return anthropic_text(
-            &(0..120)
-                .map(|i| format!("Line {i:03} {}", "y".repeat(48)))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        );
-    }
-    anthropic_text(&format!("You said: {text}"))
-}
-
 /// Waits until `cond` holds, at most `limit`; returns how long it took (fails past it).
 pub async fn within(what: &str, limit: Duration, cond: impl Fn() -> bool) -> Duration {
     let start = Instant::now();
@@ -409,7 +326,12 @@ pub async fn fakes() -> (Arc<Fakes>, String, String) {
     .await;
     let llm_url = serve(
         axum::Router::new()
-            .route("/v1/messages", post(llm))
+            .route("/v1/messages", post(models::anthropic))
+            .route("/chat/completions", post(models::openai))
+            .route("/models", axum::routing::get(models::list))
+            .route("/v1/models", axum::routing::get(models::list))
+            .route("/v1beta/models", axum::routing::get(models::list))
+            .route("/v1beta/models/{model}", post(models::gemini))
             .route("/audio/transcriptions", post(transcribe))
             .route("/mcp", post(mcp))
             .with_state(f.clone()),

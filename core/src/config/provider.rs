@@ -56,6 +56,22 @@ fn default_attempts() -> u32 {
 }
 
 impl ProviderConfig {
+    /// Whether this provider can be called here: its key is set in `env`, or, for one
+    /// without a key (Ollama), the variable of its base URL is (else every chain listing it
+    /// would end in a server that is not there).
+    pub fn set_up(&self, env: &crate::env::Env) -> bool {
+        match (&self.api_key_env, &self.base_url_env) {
+            (Some(key), _) => !env.secret(key).is_empty(),
+            (None, Some(base)) => env.get(base).is_some_and(|b| !b.trim().is_empty()),
+            (None, None) => true,
+        }
+    }
+
+    /// The variable that sets this provider up: its key's, or (keyless) its base URL's.
+    pub fn setting(&self) -> Option<&str> {
+        self.api_key_env.as_deref().or(self.base_url_env.as_deref())
+    }
+
     /// Whether `model` of this provider can be sent images.
     pub fn sees_images(&self, model: &str) -> bool {
         self.vision != Some(false) && !self.no_vision.iter().any(|m| m == model)

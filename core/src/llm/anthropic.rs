@@ -157,4 +157,13 @@ impl Provider for Anthropic {
         let resp = self.http.send_streaming(self.http_request(&body)).await?;
         receive(resp, Wire::Anthropic, on_text).await
     }
+
+    /// `GET /v1/models?limit=1`.
+    async fn check_key(&self) -> Result<(), LlmError> {
+        let url = format!("{}/v1/models?limit=1", self.base_url.trim_end_matches('/'));
+        let req = HttpRequest::get(url, self.timeout)
+            .header("x-api-key", self.api_key.expose())
+            .header("anthropic-version", "2023-06-01");
+        super::check_key_at(&*self.http, req).await
+    }
 }

@@ -358,6 +358,17 @@ impl Provider for Gemini {
         let resp = self.http.send_streaming(http_req).await?;
         receive(resp, Wire::Gemini, on_text).await
     }
+
+    /// `GET /v1beta/models?pageSize=1`.
+    async fn check_key(&self) -> Result<(), LlmError> {
+        let url = format!(
+            "{}/v1beta/models?pageSize=1",
+            self.base_url.trim_end_matches('/')
+        );
+        let req =
+            HttpRequest::get(url, self.timeout).header("x-goog-api-key", self.api_key.expose());
+        super::check_key_at(&*self.http, req).await
+    }
 }
 
 #[cfg(test)]

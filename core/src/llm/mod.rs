@@ -407,4 +407,29 @@ pub trait Provider: Send + Sync {
     ) -> Result<ChatResponse, LlmError> {
         self.chat(request).await
     }
+
+    /// Whether the provider takes this key, by its cheapest call (listing models, which
+    /// costs no tokens): `Err` as [`Provider::chat`] would fail (a rejected key is
+    /// [`LlmError::Fatal`] with `HTTP 401` or `403`). `clawless doctor` and `init` ask. This
+    /// default is for in-process doubles, which have no key.
+    async fn check_key(&self) -> Result<(), LlmError> {
+        Ok(())
+    }
+}
+
+/// A provider's key check ([`Provider::check_key`]): `GET url` with `headers`, any 200 passes.
+pub(crate) async fn check_key_at(
+    http: &dyn clawless_platform::Http,
+    mut req: clawless_platform::HttpRequest,
+) -> Result<(), LlmError> {
+    req.timeout = req.timeout.min(std::time::Duration::from_secs(15));
+    let resp = http.send(req).await?;
+    if resp.status == 200 {
+        return Ok(());
+    }
+    Err(LlmError::from_status(
+        resp.status,
+        resp.header("retry-after"),
+        &resp.body,
+    ))
 }

@@ -224,4 +224,14 @@ impl Provider for OpenAi {
         let resp = self.http.send_streaming(self.http_request(&body)).await?;
         receive(resp, Wire::OpenAi, on_text).await
     }
+
+    /// `GET /models` (every compatible server has it; Ollama's too).
+    async fn check_key(&self) -> Result<(), LlmError> {
+        let url = format!("{}/models", self.base_url.trim_end_matches('/'));
+        let mut req = HttpRequest::get(url, self.timeout);
+        if !self.api_key.is_empty() {
+            req = req.header("authorization", format!("Bearer {}", self.api_key.expose()));
+        }
+        super::check_key_at(&*self.http, req).await
+    }
 }

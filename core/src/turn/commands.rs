@@ -1,5 +1,5 @@
 //! The commands the bot answers without the model: one table, so a new command is one entry
-//! (and `/help` lists it).
+//! (and `/help` and Telegram's command menu list it, see [`crate::menu`]).
 
 /// What a command does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,11 +37,13 @@ pub enum Action {
     Users,
 }
 
-/// One command: its name (without the slash), what `/help` says of it, what it does.
+/// One command: its name (without the slash), what `/help` and the menu say of it (empty:
+/// left out of both), whether only the owner's menu shows it, and what it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Command {
     pub name: &'static str,
     pub help: &'static str,
+    pub owner_only: bool,
     pub action: Action,
 }
 
@@ -50,84 +52,110 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "new",
         help: "start a fresh conversation",
+        owner_only: false,
         action: Action::NewSession,
     },
     Command {
         name: "stop",
         help: "cancel what waits for your approval",
+        owner_only: false,
         action: Action::Stop,
     },
     Command {
         name: "approve",
         help: "what waits for approval, and what is allowed for now",
+        owner_only: false,
         action: Action::Approvals,
     },
     Command {
         name: "revoke",
         help: "end what you allowed for now",
+        owner_only: false,
         action: Action::Revoke,
     },
     Command {
         name: "usage",
         help: "tokens and cost today and this month",
+        owner_only: false,
         action: Action::Usage,
     },
     Command {
         name: "audit",
         help: "what I did lately in this chat (owner only)",
+        owner_only: true,
         action: Action::Audit,
     },
     Command {
         name: "reminders",
         help: "reminders and scheduled tasks in this chat, to cancel",
+        owner_only: false,
         action: Action::Reminders,
     },
     Command {
         name: "timezone",
         help: "this chat's time zone for reminders, e.g. /timezone Europe/Berlin",
+        owner_only: false,
         action: Action::TimeZone,
     },
     Command {
         name: "model",
         help: "which model answers in this chat, to choose another",
+        owner_only: false,
         action: Action::Model,
     },
     Command {
         name: "agent",
         help: "who answers in this chat, to switch to another, e.g. /agent coder",
+        owner_only: false,
         action: Action::Agent,
     },
     Command {
         name: "compact",
         help: "summarise the older part of this conversation now",
+        owner_only: false,
         action: Action::Compact,
     },
     Command {
         name: "context",
         help: "how much of my context this conversation takes",
+        owner_only: false,
         action: Action::Context,
     },
     Command {
         name: "pair",
         help: "let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)",
+        owner_only: true,
         action: Action::Pair,
     },
     Command {
         name: "users",
         help: "who may talk to me, to remove someone (owner only)",
+        owner_only: true,
         action: Action::Users,
     },
     Command {
         name: "help",
         help: "this message",
+        owner_only: false,
         action: Action::Help,
     },
     Command {
         name: "start",
         help: "",
+        owner_only: false,
         action: Action::Help,
     },
 ];
+
+/// The commands a menu shows, `(name, description)`: everyone's, or with `owner` the owner's
+/// too, in the table's order.
+pub fn menu(owner: bool) -> Vec<(&'static str, &'static str)> {
+    COMMANDS
+        .iter()
+        .filter(|c| !c.help.is_empty() && (owner || !c.owner_only))
+        .map(|c| (c.name, c.help))
+        .collect()
+}
 
 /// The command called `name` (lower case, no slash).
 pub fn find(name: &str) -> Option<&'static Command> {
@@ -184,6 +212,26 @@ mod tests {
         assert_eq!(parse("/ x"), None);
         assert_eq!(parse("hi /new"), None);
         assert_eq!(find("new").map(|c| c.action), Some(Action::NewSession));
+        let everyone: Vec<&str> = menu(false).iter().map(|c| c.0).collect();
+        let owner: Vec<&str> = menu(true).iter().map(|c| c.0).collect();
+        assert!(everyone.contains(&"new") && !everyone.contains(&"users"));
+        assert!(
+            !everyone.contains(&"start"),
+            "no description: not in the menu"
+        );
+        assert_eq!(owner.len(), everyone.len() + 3, "audit, pair and users");
+        for c in COMMANDS {
+            // Telegram's BotCommand: 1-32 characters of a-z, 0-9 and _; a description of
+            // 1-256 characters.
+            assert!(
+                c.name.len() <= 32
+                    && c.name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            );
+            assert!(c.help.chars().count() <= 256, "{}", c.name);
+            assert_eq!(c.owner_only, c.help.contains("(owner only)"), "{}", c.name);
+        }
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),

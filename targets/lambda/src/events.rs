@@ -71,15 +71,29 @@ impl Shell {
 
     /// A Function URL request: routed by the core; a webhook is authorized before its body
     /// is decoded, and one over the cap is refused without decoding it.
-    /// `/admin/audit` (see [`App::admin_audit`]): the bearer token from the `authorization`
-    /// header (Function URLs lower-case header names), the query from `rawQueryString`.
-    async fn admin_audit(&self, method: &str, event: &Value) -> Value {
+    /// `/admin/<name>` (see [`App::admin`]): the bearer token from the `authorization` header
+    /// (Function URLs lower-case header names), the query from `rawQueryString`, the
+    /// deployment's own URL from `requestContext.domainName`.
+    async fn admin(&self, method: &str, name: &str, event: &Value) -> Value {
         let authorization = event
             .get("headers")
             .and_then(|h| h.get("authorization"))
             .and_then(Value::as_str);
         let query = event.get("rawQueryString").and_then(Value::as_str);
-        let reply = self.app.admin_audit(method, authorization, query).await;
+        let origin = event
+            .pointer("/requestContext/domainName")
+            .and_then(Value::as_str)
+            .map(|host| format!("https://{host}"));
+        let reply = self
+            .app
+            .admin(clawless_core::admin_http::AdminRequest {
+                method,
+                name,
+                authorization,
+                query,
+                origin: origin.as_deref(),
+            })
+            .await;
         response_typed(reply.status, reply.content_type, &reply.body)
     }
 
@@ -87,7 +101,7 @@ impl Shell {
         let connector = match route(method, path) {
             Route::Webhook(connector) => connector,
             Route::Health => return response(200, "ok"),
-            Route::AdminAudit => return self.admin_audit(method, event).await,
+            Route::Admin(name) => return self.admin(method, name, event).await,
             Route::MethodNotAllowed => return response(405, "method not allowed"),
             Route::NotFound => return response(404, "not found"),
         };

@@ -58,6 +58,9 @@ pub async fn build() -> Result<Shell, String> {
     for missing in app.missing_settings() {
         tracing::error!(%missing, "not configured: the bot cannot answer until this is set");
     }
+    for line in app.answering_models() {
+        tracing::info!("{line}");
+    }
     for note in app.unoffered_tools() {
         tracing::warn!(%note, "tool not offered");
     }

@@ -244,3 +244,93 @@ async fn a_failing_model_gets_its_error_reply_within_a_minute() {
     assert_eq!(r["statusCode"], 200);
     f.assert_error_reply_within_a_minute("lambda").await;
 }
+
+/// Any one provider key starts the function: with only Gemini's key set, the default agent
+/// answers through the Gemini wire format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_gemini_key_answers() {
+    let moto = common::moto();
+    let client = common::dynamo_client(&moto).await;
+    common::create_table(&client, "clawless-gemini").await;
+    let (f, tg, llm) = fakes().await;
+    let (emu, runtime) = start_emulator().await;
+    let only_gemini = [
+        ("ANTHROPIC_API_KEY", ""),
+        ("GEMINI_API_KEY", "gemini-lambda"),
+        ("GEMINI_BASE_URL", llm.as_str()),
+    ];
+    let _function = start_function_with(
+        &runtime,
+        &moto.url,
+        "clawless-gemini",
+        &tg,
+        &llm,
+        &only_gemini,
+    );
+    let r = emu
+        .invoke(common::url_event(
+            "/telegram/main",
+            &text_update(1, "hello gemini"),
+            Some(SECRET),
+        ))
+        .await;
+    assert_eq!(r["statusCode"], 200);
+    until("the answer", || !f.sent_to(OWNER_ID).is_empty()).await;
+    assert_eq!(f.sent_to(OWNER_ID), ["You said: hello gemini"]);
+    assert_eq!(*f.llm_wires.lock().unwrap(), ["gemini"]);
+}
+
+/// The first scheduled run of an instance sets the command menu, and only once per change;
+/// `POST /admin/setup` points the webhook at the function's own URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_menu_is_set_once_and_setup_sets_the_webhook() {
+    let moto = common::moto();
+    let client = common::dynamo_client(&moto).await;
+    common::create_table(&client, "clawless-setup").await;
+    let (f, tg, llm) = fakes().await;
+    let (emu, runtime) = start_emulator().await;
+    let admin = "0123456789abcdef-lambda";
+    let _function = start_function_with(
+        &runtime,
+        &moto.url,
+        "clawless-setup",
+        &tg,
+        &llm,
+        &[("CLAWLESS_ADMIN_TOKEN", admin)],
+    );
+    let calls = |method: &str| {
+        f.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, b)| b.clone())
+            .collect::<Vec<_>>()
+    };
+    let scheduled: Value = serde_json::from_str(common::SCHEDULED).unwrap();
+    assert_eq!(emu.invoke(scheduled.clone()).await["swept"], true);
+    assert_eq!(
+        calls("setMyCommands").len(),
+        2,
+        "everyone's and the owner's"
+    );
+    assert_eq!(emu.invoke(scheduled).await["swept"], true);
+    assert_eq!(calls("setMyCommands").len(), 2, "once per change");
+
+    let mut event = common::url_event("/admin/setup", &Value::Null, None);
+    event["requestContext"]["http"]["method"] = Value::from("POST");
+    event["headers"]["authorization"] = Value::from(format!("Bearer {admin}"));
+    let r = emu.invoke(event.clone()).await;
+    assert_eq!(r["statusCode"], 200, "{r}");
+    let domain = event["requestContext"]["domainName"].as_str().unwrap();
+    let set = calls("setWebhook");
+    assert_eq!(set.len(), 1);
+    assert_eq!(set[0]["url"], format!("https://{domain}/telegram/main"));
+    assert_eq!(set[0]["secret_token"], SECRET);
+    let report: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+    assert_eq!(report["ok"], true);
+    assert!(!r["body"].as_str().unwrap().contains(SECRET));
+    event["headers"]["authorization"] = Value::from("Bearer wrong-token-wrong-token");
+    assert_eq!(emu.invoke(event).await["statusCode"], 401);
+    assert!(f.violations.lock().unwrap().is_empty());
+}

@@ -21,15 +21,21 @@
 //! - [`pairing`]: `clawless pairing list|approve|remove` as text for a terminal.
 //! - [`skills`]: `clawless skills list` as text for a terminal.
 //! - [`setup`]: reading env, config and data dir into an `App`.
+//! - [`cli`]: the command line (every command and flag of `clawless`).
+//! - [`init`]: `clawless init`, the first set-up (token, owner, provider key → `.env`).
+//! - [`remote`]: the command line against a deployed Worker or Lambda (`/admin/<name>`).
 
+pub mod cli;
 pub mod conns;
 pub mod exec;
 pub mod fs;
 pub mod index;
+pub mod init;
 pub mod listen;
 pub mod pairing;
 pub mod poll;
 pub mod program;
+pub mod remote;
 pub mod runner;
 pub mod server;
 pub mod setup;

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::Parser;
 use clawless_core::admin::AdminError;
 use clawless_core::memory::scope::MemoryOwner;
 use clawless_core::SessionKey;
@@ -28,140 +28,9 @@ const EXIT_CONFIG: u8 = 3;
 #[error("{0}")]
 struct ConfigProblem(String);
 
-/// The clawless assistant: a Telegram bot with memory and tools, on this machine.
-///
-/// Environment: TELEGRAM_BOT_TOKEN, ANTHROPIC_API_KEY or OPENAI_API_KEY (and *_BASE_URL),
-/// TELEGRAM_ALLOWED_USERS, TELEGRAM_WEBHOOK_SECRET (serve), CLAWLESS_CONFIG, CLAWLESS_DATA.
-#[derive(Debug, Parser)]
-#[command(name = "clawless", version)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run the bot with long polling (the default): no public URL needed.
-    Run,
-    /// Serve webhooks at POST /telegram/<connector>.
-    Serve {
-        /// Address to listen on.
-        #[arg(long, default_value = "127.0.0.1:8080")]
-        listen: String,
-    },
-    /// A conversation with the agent in this terminal (/new starts over, Ctrl-D quits).
-    Chat {
-        /// The bot whose agent to talk to (default: the only one).
-        #[arg(long)]
-        connector: Option<String>,
-    },
-    /// Check the configuration and say which settings are still missing.
-    Config {
-        #[command(subcommand)]
-        action: ConfigAction,
-    },
-    /// Telegram's webhook for one bot.
-    Webhook {
-        #[command(subcommand)]
-        action: WebhookAction,
-        /// The bot (default: the only one).
-        #[arg(long, global = true)]
-        connector: Option<String>,
-    },
-    /// What the agent did: model calls, tool calls, approvals, commands (oldest first).
-    Audit {
-        /// Only this chat.
-        #[arg(long)]
-        chat: Option<i64>,
-        /// How far back: `90s`, `30m`, `2h`, `7d`.
-        #[arg(long, default_value = "24h", value_parser = clawless_core::audit::parse_window)]
-        since: u64,
-        /// One JSON object per line instead of text.
-        #[arg(long)]
-        json: bool,
-        /// The bot (default: every bot).
-        #[arg(long)]
-        connector: Option<String>,
-        /// Ask a deployed Worker or Lambda instead (its base URL): its `/admin/audit`, with
-        /// the token in CLAWLESS_ADMIN_TOKEN.
-        #[arg(long)]
-        remote: Option<String>,
-    },
-    /// Who may talk to a bot: strangers' pairing codes, paired people (/pair and /users in
-    /// Telegram do the same).
-    Pairing {
-        #[command(subcommand)]
-        action: PairingAction,
-        /// The bot (default: the only one).
-        #[arg(long, global = true)]
-        connector: Option<String>,
-    },
-    /// Skills: which each bot's agent is offered, and why the others are not.
-    Skills {
-        #[command(subcommand)]
-        action: SkillsAction,
-        /// The bot (default: every bot).
-        #[arg(long, global = true)]
-        connector: Option<String>,
-    },
-    /// The assistant's memory.
-    Memory {
-        #[command(subcommand)]
-        action: MemoryAction,
-        /// The bot (default: every bot).
-        #[arg(long, global = true)]
-        connector: Option<String>,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum ConfigAction {
-    /// Validate the config and the environment.
-    Check,
-}
-
-#[derive(Debug, Subcommand)]
-enum WebhookAction {
-    /// Point Telegram at URL (/telegram/<connector> is appended unless present).
-    Set { url: String },
-    /// What Telegram knows of the webhook.
-    Info,
-    /// Remove the webhook (long polling can then run).
-    Delete,
-}
-
-#[derive(Debug, Subcommand)]
-enum PairingAction {
-    /// The configured users, the paired people and the codes waiting for approval.
-    List,
-    /// Let in the person a stranger's code was given to.
-    Approve { code: String },
-    /// Unpair a person (a Telegram user id): they are a stranger again.
-    Remove { user: i64 },
-}
-
-#[derive(Debug, Subcommand)]
-enum SkillsAction {
-    /// Each skill of config/skills/ and of the data directory's files/skills/, with its
-    /// source and whether it is offered (or why not).
-    List,
-}
-
-#[derive(Debug, Subcommand)]
-enum MemoryAction {
-    /// Search a memory (default: the owner's, the first allowed user's).
-    Search {
-        query: String,
-        /// Search this user's memory instead.
-        #[arg(long, conflicts_with = "group")]
-        user: Option<i64>,
-        /// Search this group's memory instead.
-        #[arg(long)]
-        group: Option<i64>,
-    },
-    /// Re-index every memory file that changed.
-    Reindex,
-}
+use clawless_native::cli::{
+    Cli, Command, ConfigAction, MemoryAction, PairingAction, SkillsAction, WebhookAction,
+};
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -190,6 +59,12 @@ fn main() -> ExitCode {
                 Some(AdminError::UnknownConnector(..)) => ExitCode::from(EXIT_USAGE),
                 Some(AdminError::NotSet(_)) => ExitCode::from(EXIT_CONFIG),
                 _ if e.downcast_ref::<ConfigProblem>().is_some() => ExitCode::from(EXIT_CONFIG),
+                _ if e
+                    .downcast_ref::<clawless_native::remote::NoToken>()
+                    .is_some() =>
+                {
+                    ExitCode::from(EXIT_CONFIG)
+                }
                 _ => ExitCode::FAILURE,
             }
         }
@@ -204,6 +79,37 @@ async fn dispatch(command: Command) -> Result<()> {
         Command::Config {
             action: ConfigAction::Check,
         } => config_check().await,
+        Command::Doctor { json, remote } => doctor(json, remote.as_deref()).await,
+        Command::Init {
+            token,
+            owner,
+            provider,
+            key,
+            env_file,
+        } => {
+            let env = setup::env();
+            let (config, _) =
+                setup::load_config(&env).map_err(|e| ConfigProblem(format!("{e:#}")))?;
+            let given = clawless_native::init::Answers {
+                token,
+                owner,
+                provider,
+                key,
+            };
+            let (stdin, mut stdout) = (std::io::stdin(), std::io::stdout());
+            let mut io = clawless_native::init::Io {
+                input: &mut stdin.lock(),
+                output: &mut stdout,
+                hide: clawless_native::init::interactive(),
+            };
+            clawless_native::init::run(&mut io, given, &env, &config, &env_file).await
+        }
+        Command::Webhook {
+            action: WebhookAction::Set {
+                remote: Some(base), ..
+            },
+            ..
+        } => clawless_native::remote::setup(&setup::env(), &base).await,
         Command::Webhook { action, connector } => webhook(action, connector.as_deref()).await,
         Command::Memory { action, connector } => memory(action, connector.as_deref()).await,
         Command::Pairing { action, connector } => pairing(action, connector.as_deref()).await,
@@ -217,7 +123,14 @@ async fn dispatch(command: Command) -> Result<()> {
             json,
             connector,
             remote: Some(url),
-        } => audit_remote(&url, chat, since, json, connector.as_deref()).await,
+        } => {
+            let filter = clawless_native::remote::AuditFilter {
+                chat,
+                since,
+                connector,
+            };
+            clawless_native::remote::audit(&setup::env(), &url, &filter, json).await
+        }
         Command::Audit {
             chat,
             since,
@@ -263,6 +176,9 @@ fn require_ready(n: &setup::Native) -> Result<()> {
             missing.join("\n  - ")
         ))
         .into());
+    }
+    for line in n.app.answering_models() {
+        tracing::info!("{line}");
     }
     for id in n.app.connectors_without_users() {
         tracing::warn!(
@@ -397,6 +313,9 @@ async fn config_check() -> Result<()> {
         );
     }
     let n = setup::build_with(&env, config, source).await?;
+    for line in n.app.answering_models() {
+        println!("{line}");
+    }
     for note in n.app.unoffered_tools() {
         println!("note: {note}");
     }
@@ -414,8 +333,8 @@ async fn webhook(action: WebhookAction, connector: Option<&str>) -> Result<()> {
     let n = build().await?;
     let id = n.app.connector_id(connector)?;
     match action {
-        WebhookAction::Set { url } => {
-            let full = n.app.set_webhook(&id, &url).await?;
+        WebhookAction::Set { url, .. } => {
+            let full = n.app.set_webhook(&id, url.as_deref().unwrap_or("")).await?;
             println!("webhook set to {full}");
         }
         WebhookAction::Info => {
@@ -453,67 +372,26 @@ async fn audit(chat: Option<i64>, since: u64, json: bool, connector: Option<&str
     Ok(())
 }
 
-/// `clawless audit --remote URL`: the deployment's `GET /admin/audit`, printed as the local
-/// trail is.
-async fn audit_remote(
-    base: &str,
-    chat: Option<i64>,
-    since_ms: u64,
-    json: bool,
-    connector: Option<&str>,
-) -> Result<()> {
-    let env = setup::env();
-    let token = env
-        .get("CLAWLESS_ADMIN_TOKEN")
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            ConfigProblem("CLAWLESS_ADMIN_TOKEN is not set (the token the deployment has)".into())
-        })?;
-    let mut url = format!(
-        "{}/admin/audit?since={}s",
-        base.trim_end_matches('/'),
-        since_ms / 1000
-    );
-    if let Some(chat) = chat {
-        url.push_str(&format!("&chat={chat}"));
-    }
-    if let Some(c) = connector {
-        url.push_str(&format!("&connector={c}"));
-    }
-    let response = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()?
-        .get(&url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .with_context(|| format!("asking {base}"))?;
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap_or_default();
-    match status {
-        200 => {}
-        401 => anyhow::bail!("{base} refused the token in CLAWLESS_ADMIN_TOKEN"),
-        404 => anyhow::bail!(
-            "{base} has no /admin/audit: set CLAWLESS_ADMIN_TOKEN on the deployment (a secret)"
-        ),
-        _ => anyhow::bail!(
-            "{base} answered {status}: {}",
-            text.chars().take(200).collect::<String>()
-        ),
-    }
-    let answer: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{base} answered no JSON"))?;
-    let entries = answer["entries"].as_array().cloned().unwrap_or_default();
-    for v in entries {
-        if json {
-            println!("{v}");
-            continue;
+/// `clawless doctor`: the checks here, or a deployment's; exit code 1 on a failure.
+async fn doctor(json: bool, remote: Option<&str>) -> Result<()> {
+    use clawless_core::doctor::{Delivery, Status};
+    let checks = match remote {
+        Some(base) => clawless_native::remote::doctor(&setup::env(), base).await?,
+        None => build().await?.app.doctor(Delivery::Either).await,
+    };
+    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"ok": failed == 0, "checks": checks})
+        );
+    } else {
+        for line in clawless_native::remote::doctor_lines(&checks) {
+            println!("{line}");
         }
-        let id = v["connector"].as_str().unwrap_or("?").to_owned();
-        match serde_json::from_value::<clawless_core::audit::Entry>(v) {
-            Ok(e) => println!("{id} chat {} {}", e.chat, clawless_core::audit::line(&e)),
-            Err(e) => println!("{id} (an entry this version cannot read: {e})"),
-        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} check(s) failed");
     }
     Ok(())
 }

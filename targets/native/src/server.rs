@@ -51,14 +51,22 @@ impl Webhook {
         let (head, body) = req.into_parts();
         match route(head.method.as_str(), head.uri.path()) {
             Route::Health => respond(200, "ok"),
-            Route::AdminAudit => {
+            Route::Admin(name) => {
                 let auth = head
                     .headers
                     .get(hyper::header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok());
+                // No origin: behind a proxy this binary cannot know its public URL, so
+                // `/admin/setup` is refused here; `clawless webhook set URL` does it.
                 let reply = self
                     .app
-                    .admin_audit(head.method.as_str(), auth, head.uri.query())
+                    .admin(clawless_core::admin_http::AdminRequest {
+                        method: head.method.as_str(),
+                        name,
+                        authorization: auth,
+                        query: head.uri.query(),
+                        origin: None,
+                    })
                     .await;
                 respond_owned(reply.status, reply.content_type, reply.body)
             }

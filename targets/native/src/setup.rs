@@ -24,10 +24,34 @@ pub struct Native {
     pub config_source: String,
 }
 
-/// The process environment as the core's `Env`.
+/// The process environment as the core's `Env`, over the variables of `./.env` when there is
+/// one (what `clawless init` writes): a variable set in the environment wins over the file's.
+/// A file that cannot be read is said on stderr and skipped.
 pub fn env() -> Env {
-    Env::from_pairs(std::env::vars())
+    let mut env = Env::default();
+    match dotenvy::from_path_iter(ENV_FILE) {
+        Ok(lines) => {
+            for line in lines {
+                match line {
+                    Ok((k, v)) => env.set(k, v),
+                    Err(e) => {
+                        eprintln!("warning: {ENV_FILE}: {e}; the rest of it is skipped");
+                        break;
+                    }
+                }
+            }
+        }
+        Err(e) if e.not_found() => {}
+        Err(e) => eprintln!("warning: {ENV_FILE} not read: {e}"),
+    }
+    for (k, v) in std::env::vars() {
+        env.set(k, v);
+    }
+    env
 }
+
+/// The env file `clawless` reads at start and `clawless init` writes.
+pub const ENV_FILE: &str = ".env";
 
 /// The webhook listener's limits: the defaults, each replaced by its variable when set:
 /// `CLAWLESS_HEADER_TIMEOUT`, `CLAWLESS_BODY_TIMEOUT`, `CLAWLESS_SHUTDOWN_DEADLINE` (seconds,

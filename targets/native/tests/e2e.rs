@@ -193,7 +193,9 @@ async fn missing_token_and_key_are_named() {
     assert_eq!(out.status.code(), Some(3), "a missing setting exits with 3");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("TELEGRAM_BOT_TOKEN") && err.contains("ANTHROPIC_API_KEY or OPENAI_API_KEY"),
+        err.contains("TELEGRAM_BOT_TOKEN")
+            && err.contains("any one of: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY")
+            && err.contains("OLLAMA_BASE_URL"),
         "{err}"
     );
 }
@@ -222,6 +224,9 @@ fn every_command_has_help_and_usage_errors_exit_with_2() {
         &["pairing", "approve", "--help"],
         &["pairing", "remove", "--help"],
         &["skills", "list", "--help"],
+        &["init", "--help"],
+        &["doctor", "--help"],
+        &["audit", "--help"],
     ] {
         let out = run(args);
         assert!(out.status.success(), "{args:?}");
@@ -235,6 +240,19 @@ fn every_command_has_help_and_usage_errors_exit_with_2() {
         run(&["webhook", "set"]).status.code(),
         Some(2),
         "URL missing"
+    );
+    assert_eq!(
+        run(&[
+            "webhook",
+            "set",
+            "https://a.example",
+            "--remote",
+            "https://b.example"
+        ])
+        .status
+        .code(),
+        Some(2),
+        "a URL and --remote"
     );
 }
 
@@ -420,7 +438,9 @@ async fn a_wrong_secret_is_refused_before_the_body_is_read() {
     let seen = raw.read_until_closed(Duration::from_secs(3)).await;
     assert_eq!(seen.status(), Some(404), "{seen:?}");
     assert!(seen.says_close() && seen.closed.is_some(), "{seen:?}");
-    assert!(f.calls.lock().unwrap().is_empty());
+    // Nothing reached Telegram but the command menu the bot sets at start.
+    let calls = f.calls.lock().unwrap();
+    assert!(calls.iter().all(|(m, _)| m == "setMyCommands"), "{calls:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

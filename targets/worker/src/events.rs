@@ -33,14 +33,14 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     match route(req.method().as_ref(), &path) {
         Route::Webhook(connector) => webhook(req, connector, &env, ctx).await,
         Route::Health => Response::ok("ok"),
-        Route::AdminAudit => admin_audit(&req, &env).await,
+        Route::Admin(name) => admin(&req, &env, name).await,
         Route::MethodNotAllowed => Response::error("method not allowed", 405),
         Route::NotFound => Response::error("not found", 404),
     }
 }
 
-/// `/admin/audit` (see [`App::admin_audit`]): 404 unless `CLAWLESS_ADMIN_TOKEN` is set.
-async fn admin_audit(req: &Request, env: &Env) -> Result<Response> {
+/// `/admin/<name>` (see [`App::admin`]): 404 unless `CLAWLESS_ADMIN_TOKEN` is set.
+async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
     let shell = match shell(env).await {
         Ok(shell) => shell,
         Err(e) => {
@@ -49,16 +49,25 @@ async fn admin_audit(req: &Request, env: &Env) -> Result<Response> {
         }
     };
     let authorization = req.headers().get("authorization").ok().flatten();
-    // The query as sent, split off by hand: `Request::url` would parse the URL with the `url`
-    // crate, whose IDNA tables add about 75 KB (gzip) to the bundle.
+    // The query and the origin as sent, split off by hand: `Request::url` would parse the URL
+    // with the `url` crate, whose IDNA tables add about 75 KB (gzip) to the bundle.
     let url = req.inner().url();
     let query = url
         .split_once('?')
         .map(|(_, q)| q.split('#').next().unwrap_or(q));
+    let origin = url
+        .split_once("://")
+        .map(|(scheme, rest)| format!("{scheme}://{}", rest.split('/').next().unwrap_or(rest)));
     let method = req.method();
     let reply = shell
         .app
-        .admin_audit(method.as_ref(), authorization.as_deref(), query)
+        .admin(clawless_core::admin_http::AdminRequest {
+            method: method.as_ref(),
+            name,
+            authorization: authorization.as_deref(),
+            query,
+            origin: origin.as_deref(),
+        })
         .await;
     let headers = worker::Headers::new();
     headers.set("content-type", reply.content_type)?;

@@ -99,6 +99,9 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
             "not configured: the bot cannot answer until this is set: {missing}"
         );
     }
+    for line in app.answering_models() {
+        worker::console_log!("{line}");
+    }
     for note in app.unoffered_tools() {
         worker::console_warn!("tool not offered: {note}");
     }

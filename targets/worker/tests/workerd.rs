@@ -59,6 +59,65 @@ async fn a_failing_model_gets_its_error_reply_within_a_minute() {
     f.assert_error_reply_within_a_minute("worker").await;
 }
 
+/// Any one provider key starts the Worker: with only OpenRouter's key set, the default agent
+/// answers through the OpenAI wire format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_openrouter_key_answers() {
+    let (f, tg, llm) = fakes().await;
+    let mut vars = bot_vars(&tg, &llm);
+    vars["ANTHROPIC_API_KEY"] = json!("");
+    vars["OPENROUTER_API_KEY"] = json!("or-worker");
+    vars["OPENROUTER_BASE_URL"] = json!(llm);
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", vars, false);
+    mf.post_update(&text_update(1, "hello openrouter"), Some(SECRET))
+        .await;
+    until("the answer", || !f.sent_to(OWNER_ID).is_empty()).await;
+    assert_eq!(f.sent_to(OWNER_ID), ["You said: hello openrouter"]);
+    assert_eq!(*f.llm_wires.lock().unwrap(), ["openai"]);
+}
+
+/// The first cron run of an isolate sets the command menu, once per change; `POST
+/// /admin/setup` points the webhook at the Worker's own URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_menu_is_set_once_and_setup_sets_the_webhook() {
+    let (f, tg, llm) = fakes().await;
+    let mut vars = bot_vars(&tg, &llm);
+    vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN_TOKEN);
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", vars, false);
+    let calls = |method: &str| {
+        f.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, b)| b.clone())
+            .collect::<Vec<_>>()
+    };
+    for _ in 0..2 {
+        let outcome = mf.control("scheduled", "").await;
+        assert_eq!(outcome["outcome"], "ok", "{outcome}");
+    }
+    assert_eq!(
+        calls("setMyCommands").len(),
+        2,
+        "everyone's and the owner's, once"
+    );
+    let r = reqwest::Client::new()
+        .post(format!("{}/admin/setup", mf.url))
+        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let report: Value = r.json().await.unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    let set = calls("setWebhook");
+    assert_eq!(set.len(), 1);
+    assert_eq!(set[0]["url"], format!("{}/telegram/main", mf.url));
+    assert_eq!(set[0]["secret_token"], SECRET);
+    assert!(f.violations.lock().unwrap().is_empty());
+}
+
 /// A build in workerd as a [`Shell`] for the shared scenarios.
 struct Worker {
     mf: Miniflare,

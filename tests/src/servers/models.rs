@@ -1,0 +1,174 @@
+//! The fake model servers of [`super::fakes`], one handler per wire format (Anthropic
+//! Messages, OpenAI Chat Completions, Gemini `generateContent`) and the providers' model
+//! listings their key checks call.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::{Fakes, FORUM_TOPIC, KEY_REFUSED, MODEL_429_ONCE, MODEL_500_ONCE, MODEL_AWAITS_TYPING};
+use crate::llm::{anthropic_text, anthropic_tool_use};
+
+/// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "schedule: {…}"
+/// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "time" asks for the clock
+/// tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
+/// marker fails the first time, [`MODEL_AWAITS_TYPING`] waits for "typing…", anything else is
+/// echoed.
+pub(super) async fn anthropic(
+    State(f): State<Arc<Fakes>>,
+    Json(req): Json<Value>,
+) -> (axum::http::StatusCode, axum::http::HeaderMap, Json<Value>) {
+    f.llm_requests.lock().unwrap().push(req.clone());
+    f.llm_wires.lock().unwrap().push("anthropic");
+    while f.llm_hang.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let msgs = req["messages"].as_array().cloned().unwrap_or_default();
+    let last = msgs.last().cloned().unwrap_or(Value::Null);
+    let asked = &text_of(&last);
+    if asked.contains(MODEL_AWAITS_TYPING) {
+        // Typing in the topic itself (other scenarios' typing is in the log too).
+        let typed = || {
+            f.calls
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(m, b)| m == "sendChatAction" && b["message_thread_id"] == FORUM_TOPIC)
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while !typed() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let overloaded =
+        || Json(json!({"type": "error", "error": {"type": "api_error", "message": "overloaded"}}));
+    if asked.contains("model down") || f.first_failure(asked, MODEL_500_ONCE) {
+        return (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            axum::http::HeaderMap::new(),
+            overloaded(),
+        );
+    }
+    if f.first_failure(asked, MODEL_429_ONCE) {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert("retry-after", axum::http::HeaderValue::from_static("1"));
+        return (
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            headers,
+            overloaded(),
+        );
+    }
+    (
+        axum::http::StatusCode::OK,
+        axum::http::HeaderMap::new(),
+        Json(answer(&last)),
+    )
+}
+
+/// `POST /chat/completions`, the OpenAI wire (OpenRouter, Groq and every compatible preset
+/// point here through their `*_BASE_URL`): echoes the last message.
+pub(super) async fn openai(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) -> Json<Value> {
+    f.llm_requests.lock().unwrap().push(req.clone());
+    f.llm_wires.lock().unwrap().push("openai");
+    let last = req["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or(Value::Null);
+    let text = match &last["content"] {
+        Value::String(s) => s.clone(),
+        other => text_of(&json!({ "content": other })),
+    };
+    Json(crate::llm::openai_text(&format!("You said: {text}")))
+}
+
+/// `POST /v1beta/models/<model>:generateContent` (or `:streamGenerateContent`), the Gemini
+/// wire: echoes the last message (answered whole, as JSON).
+pub(super) async fn gemini(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) -> Json<Value> {
+    f.llm_requests.lock().unwrap().push(req.clone());
+    f.llm_wires.lock().unwrap().push("gemini");
+    let parts = req["contents"]
+        .as_array()
+        .and_then(|c| c.last())
+        .and_then(|c| c["parts"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    let text: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+    Json(crate::llm::gemini_text(&format!(
+        "You said: {}",
+        text.join("\n")
+    )))
+}
+
+/// `GET /models`, `/v1/models`, `/v1beta/models`: the providers' key checks. A key holding
+/// [`KEY_REFUSED`] (in whichever header the wire sends it) gets 401.
+pub(super) async fn list(headers: axum::http::HeaderMap) -> (axum::http::StatusCode, Json<Value>) {
+    let refused = ["authorization", "x-api-key", "x-goog-api-key"]
+        .iter()
+        .filter_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
+        .any(|v| v.contains(KEY_REFUSED));
+    if refused {
+        return (
+            axum::http::StatusCode::UNAUTHORIZED,
+            Json(
+                json!({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}),
+            ),
+        );
+    }
+    (
+        axum::http::StatusCode::OK,
+        Json(json!({"data": [], "models": []})),
+    )
+}
+
+/// The text blocks of a message, joined.
+fn text_of(message: &Value) -> String {
+    let blocks = message["content"].as_array().cloned().unwrap_or_default();
+    let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+    texts.join("\n")
+}
+
+/// What the scripted model answers to the last message.
+fn answer(last: &Value) -> Value {
+    let blocks = last["content"].as_array().cloned().unwrap_or_default();
+    let images = blocks.iter().filter(|b| b["type"] == "image").count();
+    if images > 0 {
+        return anthropic_text(&format!("I see {images} image(s): {}", text_of(last)));
+    }
+    if last["content"][0]["type"] == "tool_result" {
+        return anthropic_text(&format!(
+            "Tool said: {}",
+            last["content"][0]["content"].as_str().unwrap_or("")
+        ));
+    }
+    let text = text_of(last);
+    if let Some(fact) = text.strip_prefix("remember: ") {
+        return anthropic_tool_use("toolu_mem", "memory_write", json!({"content": fact}));
+    }
+    if let Some(said) = text.strip_prefix("mcp: ") {
+        return anthropic_tool_use("toolu_mcp", "demo__echo", json!({"text": said}));
+    }
+    if let Some(url) = text.strip_prefix("fetch: ") {
+        return anthropic_tool_use("toolu_fetch", "web_fetch", json!({"url": url}));
+    }
+    if let Some(args) = text.strip_prefix("schedule: ") {
+        let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
+        return anthropic_tool_use("toolu_sched", "schedule", args);
+    }
+    if text.contains("time") {
+        return anthropic_tool_use("toolu_e2e", "current_time", json!({"utc_offset": "UTC"}));
+    }
+    if text.contains("long") {
+        return anthropic_text(
+            &(0..120)
+                .map(|i| format!("Line {i:03} {}", "y".repeat(48)))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+    }
+    anthropic_text(&format!("You said: {text}"))
+}
