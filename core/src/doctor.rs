@@ -72,6 +72,13 @@ impl App {
         for note in self.unoffered_tools() {
             out.push(Check::new("settings", Status::Warn, note));
         }
+        for id in self.connectors_without_users() {
+            out.push(Check::new(
+                "settings",
+                Status::Warn,
+                format!("{id} has no allowed users and no owner: strangers get a pairing code that only `clawless pairing approve` can approve; set TELEGRAM_ALLOWED_USERS to your id"),
+            ));
+        }
         for c in self.connectors.values().filter(|c| c.token_set) {
             let name = format!("telegram {}", c.id);
             match c.bot.get_me().await {

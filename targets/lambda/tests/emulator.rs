@@ -4,8 +4,8 @@
 //! (each tap a separate invocation), crash recovery through the schedule, and the error reply
 //! of a failing model.
 //!
-//! The binary is `CLAWLESS_LAMBDA_BOOTSTRAP` when set (`.ci/run` points it at the release
-//! build), else the one cargo built for this test.
+//! The binary is `CLAWLESS_LAMBDA_BOOTSTRAP` when set (a release build, say), else the one
+//! cargo built for this test (what `.ci/run` runs).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

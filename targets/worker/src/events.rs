@@ -45,7 +45,9 @@ async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
         Ok(shell) => shell,
         Err(e) => {
             worker::console_error!("start-up failed: {e}");
-            return Response::error("not configured", 500);
+            // Said to the operator (what is missing names a binding or a setting, never a
+            // secret's value); the webhook answers Telegram only "not configured".
+            return Response::error(format!("not configured: {e}"), 500);
         }
     };
     let authorization = req.headers().get("authorization").ok().flatten();
