@@ -1,6 +1,7 @@
-//! The Exec port on this machine: `/bin/sh -c` in a directory under the Files root, in a
-//! process group of its own (so the timeout kills everything it started), with a scrubbed
-//! environment (none of this process's tokens, keys or secrets) and output capped.
+//! The Exec port on this machine: `/bin/sh -c` in a directory under the Files root, fenced in
+//! (see [`crate::fence`]: a PID namespace of its own where the machine allows, so the end of
+//! the command or its timeout ends everything it started; a scrubbed environment, none of
+//! this process's tokens, keys or secrets), output capped.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -9,11 +10,7 @@ use clawless_platform::files::normalize_dir;
 use clawless_platform::{async_trait, Exec, ExecOutput, ExecRequest, PortError};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-/// The variables a command gets, when this process has them. Everything else (bot tokens, API
-/// keys, the webhook secret, cloud credentials) stays out.
-pub const PASSED_ENV: &[&str] = &[
-    "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME", "TMPDIR",
-];
+use crate::fence;
 
 pub struct ShellExec {
     root: PathBuf,
@@ -69,36 +66,15 @@ async fn capped(mut from: impl AsyncRead + Unpin, max: usize) -> (Vec<u8>, bool)
     }
 }
 
-/// Kills process group `pgid` (`kill -KILL -- -PGID`: no unsafe code for a signal).
-async fn kill_group(pgid: u32) {
-    let _ = tokio::process::Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await;
-}
-
 #[async_trait]
 impl Exec for ShellExec {
     async fn run(&self, req: ExecRequest) -> Result<ExecOutput, PortError> {
         let dir = self.workdir(&req.workdir)?;
-        let mut cmd = tokio::process::Command::new("/bin/sh");
-        cmd.arg("-c")
-            .arg(&req.command)
-            .current_dir(&dir)
-            .env_clear()
-            .envs(
-                PASSED_ENV
-                    .iter()
-                    .filter_map(|k| Some((*k, std::env::var_os(k)?))),
-            )
+        let mut cmd = fence::command("/bin/sh", &["-c".into(), req.command.clone()], &[]);
+        cmd.current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         let mut child = cmd
             .spawn()
             .map_err(|e| PortError::unavailable(format!("cannot start /bin/sh: {e}")))?;
@@ -127,15 +103,11 @@ impl Exec for ShellExec {
         match tokio::time::timeout(req.timeout, output).await {
             // What the command left running in the background (`cmd &`) ends with it.
             Ok(done) => {
-                if pgid != 0 {
-                    kill_group(pgid).await;
-                }
+                fence::kill_group(pgid);
                 Ok(done)
             }
             Err(_) => {
-                if pgid != 0 {
-                    kill_group(pgid).await;
-                }
+                fence::kill_group(pgid);
                 Ok(ExecOutput {
                     timed_out: true,
                     ..ExecOutput::default()
@@ -237,6 +209,41 @@ mod tests {
         );
     }
 
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn nothing_it_started_outlives_it_not_even_through_setsid() {
+        assert!(
+            matches!(fence::fence(), fence::Fence::Namespace { .. }),
+            "this machine gives commands no PID namespace: {:?}",
+            fence::fence()
+        );
+        let root = temp_root();
+        let tag = format!("{}", 40_000 + std::process::id() % 20_000);
+        let command = format!(
+            "setsid sleep {tag} >/dev/null 2>&1 </dev/null & nohup sh -c 'sleep {tag}' >/dev/null 2>&1 & echo ok; ls /proc | grep -c '^[0-9]'"
+        );
+        let out = ShellExec::new(&root)
+            .run(req(&command, Duration::from_secs(10)))
+            .await
+            .unwrap();
+        let said = String::from_utf8(out.stdout).unwrap();
+        let mut lines = said.lines();
+        assert_eq!(lines.next(), Some("ok"), "{said}");
+        // Its /proc shows its own few processes, not this one's (nor its environment).
+        let seen: usize = lines.next().unwrap().trim().parse().unwrap();
+        assert!(seen < 10, "{seen} processes visible: {said}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let left = std::process::Command::new("pgrep")
+            .args(["-f", &format!("sleep {tag}")])
+            .output()
+            .unwrap();
+        assert!(
+            left.stdout.is_empty(),
+            "still running: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+    }
+
     #[tokio::test]
     async fn the_environment_holds_no_secret() {
         let root = temp_root();
@@ -259,7 +266,7 @@ mod tests {
         let names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
         for name in &names {
             assert!(
-                PASSED_ENV.contains(name) || ["PWD", "SHLVL", "_", "OLDPWD"].contains(name),
+                fence::PASSED_ENV.contains(name) || ["PWD", "SHLVL", "_", "OLDPWD"].contains(name),
                 "{name} was passed: {env}"
             );
         }

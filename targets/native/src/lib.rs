@@ -9,8 +9,9 @@
 //!   and starting it over when the file is new.
 //! - [`vecindex`]: the int8 in-memory mirror the Vectors port scans before an exact re-rank.
 //! - [`fs`]: the Files port over a directory; [`exec`]: the Exec port (`/bin/sh -c` in the
-//!   workspace, its process group killed at the timeout, a scrubbed environment);
-//!   [`program`]: programs it starts and speaks to in lines (MCP servers run locally).
+//!   workspace, output capped, killed at the timeout); [`program`]: programs it starts and
+//!   speaks to in lines (MCP servers run locally); [`fence`]: how both are fenced in (a PID
+//!   namespace of their own where the machine allows, a scrubbed environment).
 //! - Http and Clock come from `clawless_platform::native_io` (shared with the Lambda).
 //! - [`runner`]: drains lanes after the ack, sweeps on a timer, drains in-flight work on stop.
 //! - [`listen`]: the webhook listener: accept loop, timeouts, shutdown deadline.
@@ -28,6 +29,7 @@
 pub mod cli;
 pub mod conns;
 pub mod exec;
+pub mod fence;
 pub mod fs;
 pub mod index;
 pub mod init;

@@ -1,6 +1,7 @@
 //! Programs kept running and spoken to in lines (the Exec port's `start`): an MCP server run
-//! as a local program. No shell; the scrubbed environment of `exec` plus what the config
-//! passes; stderr into this process's log; killed with its process group when dropped.
+//! as a local program. No shell; fenced in as `exec`'s commands are (see [`crate::fence`]),
+//! with the config's variables added; stderr into this process's log; killed with all it
+//! started when dropped.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -11,8 +12,6 @@ use clawless_platform::{async_trait, PortError, Program};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
-
-use crate::exec::PASSED_ENV;
 
 /// A running program.
 pub struct LineProgram {
@@ -27,14 +26,11 @@ pub struct LineProgram {
 
 impl Drop for LineProgram {
     fn drop(&mut self) {
-        let Some(pid) = self
-            .group
-            .and_then(|g| rustix::process::Pid::from_raw(g as i32))
-        else {
+        let Some(pid) = self.group else {
             return;
         };
         // Gone already is fine: there is nothing left to stop.
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::Kill);
+        crate::fence::kill_group(pid);
     }
 }
 
@@ -47,21 +43,11 @@ pub fn start(
     let Some((program, args)) = argv.split_first() else {
         return Err(PortError::invalid("no program named"));
     };
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .current_dir(dir)
-        .env_clear()
-        .envs(
-            PASSED_ENV
-                .iter()
-                .filter_map(|k| Some((*k, std::env::var_os(k)?))),
-        )
-        .envs(env.iter().map(|(k, v)| (k, v)))
+    let mut cmd = crate::fence::command(program, args, env);
+    cmd.current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(Stdio::inherit());
     let mut child = cmd
         .spawn()
         .map_err(|e| PortError::unavailable(format!("cannot start {program}: {e}")))?;

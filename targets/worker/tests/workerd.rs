@@ -109,7 +109,7 @@ async fn the_menu_is_set_once_and_setup_sets_the_webhook() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let report: Value = r.json().await.unwrap();
+    let report: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
     assert_eq!(report["ok"], true, "{report}");
     let set = calls("setWebhook");
     assert_eq!(set.len(), 1);
