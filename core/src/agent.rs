@@ -33,6 +33,8 @@ pub struct Agent {
     pub skills: Option<Arc<crate::skills::Offer>>,
     /// Its MCP servers, whose tools join `tools` for each turn (see [`Agent::toolset`]).
     pub mcp: Vec<Arc<crate::mcp::McpServer>>,
+    /// The assistant's own secrets: a tool call carrying one is refused before it runs.
+    pub secrets: crate::secret::Secrets,
 }
 
 /// What a run may use beyond its state.
@@ -459,6 +461,13 @@ impl Agent {
                 true,
             );
         };
+        if self.secrets.found_in(&input) {
+            tracing::warn!(tool = %name, "tool call refused: its arguments hold one of the assistant's secrets");
+            return (
+                format!("Refused: the arguments of {name} hold one of the assistant's own secrets (its bot token, a key or a password), which never leave it. Do not try again with it."),
+                true,
+            );
+        }
         let timeout = tool
             .time_limit()
             .unwrap_or(Duration::from_secs(self.config.tool_timeout_secs));

@@ -126,6 +126,7 @@ impl App {
             platform.clock.clone(),
             env.names_set(),
         ));
+        let secrets = env.secrets();
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         // Filled once every agent is built: the spawn tools look agents up in it.
         let spawn = crate::spawn::SpawnDeps {
@@ -175,6 +176,7 @@ impl App {
                             ))
                         })
                         .collect(),
+                    secrets: secrets.clone(),
                 }),
             );
         }

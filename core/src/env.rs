@@ -40,6 +40,25 @@ impl Env {
     pub fn secret(&self, key: &str) -> Secret {
         Secret::new(self.get(key).unwrap_or(""))
     }
+
+    /// The values of every set variable named like a secret (`*_KEY`, `*_TOKEN`, `*SECRET*`,
+    /// `*PASSWORD*`): the bot tokens, provider and search keys, the webhook secret, the admin
+    /// token, cloud credentials.
+    pub fn secrets(&self) -> crate::secret::Secrets {
+        let named_like_one = |k: &str| {
+            let k = k.to_ascii_uppercase();
+            k.ends_with("_KEY")
+                || k.ends_with("_TOKEN")
+                || k.contains("SECRET")
+                || k.contains("PASSWORD")
+        };
+        crate::secret::Secrets::new(
+            self.0
+                .iter()
+                .filter(|(k, _)| named_like_one(k))
+                .map(|(_, v)| Secret::new(v.trim())),
+        )
+    }
 }
 
 impl std::fmt::Debug for Env {

@@ -108,6 +108,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
         clock,
         skills: None,
         mcp: vec![],
+        secrets: Default::default(),
     }
 }
 

@@ -147,6 +147,7 @@ impl Spawn {
             tools,
             clock: of.clock.clone(),
             skills: None,
+            secrets: of.secrets.clone(),
         })
     }
 

@@ -1,6 +1,6 @@
-//! The Files port over a directory. Paths are checked by the port's `normalize`, and no
-//! component on the way may be a symlink (whether it points outside the root or not), so
-//! nothing escapes the root: reading, writing, appending, listing and deleting through a link
+//! The Files port over a directory. Paths are checked by the port's `normalize`, no
+//! component on the way may be a symlink (whether it points outside the root or not), and no
+//! file may have a second hard link, so nothing escapes the root: reading, writing, appending, listing and deleting through a link
 //! are `Invalid`, and a listing skips links. Nothing the assistant does creates a link, so a
 //! link is there only if someone with the machine put it there; the check runs before each
 //! call (a link swapped in during a call is outside this guard: that someone could write the
@@ -22,7 +22,9 @@ impl FsFiles {
         Ok(Self { root })
     }
 
-    /// The on-disk path for a port path, refusing symlinks below the root.
+    /// The on-disk path for a port path, refusing symlinks below the root and a file with
+    /// another hard link (a name planted for a file elsewhere, `ln /etc/shadow notes.md`:
+    /// nothing the assistant writes has a second link).
     fn resolve(&self, rel: &str) -> Result<PathBuf, PortError> {
         let mut path = self.root.clone();
         for seg in rel.split('/') {
@@ -31,6 +33,12 @@ impl FsFiles {
                 if meta.file_type().is_symlink() {
                     return Err(PortError::invalid(format!(
                         "{rel:?} passes through a symlink"
+                    )));
+                }
+                #[cfg(unix)]
+                if meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+                    return Err(PortError::invalid(format!(
+                        "{rel:?} has another hard link: a name for a file elsewhere"
                     )));
                 }
             }

@@ -146,27 +146,42 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::Invalid);
     }
 
-    /// Whether `pid` runs (a zombie waiting for its reaper does not).
-    fn running(pid: &str) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            stat.rsplit(')')
-                .next()
-                .is_some_and(|s| !s.starts_with(" Z"))
+    /// Whether a process whose command line holds `marker` runs (a zombie does not). By
+    /// command line, not pid: a fenced program sees pids of its own namespace.
+    fn running(marker: &str) -> bool {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        entries.flatten().any(|e| {
+            let dir = e.path();
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            let zombie = std::fs::read_to_string(dir.join("stat"))
+                .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|s| s.starts_with(" Z")));
+            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").trim() == marker
         })
     }
 
     #[tokio::test]
     async fn what_the_program_started_is_killed_with_it() {
-        let p = sh("sleep 300 & echo $!; while read l; do :; done");
-        let grandchild = p.next_line(WAIT, 100).await.unwrap();
-        assert!(running(&grandchild));
+        // Also what it detached with setsid.
+        let marker = format!("sleep {}", 300_000 + std::process::id() % 50_000);
+        let p = sh(&format!(
+            "{marker} & setsid {marker} & echo started; while read l; do :; done"
+        ));
+        assert_eq!(p.next_line(WAIT, 100).await.unwrap(), "started");
+        let mut waited = Duration::ZERO;
+        while !running(&marker) && waited < WAIT {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            waited += Duration::from_millis(20);
+        }
+        assert!(running(&marker));
         drop(p);
         let mut waited = Duration::ZERO;
-        while running(&grandchild) && waited < WAIT {
+        while running(&marker) && waited < WAIT {
             tokio::time::sleep(Duration::from_millis(50)).await;
             waited += Duration::from_millis(50);
         }
-        assert!(!running(&grandchild), "the program's own child outlived it");
+        assert!(!running(&marker), "what the program started outlived it");
     }
 
     #[tokio::test]

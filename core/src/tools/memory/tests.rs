@@ -153,6 +153,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         clock,
         skills: None,
         mcp: vec![],
+        secrets: Default::default(),
     };
     let out =
         block_on(agent.run_turn(&[], ChatMessage::user_text("remember"), &ctx(), "")).unwrap();

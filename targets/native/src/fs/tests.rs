@@ -116,6 +116,22 @@ fn a_link_to_a_file_outside_is_refused() {
 }
 
 #[test]
+fn a_hard_link_to_a_file_outside_is_refused() {
+    let (dir, fs) = setup("hardlink");
+    std::fs::hard_link(dir.join("outside/secret.txt"), dir.join("root/notes.md")).unwrap();
+    let before = snapshot(&dir);
+    invalid(block_on(fs.read("notes.md")), "read");
+    invalid(block_on(fs.append("notes.md", b"pwned")), "append");
+    invalid(block_on(fs.write("notes.md", b"pwned")), "write");
+    assert_eq!(snapshot(&dir), before);
+    assert_eq!(
+        std::fs::read(dir.join("outside/secret.txt")).unwrap(),
+        std::fs::read(dir.join("root/notes.md")).unwrap(),
+        "the file outside is untouched"
+    );
+}
+
+#[test]
 fn a_link_inside_the_root_is_refused_too() {
     let (dir, fs) = setup("inside");
     block_on(fs.write("real/a.txt", b"a")).unwrap();
