@@ -306,41 +306,60 @@ fn core_never_reads_env_or_the_clock_sleeps_or_spawns() {
     }
 }
 
+/// Every Kv key prefix, read from the table that opens `core/src/keys.rs` (its first column:
+/// `inbox/<lane>/<update_id:020>` → `inbox/`), so a new prefix is checked once it is listed.
+fn kv_prefixes() -> Vec<String> {
+    let keys = std::fs::read_to_string(root().join("core/src/keys.rs")).unwrap();
+    let mut out = Vec::new();
+    for line in keys.lines().filter(|l| l.starts_with("//! | `")) {
+        let first_cell = line
+            .trim_start_matches("//! |")
+            .split(" | ")
+            .next()
+            .unwrap_or("");
+        for item in first_cell.split('`').skip(1).step_by(2) {
+            if let Some(end) = item.find('/') {
+                out.push(item[..=end].to_owned());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn the_kv_prefixes_come_from_the_keys_table() {
+    let prefixes = kv_prefixes();
+    for p in [
+        "inbox/",
+        "compacted/",
+        "model/",
+        "agent/",
+        "preview/",
+        "menu/",
+        "sched-due/",
+    ] {
+        assert!(
+            prefixes.iter().any(|q| q == p),
+            "{p} missing from {prefixes:?}"
+        );
+    }
+    assert!(prefixes.len() >= 25, "{prefixes:?}");
+}
+
 #[test]
 fn kv_keys_are_built_only_in_the_keys_module() {
     let mut files = Vec::new();
     rust_files(&root().join("core/src"), &mut files);
-    let prefixes = [
-        "inbox/",
-        "seen/",
-        "lease/",
-        "stranger/",
-        "pairing/",
-        "paired/",
-        "botinfo/",
-        "session/",
-        "summarized/",
-        "consolidation/",
-        "consolidating/",
-        "consolidated/",
-        "memscope/",
-        "memidx/",
-        "poll/",
-        "grant/",
-        "usage/",
-        "audit/",
-        "sched/",
-        "sched-due/",
-        "sched-seq/",
-        "tz/",
-    ];
+    let prefixes = kv_prefixes();
     for f in files {
         // Tests may spell keys out to check what is stored; the keys module builds them.
         if f.ends_with("keys.rs") || f.ends_with("tests.rs") {
             continue;
         }
         let text = std::fs::read_to_string(&f).unwrap();
-        for p in prefixes {
+        for p in &prefixes {
             assert!(
                 !text.contains(&format!("\"{p}")),
                 "{} spells the Kv key prefix {p:?}: build it in core/src/keys.rs",

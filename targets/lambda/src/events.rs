@@ -178,38 +178,18 @@ fn base64_decoded_len(text: &str) -> usize {
     symbols * 3 / 4
 }
 
-/// Standard base64 with padding; `None` on any other character.
+/// Standard base64 (padding optional, whitespace skipped), by the `base64` crate; `None` on
+/// anything else.
 pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let bytes: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    let trimmed = bytes
-        .iter()
-        .rposition(|&c| c != b'=')
-        .map_or(&bytes[..0], |i| &bytes[..=i]);
-    let mut out = Vec::with_capacity(trimmed.len() * 3 / 4);
-    for chunk in trimmed.chunks(4) {
-        let mut n = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            n |= val(c)? << (18 - 6 * i);
-        }
-        let take = match chunk.len() {
-            4 => 3,
-            3 => 2,
-            2 => 1,
-            _ => return None,
-        };
-        out.extend_from_slice(&n.to_be_bytes()[1..1 + take]);
-    }
-    Some(out)
+    use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+    use base64::engine::DecodePaddingMode;
+    use base64::Engine;
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    let compact: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    LENIENT.decode(compact).ok()
 }
 
 #[cfg(test)]
@@ -222,6 +202,8 @@ mod tests {
         assert_eq!(base64_decode("e30=").unwrap(), b"{}");
         assert_eq!(base64_decode("YQ==").unwrap(), b"a");
         assert!(base64_decode("*").is_none());
+        assert_eq!(base64_decode("e30").unwrap(), b"{}", "padding left out");
+        assert_eq!(base64_decode("aGVs\nbG8=").unwrap(), b"hello");
         for text in ["aGVsbG8gd29ybGQ=", "e30=", "YQ==", "YWI=", "YWJj", ""] {
             assert_eq!(
                 base64_decoded_len(text),
