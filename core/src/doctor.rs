@@ -228,7 +228,7 @@ fn webhook_check(name: String, info: &Value, delivery: Delivery, now_ms: u64) ->
             ),
         };
     }
-    // Only where the URL leaves the host: the path names the connector, never a secret.
+    // Shown without its query: the path names the connector; the secret travels in a header.
     let shown = url.split('?').next().unwrap_or(url);
     let error_at = info.get("last_error_date").and_then(Value::as_i64);
     let message = info

@@ -77,6 +77,17 @@ pub const SEND_502_ONCE: &str = "send fails once with 502";
 pub const SEND_429_ONCE: &str = "send fails once with 429";
 
 impl Fakes {
+    /// The bodies of the Bot API calls of `method` answered so far, in order.
+    pub fn calls_of(&self, method: &str) -> Vec<Value> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+
     pub fn sent(&self) -> Vec<Value> {
         self.calls
             .lock()

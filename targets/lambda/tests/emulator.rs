@@ -298,15 +298,7 @@ async fn the_menu_is_set_once_and_setup_sets_the_webhook() {
         &llm,
         &[("CLAWLESS_ADMIN_TOKEN", admin)],
     );
-    let calls = |method: &str| {
-        f.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(m, _)| m == method)
-            .map(|(_, b)| b.clone())
-            .collect::<Vec<_>>()
-    };
+    let calls = |method: &str| f.calls_of(method);
     let scheduled: Value = serde_json::from_str(common::SCHEDULED).unwrap();
     assert_eq!(emu.invoke(scheduled.clone()).await["swept"], true);
     assert_eq!(

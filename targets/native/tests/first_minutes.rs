@@ -251,15 +251,7 @@ async fn any_one_provider_key_answers() {
 async fn the_command_menu_is_set_once_per_change() {
     let (f, tg, llm_url) = fakes().await;
     let data = common::temp_dir("menu");
-    let menus = || {
-        f.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(m, _)| m == "setMyCommands")
-            .map(|(_, b)| b.clone())
-            .collect::<Vec<_>>()
-    };
+    let menus = || f.calls_of("setMyCommands");
     let bot = Bot::spawn(
         clawless(&data, &tg, &llm_url).stdout(Stdio::null()),
         String::new(),

@@ -84,15 +84,7 @@ async fn the_menu_is_set_once_and_setup_sets_the_webhook() {
     let mut vars = bot_vars(&tg, &llm);
     vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN_TOKEN);
     let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", vars, false);
-    let calls = |method: &str| {
-        f.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(m, _)| m == method)
-            .map(|(_, b)| b.clone())
-            .collect::<Vec<_>>()
-    };
+    let calls = |method: &str| f.calls_of(method);
     for _ in 0..2 {
         let outcome = mf.control("scheduled", "").await;
         assert_eq!(outcome["outcome"], "ok", "{outcome}");
