@@ -1,7 +1,8 @@
-//! The background drainer: lanes named by the ack path are drained on tokio tasks, a timer
-//! runs the scheduled job (`App::scheduled`: retries and leftovers, expired Kv rows, memory
-//! files edited by hand), another wakes at the next reminder's second (`App::fire_due`), and
-//! shutdown waits for work in flight.
+//! The background drainer: lanes named by the ack path are drained on tokio tasks, a lane
+//! whose head waits for a retry is drained again at the time the core gave (3, 6, 12 s
+//! after failures, not at the next sweep), a timer runs the scheduled job (`App::scheduled`:
+//! leftovers, expired Kv rows, memory files edited by hand), another wakes at the next
+//! reminder's second (`App::fire_due`), and shutdown waits for work in flight.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,6 +36,32 @@ pub fn new(app: Arc<App>) -> (Kicker, Runner) {
     (Kicker { tx }, Runner { rx, app })
 }
 
+/// Lanes waiting for a retry, each with when it is due: drained again then.
+#[derive(Default)]
+struct Retries(Vec<(tokio::time::Instant, Lane)>);
+
+impl Retries {
+    /// Keeps the earliest time asked for a lane.
+    fn add(&mut self, lane: Lane, at: tokio::time::Instant) {
+        match self.0.iter_mut().find(|(_, l)| *l == lane) {
+            Some(entry) => entry.0 = entry.0.min(at),
+            None => self.0.push((at, lane)),
+        }
+    }
+
+    fn next(&self) -> Option<tokio::time::Instant> {
+        self.0.iter().map(|(at, _)| *at).min()
+    }
+
+    /// The lanes due by now, taken out.
+    fn take_due(&mut self) -> Vec<Lane> {
+        let now = tokio::time::Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = self.0.drain(..).partition(|(at, _)| *at <= now);
+        self.0 = later;
+        due.into_iter().map(|(_, lane)| lane).collect()
+    }
+}
+
 impl Runner {
     /// Runs until `stop` resolves, then waits up to `grace` for drains in flight. Pending work
     /// stays in the inbox for the next start.
@@ -52,16 +79,21 @@ impl Runner {
         // that set one tells us through its drain.
         let (due_tx, mut due_rx) = mpsc::unbounded_channel::<Option<u64>>();
         let mut next_fire: Option<tokio::time::Instant> = None;
+        // Lanes whose drain said when to try again.
+        let (retry_tx, mut retry_rx) = mpsc::unbounded_channel::<(Lane, u64)>();
+        let mut retries = Retries::default();
         tokio::pin!(stop);
         loop {
             tokio::select! {
                 _ = &mut stop => break,
                 Some(lane) = self.rx.recv() => {
-                    let (app, due) = (self.app.clone(), due_tx.clone());
-                    tasks.spawn(async move {
-                        drain(&app, &lane).await;
-                        let _ = due.send(app.next_due().await);
-                    });
+                    spawn_drain(&mut tasks, &self.app, lane, &due_tx, &retry_tx);
+                }
+                Some((lane, at)) = retry_rx.recv() => retries.add(lane, instant_of(at)),
+                _ = tokio::time::sleep_until(retries.next().unwrap_or(next_sweep)), if retries.next().is_some() => {
+                    for lane in retries.take_due() {
+                        spawn_drain(&mut tasks, &self.app, lane, &due_tx, &retry_tx);
+                    }
                 }
                 _ = tokio::time::sleep_until(next_sweep) => {
                     let (app, due) = (self.app.clone(), due_tx.clone());
@@ -103,10 +135,35 @@ fn instant_of(at_ms: u64) -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_millis(at_ms.saturating_sub(now_ms))
 }
 
-async fn drain(app: &App, lane: &Lane) {
+/// Drains `lane` on a task of `tasks`; then reports when the lane waits for a retry (to
+/// `retry`) and when the next reminder is due (to `due`).
+fn spawn_drain(
+    tasks: &mut JoinSet<()>,
+    app: &Arc<App>,
+    lane: Lane,
+    due: &mpsc::UnboundedSender<Option<u64>>,
+    retry: &mpsc::UnboundedSender<(Lane, u64)>,
+) {
+    let (app, due, retry) = (app.clone(), due.clone(), retry.clone());
+    tasks.spawn(async move {
+        if let Some(at) = drain(&app, &lane).await {
+            let _ = retry.send((lane, at));
+        }
+        let _ = due.send(app.next_due().await);
+    });
+}
+
+/// Drains `lane`; when its head waits for a retry, when that is (ms since the epoch).
+async fn drain(app: &App, lane: &Lane) -> Option<u64> {
     match app.drain(lane).await {
-        Ok(Drained::RetryAt(at)) => tracing::info!(%lane, retry_at = at, "lane waits for a retry"),
-        Ok(_) => {}
-        Err(e) => tracing::warn!(%lane, error = %e, "drain failed; the sweep will retry"),
+        Ok(Drained::RetryAt(at)) => {
+            tracing::info!(%lane, retry_at = at, "lane waits for a retry");
+            Some(at)
+        }
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(%lane, error = %e, "drain failed; the sweep will retry");
+            None
+        }
     }
 }

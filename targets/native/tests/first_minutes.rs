@@ -373,3 +373,44 @@ async fn doctor_names_each_failure() {
     assert_eq!(code, Some(1), "a wrong admin token");
     drop(bot);
 }
+
+/// A model that keeps failing: the native runner retries the turn when the core says (the
+/// inbox's 3, 6, 12 s), not at the next 15 s sweep, then tells the user. Each drain attempt
+/// is a cluster of model requests (the chain's own tries, 1 s then 2 s apart); the gaps
+/// between clusters are the inbox's backoff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_turn_is_retried_on_its_schedule() {
+    let (f, tg, llm) = fakes().await;
+    let data = common::temp_dir("retry-schedule");
+    f.updates
+        .lock()
+        .unwrap()
+        .push(text_update(700, "model down please"));
+    let _bot = Bot::spawn(
+        clawless(&data, &tg, &llm).stdout(Stdio::null()),
+        String::new(),
+    );
+    let mut seen: Vec<Instant> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while f.sent_to(OWNER_ID).is_empty() {
+        assert!(Instant::now() < deadline, "no error reply within a minute");
+        let n = f.llm_count("model down please");
+        while seen.len() < n {
+            seen.push(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let gaps: Vec<f64> = seen
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .filter(|g| *g > 2.6)
+        .collect();
+    println!("gaps between drain attempts: {gaps:?} s");
+    assert_eq!(gaps.len(), 3, "four drain attempts: {gaps:?}");
+    for (gap, want) in gaps.iter().zip([3.0, 6.0, 12.0]) {
+        assert!(
+            (gap - want).abs() <= 1.0,
+            "a retry {gap:.2} s after the failure, not {want} s: {gaps:?}"
+        );
+    }
+}
