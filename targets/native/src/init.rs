@@ -152,19 +152,20 @@ async fn wait_for_start(io: &mut Io<'_>, bot: &BotApi, name: &str) -> Result<i64
     let started = Instant::now();
     let mut offset = 0i64;
     while started.elapsed() < WAIT_FOR_START {
-        let updates = bot
-            .call(
-                "getUpdates",
-                json!({"offset": offset, "timeout": 20, "allowed_updates": ["message"]}),
-            )
-            .await?;
-        for u in updates.as_array().into_iter().flatten() {
+        let updates = match bot.get_updates(offset, 20).await {
+            Ok(updates) => updates,
+            // A blip on the way to Telegram does not end a set-up that waits for a person.
+            Err(e) if e.is_transient() => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        for u in &updates {
             offset = offset.max(u["update_id"].as_i64().unwrap_or(0) + 1);
             if let Some(owner) = start_sender(u) {
                 // Marks what was read as handled, so the bot does not answer it later.
-                let _ = bot
-                    .call("getUpdates", json!({"offset": offset, "timeout": 0}))
-                    .await;
+                let _ = bot.get_updates(offset, 0).await;
                 let who = describe(&u["message"]["from"]);
                 io.say(&format!("Found you: {who}, id {owner}. You are the owner."))?;
                 let _ = bot
