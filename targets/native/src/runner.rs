@@ -82,6 +82,7 @@ impl Runner {
         // Lanes whose drain said when to try again.
         let (retry_tx, mut retry_rx) = mpsc::unbounded_channel::<(Lane, u64)>();
         let mut retries = Retries::default();
+        let (sweep_tx, mut sweep_rx) = mpsc::unbounded_channel::<u64>();
         tokio::pin!(stop);
         loop {
             tokio::select! {
@@ -90,15 +91,20 @@ impl Runner {
                     spawn_drain(&mut tasks, &self.app, lane, &due_tx, &retry_tx);
                 }
                 Some((lane, at)) = retry_rx.recv() => retries.add(lane, instant_of(at)),
+                Some(at) = sweep_rx.recv() => next_sweep = next_sweep.min(instant_of(at)),
                 _ = tokio::time::sleep_until(retries.next().unwrap_or(next_sweep)), if retries.next().is_some() => {
                     for lane in retries.take_due() {
                         spawn_drain(&mut tasks, &self.app, lane, &due_tx, &retry_tx);
                     }
                 }
                 _ = tokio::time::sleep_until(next_sweep) => {
-                    let (app, due) = (self.app.clone(), due_tx.clone());
+                    let (app, due, sweep) = (self.app.clone(), due_tx.clone(), sweep_tx.clone());
                     tasks.spawn(async move {
-                        app.scheduled().await;
+                        // The sweep drains lanes too (a kicked lane may have been drained
+                        // by it first): the next sweep comes no later than the retry it saw.
+                        if let Some(at) = app.scheduled().await {
+                            let _ = sweep.send(at);
+                        }
                         let _ = due.send(app.next_due().await);
                     });
                     next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
