@@ -52,7 +52,29 @@ pub struct RunOptions<'a> {
     pub report: Option<&'a Report>,
     /// No model call starts once the run has used this many tokens (a sub-agent's budget).
     pub max_tokens: Option<u64>,
+    /// Where the run is kept after every step, so a turn resumed after a crash goes on from
+    /// its last step (see [`Saver`]).
+    pub saver: Option<&'a dyn Saver>,
 }
+
+/// Keeps a run's state between its steps: after each model response and each tool result,
+/// and before a call that must not run twice ([`crate::tools::Tool::rerunnable`]), whose
+/// save is the ledger entry that says it began.
+#[async_trait::async_trait]
+pub trait Saver: Send + Sync {
+    /// Keeps `state`. With `fenced`, the caller must first make sure it still holds the turn
+    /// (a call that must not run twice comes next). `Err(Lost)`: another worker holds the
+    /// turn; the run stops at once, doing and writing nothing more. Any other failure to
+    /// keep it is the saver's to log: the run goes on.
+    async fn save(&self, state: &RunState, fenced: bool) -> Result<(), Lost>;
+}
+
+/// Another worker holds the turn (see [`Saver`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lost;
+
+/// What the model is told of a call that began before a crash and cannot safely run again.
+pub const UNKNOWN_OUTCOME: &str = "The outcome of this call is unknown: the assistant restarted while it ran, so it may or may not have taken effect. It was not run again. Check its effect if you can before deciding whether to repeat it.";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutput {
@@ -72,9 +94,11 @@ pub enum Step {
     Done(TurnOutput),
     /// `call` needs an approval; nothing of its round has run.
     Ask {
-        state: RunState,
+        state: Box<RunState>,
         call: PendingCall,
     },
+    /// Another worker took the turn over (see [`Saver`]); nothing more was done.
+    Lost,
 }
 
 /// A run that ended on a failed model call: the error, and the state with what the run did
@@ -107,7 +131,10 @@ impl Agent {
         {
             Step::Done(out) => Ok(out),
             // Unreachable with `closing` set; refuse rather than panic.
-            Step::Ask { state, .. } => Ok(Agent::cancel(state, "Stopped: this needs an approval.")),
+            Step::Ask { state, .. } => {
+                Ok(Agent::cancel(*state, "Stopped: this needs an approval."))
+            }
+            Step::Lost => Err(LlmError::Transient("the turn was taken over".into())),
         }
     }
 
@@ -146,6 +173,9 @@ impl Agent {
             recorded: Tally::default(),
             log: Vec::new(),
             logged: 0,
+            results: Vec::new(),
+            running: None,
+            unsure: Default::default(),
         }
     }
 
@@ -249,6 +279,9 @@ impl Agent {
                 );
                 let answered = response.message.tool_uses().next().is_none();
                 state.messages.push(response.message);
+                if !answered && save(&opts, &state, false).await.is_err() {
+                    return Ok(Step::Lost);
+                }
                 if answered {
                     let reply = state
                         .messages
@@ -280,18 +313,29 @@ impl Agent {
             // Every approval of the round first: nothing runs until all are answered.
             let mut rules = Vec::with_capacity(calls.len());
             for (id, name, input) in &calls {
+                if state.result_of(id).is_some() || state.running.as_deref() == Some(id) {
+                    // Done (or begun) before a crash: neither asked about nor run again.
+                    rules.push(Rule::Allow);
+                    continue;
+                }
                 // A tool this agent does not have is not asked about: the call gets the
                 // "unknown tool" error (found by fuzzing: a made-up 4,000-character name
                 // reached the approval message).
                 let level = registry
                     .get(name)
                     .map_or(Level::Unsafe, |t| t.level_for(ctx, input));
-                let rule = match registry.get(name) {
+                let mut rule = match registry.get(name) {
                     Some(_) => self.rule(name, level),
                     None => Rule::Allow,
                 };
+                // A crash left an earlier call of this tool with an unknown outcome: an
+                // unsafe one is the user's to decide again, whatever the policy or grant.
+                let unsure = level == Level::Unsafe && state.unsure.contains(name);
+                if unsure && rule != Rule::Deny {
+                    rule = Rule::Ask;
+                }
                 if rule == Rule::Ask
-                    && !ctx.granted.contains(name)
+                    && (unsure || !ctx.granted.contains(name))
                     && !state.verdicts.contains_key(id)
                 {
                     if let Some(closing) = state.closing {
@@ -303,13 +347,18 @@ impl Agent {
                             input: input.clone(),
                             level,
                         };
-                        return Ok(Step::Ask { state, call });
+                        return Ok(Step::Ask {
+                            state: Box::new(state),
+                            call,
+                        });
                     }
                 }
                 rules.push(rule);
             }
-            let mut results = Vec::with_capacity(calls.len());
             for ((id, name, input), rule) in calls.into_iter().zip(rules) {
+                if state.result_of(&id).is_some() {
+                    continue;
+                }
                 let verdict = state.verdicts.get(&id).copied();
                 let refusal = match rule {
                     Rule::Deny => Some(format!(
@@ -333,11 +382,20 @@ impl Agent {
                     .map_or(Level::Unsafe, |t| t.level_for(ctx, &input));
                 let started = self.clock.now_ms();
                 let report = Report::default();
+                let tool = registry.get(&name);
+                let interrupted = state.running.as_deref() == Some(id.as_str());
                 let (content, is_error) = match refusal {
                     Some(text) => (text, true),
+                    None if interrupted && !tool.is_some_and(|t| t.rerunnable(&input)) => {
+                        decision = "unknown after a restart";
+                        state.unsure.insert(name.clone());
+                        (UNKNOWN_OUTCOME.to_owned(), true)
+                    }
                     None => {
                         let count = state.seen.entry(format!("{name}\u{0}{input}")).or_default();
-                        *count += 1;
+                        if !interrupted {
+                            *count += 1;
+                        }
                         if *count > MAX_IDENTICAL_CALLS {
                             decision = "repeated";
                             ("This exact call was already made twice in this turn; it was not run again. Use the earlier results.".to_owned(), true)
@@ -345,8 +403,20 @@ impl Agent {
                             // A sub-agent may spend only what the cap still leaves.
                             let ctx = &ToolContext {
                                 budget: budget.map(|left| state.left_of(left)),
+                                call: match ctx.call.is_empty() {
+                                    true => String::new(),
+                                    false => format!("{}:{}:{id}", ctx.call, state.round),
+                                },
                                 ..ctx.clone()
                             };
+                            // The ledger entry of a call that must not run twice: kept
+                            // (under the turn's fence) before it begins.
+                            if !tool.is_some_and(|t| t.rerunnable(&input)) {
+                                state.running = Some(id.clone());
+                                if save(&opts, &state, true).await.is_err() {
+                                    return Ok(Step::Lost);
+                                }
+                            }
                             self.call_tool(&registry, ctx, &name, input, &report).await
                         }
                     }
@@ -369,12 +439,17 @@ impl Agent {
                     },
                     opts.report,
                 );
-                results.push(Block::ToolResult {
+                state.results.push(Block::ToolResult {
                     tool_use_id: id,
                     content,
                     is_error,
                 });
+                state.running = None;
+                if save(&opts, &state, false).await.is_err() {
+                    return Ok(Step::Lost);
+                }
             }
+            let results = state.round_results();
             state.messages.push(ChatMessage {
                 role: Role::User,
                 content: results,
@@ -385,6 +460,7 @@ impl Agent {
     /// Ends a turn without another model call (`/stop`): every call still waiting is closed
     /// with `why`, which is also the reply.
     pub fn cancel(mut state: RunState, why: &str) -> TurnOutput {
+        state.running = None;
         let open: Vec<String> = match state.messages.last() {
             Some(m) if m.role == Role::Assistant => {
                 m.tool_uses().map(|(id, _, _)| id.to_owned()).collect()
@@ -396,14 +472,19 @@ impl Agent {
                 role: Role::User,
                 content: open
                     .into_iter()
-                    .map(|id| Block::ToolResult {
-                        tool_use_id: id,
-                        content: why.to_owned(),
-                        is_error: true,
+                    .map(|id| match state.result_of(&id) {
+                        // Ran before the turn stopped: its result stands.
+                        Some(done) => done.clone(),
+                        None => Block::ToolResult {
+                            tool_use_id: id,
+                            content: why.to_owned(),
+                            is_error: true,
+                        },
                     })
                     .collect(),
             });
         }
+        state.results.clear();
         state.closed_with(why.to_owned())
     }
 
@@ -484,6 +565,14 @@ impl Agent {
                 true,
             ),
         }
+    }
+}
+
+/// Keeps `state` through `opts.saver`, if any.
+async fn save(opts: &RunOptions<'_>, state: &RunState, fenced: bool) -> Result<(), Lost> {
+    match opts.saver {
+        Some(saver) => saver.save(state, fenced).await,
+        None => Ok(()),
     }
 }
 

@@ -288,6 +288,7 @@ impl App {
             origin: None,
             depth: 0,
             budget: None,
+            call: String::new(),
         };
         conn.default_agent()
             .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)

@@ -55,6 +55,10 @@ pub struct Job {
     /// The turn, stopped at a call that waits for an approval (see `turn/approval.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspended: Option<Box<Suspended>>,
+    /// The turn in progress, kept after each of its steps (see `turn/progress.rs`): a drain
+    /// after a crash goes on from here, repeating no model call or tool call that finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<Box<RunState>>,
     /// A reminder's firing (see [`crate::schedule`]): `update` is then a message the bot
     /// made up in the reminder's chat, never one from Telegram, and its id is negative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,6 +89,7 @@ impl Job {
             not_before_ms: 0,
             checkpoint: None,
             suspended: None,
+            running: None,
             fire: Some(fire),
             accepted_ms,
             media: None,
@@ -403,6 +408,7 @@ mod tests {
             not_before_ms: 0,
             checkpoint: None,
             suspended: None,
+            running: None,
             fire: None,
             accepted_ms: 0,
             media: None,

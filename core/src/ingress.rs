@@ -194,6 +194,7 @@ impl App {
             not_before_ms: 0,
             checkpoint: None,
             suspended: None,
+            running: None,
             fire: None,
             accepted_ms: self.platform.clock.now_ms(),
             media: None,

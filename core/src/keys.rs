@@ -30,6 +30,7 @@
 //! | `model/<connector>/<chat>` | the model a chat chose with `/model` (`provider/model`) | turn |
 //! | `agent/<session key>` | the agent a conversation chose with `/agent` | turn |
 //! | `preview/<connector>/<chat>/<message>` | the placeholder a group's streamed reply to a message edits, a day | turn |
+//! | `call/<turn>:<round>:<call id>` | what a tool call that must happen once did (a reminder's id, then "done"), two days | schedule |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
 
@@ -195,6 +196,11 @@ pub fn parse_due(key: &str) -> Option<(u64, ConnectorId, i64, u64)> {
     let chat = back.next()?.parse().ok()?;
     let connector = back.next()?;
     Some((at.parse().ok()?, ConnectorId::new(connector), chat, id))
+}
+
+/// A tool call's claim, by its durable name ([`crate::tools::ToolContext::call`]).
+pub fn tool_call(call: &str) -> String {
+    format!("call/{call}")
 }
 
 pub fn reminder_ids(connector: &ConnectorId) -> String {

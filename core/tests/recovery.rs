@@ -293,6 +293,7 @@ fn an_update_accepted_while_the_drainer_lets_go_is_not_stranded() {
             not_before_ms: 0,
             checkpoint: None,
             suspended: None,
+            running: None,
             fire: None,
             accepted_ms: 0,
             media: None,

@@ -2,14 +2,14 @@
 //! approval can resume in another process; the [`PendingCall`] it waits on and the
 //! [`Verdict`] that answers it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::TurnOutput;
 use crate::audit::Step as AuditStep;
-use crate::llm::{ChatMessage, Role};
+use crate::llm::{Block, ChatMessage, Role};
 use crate::tools::{Level, Report};
 use crate::usage::{Left, Tally};
 
@@ -69,9 +69,49 @@ pub struct RunState {
     pub log: Vec<(u64, AuditStep)>,
     #[serde(default)]
     pub logged: u32,
+    /// The results of this round's calls so far, in call order: a round resumed after a
+    /// crash runs none of them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<Block>,
+    /// The call that began and has no result in `results` yet (kept only for calls that are
+    /// not run twice, see [`crate::tools::Tool::rerunnable`]): resumed after a crash, its
+    /// outcome is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<String>,
+    /// Tools a crash left a call of with an unknown outcome this turn: an unsafe call of one
+    /// asks the user again, even under a grant.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub unsure: BTreeSet<String>,
 }
 
 impl RunState {
+    /// The result kept for call `id` of the current round, if it ran.
+    pub fn result_of(&self, id: &str) -> Option<&Block> {
+        self.results
+            .iter()
+            .find(|b| matches!(b, Block::ToolResult { tool_use_id, .. } if tool_use_id == id))
+    }
+
+    /// The round's results in the order of its calls, leaving none kept (results of calls the
+    /// round does not hold are dropped).
+    pub(super) fn round_results(&mut self) -> Vec<Block> {
+        let mut kept = std::mem::take(&mut self.results);
+        let order: Vec<String> = self
+            .messages
+            .last()
+            .map(|m| m.tool_uses().map(|(id, _, _)| id.to_owned()).collect())
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(order.len());
+        for id in order {
+            if let Some(i) = kept.iter().position(
+                |b| matches!(b, Block::ToolResult { tool_use_id, .. } if *tool_use_id == id),
+            ) {
+                out.push(kept.swap_remove(i));
+            }
+        }
+        out
+    }
+
     /// The turn ended by the assistant saying `reply` (no model call).
     pub(super) fn closed_with(mut self, reply: String) -> TurnOutput {
         self.messages

@@ -179,20 +179,108 @@ impl Schedules<'_> {
         first: when::First,
         zone: &Zone,
     ) -> Result<Result<Reminder, String>, PortError> {
+        let id = match self.take_id(&origin).await? {
+            Ok(id) => id,
+            Err(why) => return Ok(Err(why)),
+        };
+        Ok(Ok(self.write_new(id, origin, what, first, zone).await?))
+    }
+
+    /// [`Schedules::create`], once per `call` (a tool call's durable name, see
+    /// [`crate::tools::ToolContext::call`]): the same call made again after a crash finds the
+    /// reminder the first made, or writes it under the id and first time the first took. The
+    /// claim (`call/<call>`, two days) says those, then that the reminder was written, so one
+    /// that fired or was cancelled since is not made again. An empty `call` creates.
+    pub async fn create_once(
+        &self,
+        call: &str,
+        origin: Origin,
+        what: What,
+        first: when::First,
+        zone: &Zone,
+    ) -> Result<Result<Reminder, String>, PortError> {
+        if call.is_empty() {
+            return self.create(origin, what, first, zone).await;
+        }
+        let claim = keys::tool_call(call);
+        let held = self.kv.get(&claim).await?;
+        let held = held.as_deref().map(String::from_utf8_lossy);
+        // `<id> <first ms>`, then `<id> <first ms> done`.
+        let taken = held.as_deref().and_then(|h| {
+            let mut words = h.split(' ');
+            let id = words.next()?.parse::<u64>().ok()?;
+            let at = words.next()?.parse::<u64>().ok()?;
+            Some((id, at, words.next() == Some("done")))
+        });
+        let ttl = Some(std::time::Duration::from_secs(2 * 86_400));
         let (connector, chat) = (origin.connector.clone(), origin.chat);
-        let connector = &connector;
+        let mut first = first;
+        let id = match taken {
+            Some((id, at, done)) => {
+                let key = keys::reminder(&connector, chat, id);
+                if let Some(r) = self.kv.get_json::<Reminder>(&key).await? {
+                    return Ok(Ok(r));
+                }
+                if done {
+                    return Ok(Err(format!(
+                        "reminder #{id} was already created by this call, and has fired or been cancelled since"
+                    )));
+                }
+                // The time the first call chose (`in_minutes` counts from then), so its due
+                // entry is the one written.
+                first.next_ms = at;
+                id
+            }
+            None => {
+                let id = match self.take_id(&origin).await? {
+                    Ok(id) => id,
+                    Err(why) => return Ok(Err(why)),
+                };
+                let held = format!("{id} {}", first.next_ms);
+                self.kv.put(&claim, held.as_bytes(), ttl).await?;
+                id
+            }
+        };
+        let at = first.next_ms;
+        let r = self.write_new(id, origin, what, first, zone).await?;
+        self.kv
+            .put(&claim, format!("{id} {at} done").as_bytes(), ttl)
+            .await?;
+        Ok(Ok(r))
+    }
+
+    /// A new reminder id for `origin`'s chat; `Err(text)` when the chat holds the most it
+    /// may, or the ids are used up.
+    async fn take_id(&self, origin: &Origin) -> Result<Result<u64, String>, PortError> {
         let held = self
             .kv
-            .list(&keys::reminders(connector, chat), MAX_PER_CHAT + 1)
+            .list(
+                &keys::reminders(&origin.connector, origin.chat),
+                MAX_PER_CHAT + 1,
+            )
             .await?;
         if held.len() >= MAX_PER_CHAT {
             return Ok(Err(format!(
                 "this chat already has {MAX_PER_CHAT} reminders, the most it may have: cancel some first"
             )));
         }
-        let Some(id) = self.next_id(connector).await? else {
-            return Ok(Err("no more reminder ids on this bot".into()));
-        };
+        Ok(self
+            .next_id(&origin.connector)
+            .await?
+            .ok_or_else(|| "no more reminder ids on this bot".to_owned()))
+    }
+
+    /// Writes a new reminder under `id`: its due entry, then the record.
+    async fn write_new(
+        &self,
+        id: u64,
+        origin: Origin,
+        what: What,
+        first: when::First,
+        zone: &Zone,
+    ) -> Result<Reminder, PortError> {
+        let (connector, chat) = (origin.connector.clone(), origin.chat);
+        let connector = &connector;
         let r = Reminder {
             id,
             origin,
@@ -208,7 +296,7 @@ impl Schedules<'_> {
         self.kv
             .put_json(&keys::reminder(connector, chat, id), &r, None)
             .await?;
-        Ok(Ok(r))
+        Ok(r)
     }
 
     async fn next_id(&self, connector: &ConnectorId) -> Result<Option<u64>, PortError> {

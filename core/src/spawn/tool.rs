@@ -211,6 +211,10 @@ impl Spawn {
             Either::Left((Ok(Step::Ask { .. }), _)) => Err(refuse(format!(
                 "The sub-agent {id} stopped for an approval nobody can give here."
             ))),
+            // A sub-agent's run is not kept between steps: nothing can take it over.
+            Either::Left((Ok(Step::Lost), _)) => Err(refuse(format!(
+                "The sub-agent {id} was stopped."
+            ))),
             Either::Left((Err(failed), _)) => Err(refuse(format!(
                 "The sub-agent {id} failed: {}",
                 failed.error.for_user(None)

@@ -144,6 +144,7 @@ mod tests {
             origin: None,
             depth: 0,
             budget: None,
+            call: String::new(),
         }
     }
 

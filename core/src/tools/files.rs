@@ -70,6 +70,11 @@ impl Tool for ReadFile {
         Level::Guarded
     }
 
+    /// A read.
+    fn rerunnable(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),
@@ -152,6 +157,11 @@ impl Tool for WriteFile {
         Level::Guarded
     }
 
+    /// Writing the same content again leaves the same file.
+    fn rerunnable(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write_file".into(),
@@ -193,6 +203,11 @@ impl Tool for EditFile {
         Level::Guarded
     }
 
+    /// An edit made before finds its new text and says so (see `call`).
+    fn rerunnable(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "edit_file".into(),
@@ -215,6 +230,12 @@ impl Tool for EditFile {
         let rel = shown(&ctx.scope, &full);
         let text = self.0.text(&ctx.scope, &full).await?;
         let Some(at) = text.find(old) else {
+            // The same edit made before (a call run again after a restart): done.
+            if !new.is_empty() && occurrences(&text, new) == 1 {
+                return Ok(format!(
+                    "{rel} already holds the new text, once, and not the old: nothing to change."
+                ));
+            }
             return Err(not_found(rel, &text, old));
         };
         let count = occurrences(&text, old);
@@ -277,6 +298,11 @@ pub struct ListDir(pub Workspace);
 impl Tool for ListDir {
     fn level(&self) -> Level {
         Level::Guarded
+    }
+
+    /// A read.
+    fn rerunnable(&self, _input: &Value) -> bool {
+        true
     }
 
     fn spec(&self) -> ToolSpec {
@@ -368,6 +394,11 @@ pub struct DeleteFile(pub Workspace);
 impl Tool for DeleteFile {
     fn level(&self) -> Level {
         Level::Guarded
+    }
+
+    /// A file deleted twice is deleted (the second call says it is not there).
+    fn rerunnable(&self, _input: &Value) -> bool {
+        true
     }
 
     fn spec(&self) -> ToolSpec {

@@ -194,6 +194,12 @@ impl Tool for MemoryWrite {
         Level::Guarded
     }
 
+    /// An append finds a note that already ends with it and stops (see `call`); a replace
+    /// writes the same content again.
+    fn rerunnable(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_write".into(),
@@ -241,6 +247,16 @@ impl Tool for MemoryWrite {
                 )))
             }
         };
+        if !replace {
+            // The same note appended just before (a call run again after a restart): kept once.
+            if let Ok(held) = self.memory.files.read(&path).await {
+                if held.ends_with(bytes.as_bytes()) {
+                    return Ok(format!(
+                        "{rel} already ends with this note; not added again."
+                    ));
+                }
+            }
+        }
         match self.memory.check_room(&path, bytes.len(), replace).await {
             Ok(_) => {}
             Err(MemoryError::TooLarge {

@@ -84,6 +84,10 @@ pub struct ToolContext {
     /// What the nearest spend cap leaves for this call (`None` without caps): a sub-agent
     /// starts no model call past it.
     pub budget: Option<crate::llm::Left>,
+    /// Names this call uniquely and durably (`<turn>:<round>:<call id>`), so a tool can make
+    /// a call that runs again after a crash do its work once (`schedule` keys the reminder it
+    /// creates by it). Empty where no turn is kept (the terminal chat, tests).
+    pub call: String,
 }
 
 /// A context for unit tests: the owner's scope, nothing granted, no chat.
@@ -95,6 +99,7 @@ pub(crate) fn tests_ctx() -> ToolContext {
         origin: None,
         depth: 0,
         budget: None,
+        call: String::new(),
     }
 }
 
@@ -149,6 +154,14 @@ pub trait Tool: Send + Sync {
     /// sub-agent has its own, longer timeout).
     fn time_limit(&self) -> Option<std::time::Duration> {
         None
+    }
+    /// Whether this call may simply run again when a crash left its outcome unknown (it
+    /// began, and the turn resumed without its result): a read, a write that finds what it
+    /// would write, or a write keyed by [`ToolContext::call`]. Any other is not run again:
+    /// the model is told its outcome is unknown and decides. Default: the tools that only
+    /// read (level Safe).
+    fn rerunnable(&self, _input: &Value) -> bool {
+        self.level() == Level::Safe
     }
 }
 

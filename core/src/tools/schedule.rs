@@ -27,6 +27,12 @@ impl Tool for Schedule {
         Level::Guarded
     }
 
+    /// A reminder is created once per [`ToolContext::call`]; listing reads; cancelling twice
+    /// finds it gone.
+    fn rerunnable(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "schedule".into(),
@@ -105,8 +111,9 @@ impl Tool for Schedule {
                     None => store.zone_of(&connector, chat).await.map_err(storage)?,
                 };
                 let first = sched::when::first(&input, now, &zone).map_err(ToolError)?;
+                // Keyed by the call: made again after a restart, it is one reminder.
                 let r = store
-                    .create(origin, what, first, &zone)
+                    .create_once(&ctx.call, origin, what, first, &zone)
                     .await
                     .map_err(storage)?
                     .map_err(ToolError)?;

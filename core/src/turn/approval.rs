@@ -17,7 +17,8 @@
 
 use clawless_platform::PortError;
 
-use super::{Checkpoint, Failure, Reply, Step};
+use super::progress::Progress;
+use super::{Answer, Checkpoint, Failure, Reply, Step};
 use crate::agent::{Agent, Failed, PendingCall, RunState, Step as AgentStep, Verdict};
 use crate::app::App;
 use crate::connector::{Connector, Routed};
@@ -61,6 +62,8 @@ impl App {
         let expires = s.expires_ms;
         let books = s.books.take();
         job.suspended = Some(Box::new(s));
+        // The waiting state is newer than any step kept before it.
+        job.running = None;
         self.inbox.save(key, job).await?;
         tracing::info!(key, "turn waits for an approval");
         let (sent, ()) = futures::future::join(
@@ -297,16 +300,22 @@ impl App {
         Ok(Wait::Answered)
     }
 
-    /// Resumes an answered turn: the agent runs on from its state with the verdict.
+    /// Resumes the job's answered turn: the agent runs on from its state with the verdict.
     pub(super) async fn resume(
         &self,
+        key: &str,
+        job: &mut Job,
         conn: &Routed<'_>,
         msg: &Message,
-        s: &Suspended,
-    ) -> Result<Reply, Failure> {
+        lease: Lease<'_>,
+    ) -> Result<Reply, Answer> {
+        let Some(s) = job.suspended.as_deref() else {
+            return Ok(Reply::Nothing);
+        };
         let Some((outcome, _)) = s.answer else {
             return Ok(Reply::Nothing);
         };
+        let call = s.call.id.clone();
         let mut run = s.run.clone();
         if outcome == Outcome::Stopped {
             let (recorded, first_seq) = (run.recorded, run.logged);
@@ -315,20 +324,23 @@ impl App {
             let books = self.books(msg, out.usage.since(&recorded), first_seq, steps);
             return Ok(self.turn_reply(conn, msg, out.reply, out.messages, books));
         }
-        run.verdicts.insert(s.call.id.clone(), outcome.verdict());
+        run.verdicts.insert(call, outcome.verdict());
         if matches!(outcome, Outcome::Expired | Outcome::Superseded) {
             run.closing = Some(outcome.verdict());
         }
-        self.run_agent(conn, msg, run).await
+        let progress = Progress::new(self, key, job, lease);
+        self.run_agent(conn, msg, run, Some(&progress)).await
     }
 
-    /// Runs the agent from `run` for `msg`'s conversation, with "typing…" beside it.
+    /// Runs the agent from `run` for `msg`'s conversation, with "typing…" beside it; with
+    /// `progress`, each step is kept in the job (see `progress.rs`).
     pub(super) async fn run_agent(
         &self,
         conn: &Routed<'_>,
         msg: &Message,
         run: RunState,
-    ) -> Result<Reply, Failure> {
+        progress: Option<&Progress<'_>>,
+    ) -> Result<Reply, Answer> {
         let key = session::session_key(&conn.id, msg);
         let scope = conn.memory_scope_of(msg);
         // The chat's model is read beside the history, not after it.
@@ -352,6 +364,8 @@ impl App {
             origin,
             depth: 0,
             budget: None,
+            // Unique to this update's turn, kept across crashes.
+            call: format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id),
         };
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
         let budget = self
@@ -378,6 +392,7 @@ impl App {
             on_text: drafts
                 .is_some()
                 .then_some(&on_text as crate::llm::OnText<'_>),
+            saver: progress.map(|p| p as &dyn crate::agent::Saver),
             ..Default::default()
         };
         let turn = conn.agent.run(&history, run, &ctx, opts);
@@ -389,15 +404,24 @@ impl App {
             Err(failed) => {
                 // The turn fails (and is retried); what this attempt spent and did, the
                 // failed call included, is kept now, as no delivery will carry it.
-                let Failed { error, state } = *failed;
-                let books = self.books(msg, state.usage.since(&recorded), first_seq, state.log);
+                let Failed { error, mut state } = *failed;
+                let steps = std::mem::take(&mut state.log);
+                let logged = first_seq.saturating_add(steps.len() as u32);
+                let books = self.books(msg, state.usage.since(&recorded), first_seq, steps);
                 self.keep_books(conn, books).await;
+                // The retry goes on from the last step, its books starting after these.
+                if let Some(p) = progress {
+                    state.recorded = state.usage;
+                    state.logged = logged;
+                    p.keep(state);
+                }
                 // The chain as the chat ordered it: its last link is the one that failed last.
                 let chain = conn.agent.chain.preferring(model.as_deref());
-                return Err(Failure::model(&error, &chain));
+                return Err(Answer::Failed(Failure::model(&error, &chain)));
             }
         };
         let (spent, steps) = match &mut step {
+            AgentStep::Lost => return Err(Answer::Lost),
             AgentStep::Done(out) => (out.usage, std::mem::take(&mut out.log)),
             AgentStep::Ask { state, .. } => {
                 let steps = std::mem::take(&mut state.log);
@@ -409,8 +433,10 @@ impl App {
         // again and counts that too).
         let books = self.books(msg, spent.since(&recorded), first_seq, steps);
         match step {
+            AgentStep::Lost => Err(Answer::Lost),
             AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages, books)),
-            AgentStep::Ask { mut state, call } => {
+            AgentStep::Ask { state, call } => {
+                let mut state = *state;
                 state.recorded = state.usage;
                 // Images and documents are not kept while the turn waits: the model has seen
                 // them; the resumed turn reads a line saying they were there.
@@ -423,7 +449,7 @@ impl App {
                     tracing::warn!(size, "turn too large to wait for an approval; call refused");
                     self.keep_books(conn, books).await;
                     state.verdicts.insert(call.id, Verdict::Denied);
-                    return Box::pin(self.run_agent(conn, msg, state)).await;
+                    return Box::pin(self.run_agent(conn, msg, state, progress)).await;
                 }
                 let from = msg.from.as_ref().map_or(0, |u| u.id.0);
                 let now = self.platform.clock.now_ms();

@@ -44,6 +44,8 @@ impl App {
                 .budget(&conn.id, user)
                 .await
                 .map_err(Failure::storage)?,
+            // A task run again after a crash: its keyed tools find what the first run did.
+            call: format!("{}/task{id}", conn.id),
         };
         tracing::info!(connector = %conn.id, task = id, agent, "background task runs");
         let (answer, reported) =

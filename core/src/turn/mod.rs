@@ -14,6 +14,7 @@ mod draft;
 mod media;
 mod model;
 mod pairing;
+mod progress;
 mod reminders;
 mod reports;
 
@@ -178,23 +179,25 @@ impl App {
         if job.checkpoint.is_none() {
             // A waiting turn is looked at in place: its state (up to 256 KB) is not copied on
             // every drain of its lane while it waits.
-            let answer = match job.suspended.is_some() {
-                true => match self
+            let answer = if job.running.is_some() {
+                // A turn cut by a crash goes on from its last kept step.
+                self.go_on(key, &mut job, conn, msg, lease).await
+            } else if job.suspended.is_some() {
+                match self
                     .await_answer(key, &mut job, conn, target, lease)
                     .await?
                 {
                     approval::Wait::Until(at) => return Ok(Step::RetryAt(at)),
                     approval::Wait::LostLease => return Ok(Step::LostLease),
-                    approval::Wait::Answered => match job.suspended.as_deref() {
-                        Some(s) => self.resume(conn, msg, s).await,
-                        None => Ok(Reply::Nothing),
-                    },
-                },
-                false => match self.answer(key, &mut job, conn, msg, lease).await {
-                    Err(Answer::Lost) => return Ok(Step::LostLease),
-                    Err(Answer::Failed(f)) => Err(f),
-                    Ok(reply) => Ok(reply),
-                },
+                    approval::Wait::Answered => self.resume(key, &mut job, conn, msg, lease).await,
+                }
+            } else {
+                self.answer(key, &mut job, conn, msg, lease).await
+            };
+            let answer = match answer {
+                Err(Answer::Lost) => return Ok(Step::LostLease),
+                Err(Answer::Failed(f)) => Err(f),
+                Ok(reply) => Ok(reply),
             };
             if !self.inbox.hold(lease).await? {
                 tracing::warn!(key, "lane taken by another drainer; answer discarded");
@@ -203,6 +206,7 @@ impl App {
             match answer {
                 Ok(Reply::Send(cp)) => {
                     job.suspended = None;
+                    job.running = None;
                     job.checkpoint = Some(cp);
                     self.inbox.save(key, &job).await?;
                 }
@@ -222,6 +226,7 @@ impl App {
                     tracing::error!(key, %reason, "turn failed for the last time; telling the user");
                     let text = format!("Sorry, I could not answer that: {}", failure.user);
                     job.suspended = None;
+                    job.running = None;
                     job.checkpoint = Some(Checkpoint {
                         parts: plain_parts(&text),
                         sent: 0,
@@ -264,8 +269,9 @@ impl App {
         msg: &Message,
         lease: Lease<'_>,
     ) -> Result<Reply, Answer> {
-        if let Some(fire) = &job.fire {
-            return Ok(self.fired(conn, msg, fire).await?);
+        if let Some(fire) = job.fire.clone() {
+            let progress = progress::Progress::new(self, key, job, lease);
+            return self.fired(conn, msg, &fire, &progress).await;
         }
         let me = match decide::needs_identity(msg) {
             true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
@@ -384,7 +390,8 @@ impl App {
                         )
                         .await;
                         let run = conn.agent.begin(user, &recall, &skills);
-                        return Ok(self.run_agent(conn, msg, run).await?);
+                        let progress = progress::Progress::new(self, key, job, lease);
+                        return self.run_agent(conn, msg, run, Some(&progress)).await;
                     }
                     media::Input::Reply(text) => text,
                     media::Input::Lost => return Err(Answer::Lost),
@@ -398,6 +405,33 @@ impl App {
             session_turn: None,
             books,
         }))
+    }
+
+    /// Goes on with the turn kept in the job (see `progress.rs`) after a crash cut it.
+    async fn go_on(
+        &self,
+        key: &str,
+        job: &mut Job,
+        conn: &Routed<'_>,
+        msg: &Message,
+        lease: Lease<'_>,
+    ) -> Result<Reply, Answer> {
+        let Some(run) = job.running.as_deref().cloned() else {
+            return Ok(Reply::Nothing);
+        };
+        tracing::info!(
+            key,
+            round = run.round,
+            "turn goes on from its last kept step"
+        );
+        let fired = job.fire.is_some();
+        let progress = progress::Progress::new(self, key, job, lease);
+        let mut reply = self.run_agent(conn, msg, run, Some(&progress)).await?;
+        if let (true, Reply::Send(cp)) = (fired, &mut reply) {
+            // A firing's answer goes to the chat, not as a reply (as `fired` does).
+            cp.reply_to = None;
+        }
+        Ok(reply)
     }
 
     /// Handles a tap on a button that is not an approval's (a reminder's cancel, a model, a

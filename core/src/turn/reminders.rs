@@ -53,7 +53,8 @@ impl App {
         conn: &Routed<'_>,
         msg: &Message,
         fire: &Fire,
-    ) -> Result<Reply, Failure> {
+        progress: &super::progress::Progress<'_>,
+    ) -> Result<Reply, super::Answer> {
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
         if !self.may_talk(conn, user).await.map_err(Failure::storage)? {
             tracing::info!(connector = %conn.id, reminder = fire.reminder, "its owner is no longer allowed; not fired");
@@ -73,9 +74,9 @@ impl App {
             What::Prompt(p) => p,
             What::Spawn { agent, task, tools } => {
                 let tools = tools.clone();
-                return self
+                return Ok(self
                     .background_task(conn, msg, fire, agent, task, tools)
-                    .await;
+                    .await?);
             }
             What::Done {
                 agent,
@@ -95,7 +96,7 @@ impl App {
         let run = conn
             .agent
             .begin(ChatMessage::user_text(text), &recall, &skills);
-        let mut reply = self.run_agent(conn, msg, run).await?;
+        let mut reply = self.run_agent(conn, msg, run, Some(progress)).await?;
         if let Reply::Send(cp) = &mut reply {
             cp.reply_to = None;
         }

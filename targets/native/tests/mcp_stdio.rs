@@ -50,6 +50,7 @@ fn ctx() -> ToolContext {
         origin: None,
         depth: 0,
         budget: None,
+        call: String::new(),
     }
 }
 

@@ -25,6 +25,7 @@ fn ctx() -> ToolContext {
         origin: None,
         depth: 0,
         budget: None,
+        call: String::new(),
     }
 }
 
@@ -175,6 +176,7 @@ fn workspaces_are_per_scope() {
         origin: None,
         depth: 0,
         budget: None,
+        call: String::new(),
     };
     let read = block_on(ReadFile(ws.clone()).call(&other, json!({"path": "a.md"})));
     assert!(read.unwrap_err().0.contains("does not exist"));

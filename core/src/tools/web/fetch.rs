@@ -111,6 +111,11 @@ impl Tool for WebFetch {
         Level::Guarded
     }
 
+    /// A GET.
+    fn rerunnable(&self, _input: &Value) -> bool {
+        true
+    }
+
     async fn call(&self, _ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
         let url = input
             .get("url")

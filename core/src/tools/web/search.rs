@@ -164,6 +164,11 @@ impl Tool for WebSearch {
         Level::Guarded
     }
 
+    /// A search reads.
+    fn rerunnable(&self, _input: &Value) -> bool {
+        true
+    }
+
     async fn call(&self, _ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
         let Some(backend) = &self.backend else {
             return Err(ToolError(

@@ -24,6 +24,7 @@ fn ctx() -> ToolContext {
         origin: None,
         depth: 0,
         budget: None,
+        call: String::new(),
     }
 }
 

@@ -21,6 +21,7 @@ fn ctx() -> ToolContext {
         origin: None,
         depth: 0,
         budget: None,
+        call: String::new(),
     }
 }
 
