@@ -178,3 +178,43 @@ fn a_failing_model_still_compacts_with_the_topics() {
         assert_eq!(seen[1], "And how often to feed it?");
     });
 }
+
+#[test]
+fn turns_larger_than_the_summarisers_window_all_reach_the_summary() {
+    block_on(async {
+        // Six turns of two 3,000-character messages: the ten folded (30,000 characters) are
+        // more than the summariser reads at once (24,000).
+        let h = harness(8_800);
+        let long = |tag: &str| format!("{tag} {}", "word ".repeat(600));
+        for turn in 1..=6 {
+            h.script(200, anthropic_text(&long(&format!("ANSWER-{turn:02}"))));
+            if turn == 6 {
+                // The compaction after the sixth answer: its facts, then the two pieces.
+                h.script(200, anthropic_text("- facts"));
+                h.script(200, anthropic_text("- first part"));
+                h.script(200, anthropic_text("- both parts"));
+            }
+            say(&h, turn, &long(&format!("TURN-{turn:02}"))).await;
+        }
+        let compactions: Vec<Value> = h
+            .llm_requests()
+            .into_iter()
+            .filter(|r| r["system"].to_string().contains("compact the history"))
+            .collect();
+        assert_eq!(compactions.len(), 2, "two pieces, a summary of summaries");
+        let read: Vec<String> = compactions.iter().flat_map(texts).collect();
+        for turn in 1..=5 {
+            let (q, a) = (format!("TURN-{turn:02}"), format!("ANSWER-{turn:02}"));
+            assert!(
+                read.iter().any(|t| t.contains(&q)),
+                "{q} reached the summariser"
+            );
+            assert!(
+                read.iter().any(|t| t.contains(&a)),
+                "{a} reached the summariser"
+            );
+        }
+        // The second piece is folded into what the first gave.
+        assert!(texts(&compactions[1])[0].contains("Summary so far:\n- first part"));
+    });
+}

@@ -382,6 +382,17 @@ fn model_down_retries_then_tells_the_user() {
         let sent = h.sent_texts();
         assert_eq!(sent.len(), 1, "never silent");
         assert!(sent[0].starts_with("Sorry, I could not answer"));
+        // The question is not lost: the next turn's history holds it, marked unanswered.
+        let asked = h.llm_requests()[0]["messages"][0].clone();
+        h.script(200, anthropic_text("Now I can."));
+        h.deliver("private_text", 2).await;
+        let next = h.llm_requests().pop().unwrap();
+        let messages = next["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert_eq!(messages[0], asked);
+        assert_eq!(messages[1]["role"], "assistant");
+        let note = messages[1]["content"].to_string();
+        assert!(note.contains("[Not answered:"), "{note}");
         h.assert_spec_clean();
     });
 }

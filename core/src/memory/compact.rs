@@ -14,6 +14,10 @@ use crate::session::Session;
 /// The longest summary kept (characters); a longer answer is cut at a line.
 pub const MAX_SUMMARY_CHARS: usize = 6_000;
 
+/// At most this many summariser calls in one compaction: older turns past what they hold stay
+/// in the session for the next one.
+pub const MAX_PIECES: usize = 4;
+
 const DAY_MS: u64 = 86_400_000;
 const WEEK: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
 
@@ -79,7 +83,16 @@ impl Lifecycle<'_> {
         s: &mut Session,
         keep: usize,
     ) -> Compacted {
-        let split = split_at(&s.messages, keep);
+        let mut split = split_at(&s.messages, keep);
+        // The summariser reads the older turns in pieces of its window; only what it read is
+        // removed (past MAX_PIECES, the rest waits at the next turn start).
+        let mut pieces = digest::pieces(&s.messages[..split], digest::MAX_INPUT_CHARS);
+        if pieces.len() > MAX_PIECES {
+            pieces.truncate(MAX_PIECES);
+            let read = pieces.last().map_or(0, |(end, _)| *end);
+            split = split_at(&s.messages[..read], 0).min(split);
+            pieces = digest::pieces(&s.messages[..split], digest::MAX_INPUT_CHARS);
+        }
         if split == 0 {
             return Compacted::default();
         }
@@ -107,10 +120,20 @@ impl Lifecycle<'_> {
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "compaction facts skipped"),
         }
-        let earlier = s.summary.as_deref().unwrap_or("(none)");
-        let input = format!("Summary so far:\n{earlier}\n\nThe turns that followed:\n{transcript}");
-        let (summary, by_model) = match digest::ask(chain, digest::COMPACT_PROMPT, input).await {
-            Ok(Some(summary)) => (summary, true),
+        // A summary of summaries: each piece folded into the summary so far.
+        let mut folded: Result<Option<String>, crate::llm::LlmError> = Ok(s.summary.clone());
+        for (_, piece) in &pieces {
+            let Ok(so_far) = &folded else { break };
+            let earlier = so_far.as_deref().unwrap_or("(none)");
+            let input = format!("Summary so far:\n{earlier}\n\nThe turns that followed:\n{piece}");
+            folded = match digest::ask(chain, digest::COMPACT_PROMPT, input).await {
+                Ok(Some(summary)) => Ok(Some(cut(&summary, MAX_SUMMARY_CHARS).to_owned())),
+                Ok(None) => Ok(so_far.clone()),
+                Err(e) => Err(e),
+            };
+        }
+        let (summary, by_model) = match folded {
+            Ok(Some(summary)) if !pieces.is_empty() => (summary, true),
             other => {
                 if let Err(e) = other {
                     tracing::warn!(error = %e, "compaction summary: the model failed; keeping the topics");

@@ -34,20 +34,52 @@ pub fn wrote_memory(messages: &[ChatMessage]) -> bool {
         .any(|m| m.tool_uses().any(|(_, name, _)| name == "memory_write"))
 }
 
-/// The text of a session as `User: …` / `Assistant: …` lines, tool traffic left out.
+/// The text of a session as `User: …` / `Assistant: …` lines, tool traffic left out; its
+/// last [`MAX_INPUT_CHARS`].
 pub fn transcript(messages: &[ChatMessage]) -> String {
-    let lines: Vec<String> = messages
-        .iter()
-        .filter_map(|m| {
-            let text = m.text();
-            let text = text.trim();
-            (!text.is_empty()).then(|| match m.role {
-                Role::User => format!("User: {text}"),
-                _ => format!("Assistant: {text}"),
-            })
-        })
-        .collect();
+    let lines: Vec<String> = messages.iter().filter_map(line).collect();
     tail(&lines.join("\n"), MAX_INPUT_CHARS).to_owned()
+}
+
+/// A message as a transcript line (`None`: no text).
+fn line(m: &ChatMessage) -> Option<String> {
+    let text = m.text();
+    let text = text.trim();
+    (!text.is_empty()).then(|| match m.role {
+        Role::User => format!("User: {text}"),
+        _ => format!("Assistant: {text}"),
+    })
+}
+
+/// The transcript of `messages` in pieces of at most `max` characters, each with the index
+/// of the message after its last: every message is in one piece (one longer than `max` alone
+/// in its piece, its start kept).
+pub fn pieces(messages: &[ChatMessage], max: usize) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut piece = String::new();
+    for (i, m) in messages.iter().enumerate() {
+        let Some(mut line) = line(m) else {
+            continue;
+        };
+        if line.len() > max {
+            let mut end = max;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line.truncate(end);
+        }
+        if !piece.is_empty() && piece.len() + 1 + line.len() > max {
+            out.push((i, std::mem::take(&mut piece)));
+        }
+        if !piece.is_empty() {
+            piece.push('\n');
+        }
+        piece.push_str(&line);
+    }
+    if !piece.is_empty() {
+        out.push((messages.len(), piece));
+    }
+    out
 }
 
 /// The last `max` characters of `s` (on a char boundary).

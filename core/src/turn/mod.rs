@@ -226,12 +226,22 @@ impl App {
                     tracing::error!(key, %reason, "turn failed for the last time; telling the user");
                     let text = format!("Sorry, I could not answer that: {}", failure.user);
                     job.suspended = None;
-                    job.running = None;
+                    // What the person said stays in the session, marked unanswered, so "try
+                    // again" or the next message has it.
+                    let session_turn = job.running.take().and_then(|run| {
+                        let asked = run.messages.into_iter().next()?;
+                        let key = session::session_key(&conn.id, msg);
+                        let note = format!("[Not answered: {}]", failure.user);
+                        Some((
+                            key,
+                            vec![asked, crate::llm::ChatMessage::assistant_text(note)],
+                        ))
+                    });
                     job.checkpoint = Some(Checkpoint {
                         parts: plain_parts(&text),
                         sent: 0,
                         reply_to: None,
-                        session_turn: None,
+                        session_turn,
                         books: None,
                     });
                     self.inbox.save(key, &job).await?;
