@@ -97,10 +97,17 @@ fn a_tool_round_trip_reads_every_page_and_answers_in_sse() {
         );
         h.script(200, anthropic_text("It is 5."));
         h.deliver("private_text", 1).await;
-        // Three pages of two; `bad name!` and `broken` (its schema) are left out.
+        // Three pages of two; `broken` (its schema) is left out; `notes.search` is offered
+        // under a name the model APIs take.
         assert_eq!(
             demo_tools(&h, 0),
-            ["demo__add", "demo__echo", "demo__fail", "demo__private"]
+            [
+                "demo__add",
+                "demo__echo",
+                "demo__fail",
+                "demo__notes_search",
+                "demo__private"
+            ]
         );
         let add = &h.llm_requests()[0]["tools"]
             .as_array()
@@ -222,7 +229,7 @@ fn a_server_that_is_down_leaves_the_turn_without_its_tools() {
         h.clock.advance(std::time::Duration::from_secs(61));
         h.script(200, anthropic_text("with it"));
         h.deliver("private_text", 3).await;
-        assert_eq!(demo_tools(&h, 2).len(), 4);
+        assert_eq!(demo_tools(&h, 2).len(), 5);
     });
 }
 
@@ -232,7 +239,7 @@ fn a_server_going_down_mid_session_fails_the_call_not_the_turn() {
         let (h, fake) = harness("    level: guarded\n");
         h.script(200, anthropic_text("listed"));
         h.deliver("private_text", 1).await;
-        assert_eq!(demo_tools(&h, 0).len(), 4);
+        assert_eq!(demo_tools(&h, 0).len(), 5);
         fake.down.store(true, Ordering::SeqCst);
         h.script(
             200,
@@ -240,7 +247,7 @@ fn a_server_going_down_mid_session_fails_the_call_not_the_turn() {
         );
         h.script(200, anthropic_text("The tool is down."));
         h.deliver("private_text", 2).await;
-        assert_eq!(demo_tools(&h, 1).len(), 4, "the cached list is offered");
+        assert_eq!(demo_tools(&h, 1).len(), 5, "the cached list is offered");
         let result = h.last_tool_result();
         assert_eq!(result["is_error"], true);
         let text = result["content"].as_str().unwrap();
@@ -275,6 +282,70 @@ fn a_forgotten_session_is_started_again_and_tool_errors_reach_the_model() {
             "the call ran once, in the new session"
         );
     });
+}
+
+#[test]
+fn a_session_answered_400_after_a_restart_is_started_again() {
+    block_on(async {
+        let (h, fake) = harness("    level: guarded\n");
+        h.script(200, anthropic_text("listed"));
+        h.deliver("private_text", 1).await;
+        // The server restarted and answers the old session with 400, as server-everything does.
+        fake.unknown_is_400.store(true, Ordering::SeqCst);
+        fake.forget_sessions();
+        h.script(
+            200,
+            anthropic_tool_use("t1", "demo__echo", json!({"text": "hi"})),
+        );
+        h.script(200, anthropic_text("Said hi."));
+        h.deliver("private_text", 2).await;
+        let result = h.last_tool_result();
+        assert_eq!(result["is_error"], false, "{result}");
+        assert_eq!(result["content"], "hi");
+        let inits = fake.methods().iter().filter(|m| *m == "initialize").count();
+        assert_eq!(inits, 2);
+        assert_eq!(fake.calls().len(), 1);
+    });
+}
+
+#[test]
+fn a_dotted_tool_name_is_offered_and_called_under_a_mapped_name() {
+    block_on(async {
+        let (h, fake) = harness("    level: guarded\n");
+        h.script(
+            200,
+            anthropic_tool_use("t1", "demo__notes_search", json!({"query": "tea"})),
+        );
+        h.script(200, anthropic_text("Two notes."));
+        h.deliver("private_text", 1).await;
+        assert_eq!(
+            fake.calls(),
+            [("notes.search".to_owned(), json!({"query": "tea"}))],
+            "called under the server's own name"
+        );
+        assert_eq!(h.last_tool_result()["content"], "2 notes match tea");
+    });
+}
+
+#[test]
+fn names_the_model_apis_refuse_are_mapped_distinct_and_short() {
+    use clawless_core::mcp::{model_name, MAX_TOOL_NAME};
+    let none = |_: &str| false;
+    assert_eq!(model_name("demo", "add", none), "demo__add");
+    assert_eq!(
+        model_name("demo", "notes.search", none),
+        "demo__notes_search"
+    );
+    // Taken by `notes_search` itself: a hashed suffix keeps both.
+    let taken = |n: &str| n == "demo__notes_search";
+    let mapped = model_name("demo", "notes.search", taken);
+    assert!(mapped.starts_with("demo__notes_search_h"), "{mapped}");
+    let long = "x".repeat(80);
+    let a = model_name("demo", &format!("{long}.a"), none);
+    let b = model_name("demo", &format!("{long}.b"), none);
+    assert!(a.len() <= MAX_TOOL_NAME && b.len() <= MAX_TOOL_NAME);
+    assert_ne!(a, b);
+    assert_eq!(a, model_name("demo", &format!("{long}.a"), none), "stable");
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! core tests serve it through `FakeHttp` and the shells' tests over real HTTP
 //! (`servers::fakes`). It does what the client must cope with:
 //! - sessions: `initialize` names one (`Mcp-Session-Id`); a request without it is a 400, with
-//!   an unknown one a 404 (after [`McpFake::forget_sessions`]), as the spec says;
+//!   an unknown one a 404 (after [`McpFake::forget_sessions`]), as the spec says, or a 400 as
+//!   some servers answer (`@modelcontextprotocol/server-everything`), with
+//!   [`McpFake::unknown_is_400`];
 //! - version negotiation: it answers the client's version when it speaks it, else its own;
 //! - `tools/list` two tools a page, with `nextCursor`;
 //! - `tools/call` answered as server-sent events (a log notification first), everything else
@@ -10,8 +12,8 @@
 //! - [`McpFake::down`]: every request gets a 503.
 //!
 //! Tools: `add` (`a` + `b`, text and structured content), `echo` (`text`), `fail` (an
-//! `isError` result), `private` (for allow lists), `bad name!` (a name no model takes) and
-//! `broken` (a schema the model APIs refuse).
+//! `isError` result), `private` (for allow lists), `notes.search` (a valid MCP name the model
+//! APIs refuse, read-only by its annotations) and `broken` (a schema the model APIs refuse).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -28,6 +30,8 @@ pub struct McpFake {
     next: AtomicUsize,
     /// While set, every request gets a 503.
     pub down: AtomicBool,
+    /// An unknown session is answered 400, not 404.
+    pub unknown_is_400: AtomicBool,
     /// Every JSON-RPC method asked, in order.
     pub methods: Mutex<Vec<String>>,
     /// `tools/call` arguments, by tool.
@@ -106,7 +110,10 @@ impl McpFake {
                     .unwrap_or_else(|e| e.into_inner())
                     .contains(&s) =>
             {
-                return plain(404, "unknown session")
+                return match self.unknown_is_400.load(Ordering::SeqCst) {
+                    true => plain(400, "Bad Request: No valid session ID provided"),
+                    false => plain(404, "unknown session"),
+                };
             }
             Some(_) => {}
         }
@@ -151,6 +158,9 @@ impl McpFake {
                     "echo" => {
                         json!({"content": [{"type": "text", "text": args["text"].as_str().unwrap_or("")}]})
                     }
+                    "notes.search" => {
+                        json!({"content": [{"type": "text", "text": format!("2 notes match {}", args["query"].as_str().unwrap_or(""))}]})
+                    }
                     "fail" => {
                         json!({"content": [{"type": "text", "text": "it failed on purpose"}], "isError": true})
                     }
@@ -177,7 +187,8 @@ pub fn tools() -> Vec<Value> {
         json!({"name": "echo", "description": "Says the text back.", "inputSchema": {"type": "object",
             "properties": {"text": {"type": "string"}}, "required": ["text"]}}),
         json!({"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object"}}),
-        json!({"name": "bad name!", "description": "A name no model takes.", "inputSchema": {"type": "object"}}),
+        json!({"name": "notes.search", "description": "Searches the notes.", "inputSchema": {"type": "object",
+            "properties": {"query": {"type": "string"}}}, "annotations": {"readOnlyHint": true}}),
         json!({"name": "private", "description": "Left out by allow lists.", "inputSchema": {"type": "object"}}),
         json!({"name": "broken", "description": "A schema the model APIs refuse.", "inputSchema": {"type": "object",
             "properties": {"a": {"type": "nope"}}, "required": "a"}}),

@@ -55,10 +55,19 @@ pub struct McpServer {
     cache: Mutex<Cache>,
 }
 
+/// A tool as listed: the server's name, what the model sees, and whether the server says a
+/// call may simply be made again (`annotations.readOnlyHint` or `idempotentHint`).
+#[derive(Debug, Clone)]
+struct Listed {
+    remote: String,
+    spec: ToolSpec,
+    rerunnable: bool,
+}
+
 #[derive(Default)]
 struct Cache {
     /// When the list was fetched (ms), and the list.
-    tools: Option<(u64, Arc<Vec<ToolSpec>>)>,
+    tools: Option<(u64, Arc<Vec<Listed>>)>,
     /// Not asked before this time (ms).
     down_until: u64,
 }
@@ -104,25 +113,21 @@ impl McpServer {
     /// Its tools for a turn starting now: the cached list while it is fresh, else asked
     /// again, within [`LIST_WAIT`].
     pub async fn tools(self: &Arc<Self>) -> Result<Vec<Arc<dyn Tool>>, McpError> {
-        let specs = self.specs().await?;
-        Ok(specs
+        let listed = self.specs().await?;
+        Ok(listed
             .iter()
-            .map(|spec| {
-                let remote = spec
-                    .name
-                    .strip_prefix(&format!("{}__", self.config.name))
-                    .unwrap_or_default()
-                    .to_owned();
+            .map(|t| {
                 Arc::new(McpTool {
                     server: self.clone(),
-                    remote,
-                    spec: spec.clone(),
+                    remote: t.remote.clone(),
+                    spec: t.spec.clone(),
+                    rerunnable: t.rerunnable,
                 }) as Arc<dyn Tool>
             })
             .collect())
     }
 
-    async fn specs(&self) -> Result<Arc<Vec<ToolSpec>>, McpError> {
+    async fn specs(&self) -> Result<Arc<Vec<Listed>>, McpError> {
         let Some(endpoint) = &self.endpoint else {
             return Err(McpError::Down(self.unavailable.clone().unwrap_or_default()));
         };
@@ -165,8 +170,8 @@ impl McpServer {
     }
 
     /// `tools/list`, page by page, bounded, fitted to what the model APIs take.
-    async fn list(&self, endpoint: &Endpoint) -> Result<Vec<ToolSpec>, McpError> {
-        let mut out = Vec::new();
+    async fn list(&self, endpoint: &Endpoint) -> Result<Vec<Listed>, McpError> {
+        let mut out: Vec<Listed> = Vec::new();
         let mut bytes = 0;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -182,9 +187,11 @@ impl McpServer {
                 if out.len() >= MAX_TOOLS {
                     break;
                 }
-                let Some(spec) = self.spec_of(tool) else {
+                let taken = |name: &str| out.iter().any(|t| t.spec.name == name);
+                let Some(listed) = self.spec_of(tool, taken) else {
                     continue;
                 };
+                let spec = &listed.spec;
                 let size =
                     spec.name.len() + spec.description.len() + spec.input_schema.to_string().len();
                 if bytes + size > MAX_LIST_BYTES {
@@ -192,7 +199,7 @@ impl McpServer {
                     continue;
                 }
                 bytes += size;
-                out.push(spec);
+                out.push(listed);
             }
             cursor = page["nextCursor"]
                 .as_str()
@@ -205,23 +212,30 @@ impl McpServer {
         Ok(out)
     }
 
-    /// A listed tool as the model sees it, or `None` when it is not allowed or not usable
-    /// (a name the model APIs refuse, a schema that is not an object or is too large).
-    fn spec_of(&self, tool: &Value) -> Option<ToolSpec> {
-        let remote = tool["name"].as_str()?;
-        let name = format!("{}__{remote}", self.config.name);
-        let valid = !remote.is_empty()
-            && name.len() <= MAX_TOOL_NAME
-            && remote
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    /// A listed tool as the model sees it, or `None` when it is not allowed or not usable (no
+    /// name, a schema that is not an object or is too large), each logged with its reason.
+    /// A name the model APIs refuse (`notes.search`, too long) is offered under a valid one
+    /// (see [`model_name`]); `taken` says which names the list already gave out.
+    fn spec_of(&self, tool: &Value, taken: impl Fn(&str) -> bool) -> Option<Listed> {
+        let Some(remote) = tool["name"]
+            .as_str()
+            .filter(|r| !r.is_empty() && r.len() <= 256)
+        else {
+            tracing::info!(server = %self.config.name, "MCP tool left out: no name, or one over 256 bytes");
+            return None;
+        };
         let allowed = self
             .config
             .tools
             .as_ref()
             .is_none_or(|list| list.iter().any(|t| t == remote));
-        if !valid || !allowed {
+        if !allowed {
+            tracing::debug!(server = %self.config.name, tool = remote, "MCP tool left out: not in the server's tools:");
             return None;
+        }
+        let name = model_name(&self.config.name, remote, taken);
+        if name != format!("{}__{remote}", self.config.name) {
+            tracing::info!(tool = remote, offered_as = %name, "MCP tool renamed: the model APIs refuse its name");
         }
         let mut schema = tool
             .get("inputSchema")
@@ -240,14 +254,19 @@ impl McpServer {
             .as_str()
             .or_else(|| tool["title"].as_str())
             .unwrap_or("");
-        Some(ToolSpec {
-            name,
-            description: format!(
-                "{} (from the MCP server {})",
-                crate::audit::cut(description, MAX_DESCRIPTION),
-                self.config.name
-            ),
-            input_schema: schema,
+        let hint = |k: &str| tool["annotations"][k].as_bool() == Some(true);
+        Some(Listed {
+            remote: remote.to_owned(),
+            spec: ToolSpec {
+                name,
+                description: format!(
+                    "{} (from the MCP server {})",
+                    crate::audit::cut(description, MAX_DESCRIPTION),
+                    self.config.name
+                ),
+                input_schema: schema,
+            },
+            rerunnable: hint("readOnlyHint") || hint("idempotentHint"),
         })
     }
 
@@ -369,12 +388,41 @@ fn call_result(result: &Value) -> Result<String, ToolError> {
     Ok(text)
 }
 
+/// The name the model sees for `server`'s tool `remote`: `<server>__<remote>` when the model
+/// APIs take it (ASCII letters, digits, `_`, `-`, at most [`MAX_TOOL_NAME`]); else every other
+/// character becomes `_`, a name too long is cut, and a suffix of its hash (`_h<6 hex>`) is
+/// added so names stay distinct. The tool keeps the server's name beside it for the call.
+pub fn model_name(server: &str, remote: &str, taken: impl Fn(&str) -> bool) -> String {
+    let plain = format!("{server}__{remote}");
+    let fine = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if plain.len() <= MAX_TOOL_NAME && plain.chars().all(fine) && !taken(&plain) {
+        return plain;
+    }
+    let mapped: String = plain
+        .chars()
+        .map(|c| if fine(c) { c } else { '_' })
+        .collect();
+    if mapped.len() <= MAX_TOOL_NAME && !taken(&mapped) {
+        return mapped;
+    }
+    // FNV-1a of the server's name: the same tool gets the same name every time.
+    let hash = remote.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let suffix = format!("_h{:06x}", hash & 0xff_ffff);
+    let mut head = mapped;
+    head.truncate(MAX_TOOL_NAME - suffix.len());
+    head + &suffix
+}
+
 /// One tool of an MCP server.
 pub struct McpTool {
     server: Arc<McpServer>,
     /// The server's name for it.
     remote: String,
     spec: ToolSpec,
+    /// The server says a call may be made again (see [`Tool::rerunnable`]).
+    rerunnable: bool,
 }
 
 #[async_trait]
@@ -385,6 +433,10 @@ impl Tool for McpTool {
 
     fn level(&self) -> Level {
         self.server.config.level
+    }
+
+    fn rerunnable(&self, _input: &Value) -> bool {
+        self.rerunnable
     }
 
     async fn call(&self, _ctx: &ToolContext, input: Value) -> Result<String, ToolError> {

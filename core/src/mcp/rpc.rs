@@ -4,9 +4,10 @@
 //!
 //! A session starts with `initialize` (the newest protocol version we speak; the server answers
 //! with the one it picks, which must be one we speak too) and `notifications/initialized`.
-//! Every later request carries the session id and `MCP-Protocol-Version`. A 404 on a request
-//! that carried a session id means the server dropped the session: a new one is started and
-//! the request sent again, once. Requests the server sends us inside an SSE answer (sampling,
+//! Every later request carries the session id and `MCP-Protocol-Version`. A 4xx (but 429) on
+//! a request that carried a session id, or a connection refused or reset (a server that
+//! restarted), means the server dropped the session: a new one is started and the request
+//! sent again, once. A timeout is not retried: the request may have been carried out. Requests the server sends us inside an SSE answer (sampling,
 //! elicitation) are not supported and are skipped; notifications are skipped.
 
 use std::sync::{Arc, Mutex};
@@ -206,8 +207,19 @@ impl Endpoint {
         id: u64,
         session: Option<&Session>,
     ) -> Result<(Value, Option<String>), Failure> {
-        let mut resp = self.post(body, session).await?;
-        if resp.status == 404 && session.is_some_and(|s| s.id.is_some()) {
+        let in_session = session.is_some_and(|s| s.id.is_some());
+        let mut resp = match self.post(body, session).await {
+            Ok(resp) => resp,
+            // Not reached (refused, reset): a server that restarted has forgotten the
+            // session. A timeout is not this: the request may have been carried out.
+            Err(e) if in_session && e.kind == clawless_platform::ErrorKind::Unavailable => {
+                return Err(Failure::Expired)
+            }
+            Err(e) => return Err(McpError::Down(e.to_string()).into()),
+        };
+        // Any 4xx but 429 on a request in a session: the server no longer knows it (404 as
+        // the spec says; some answer 400).
+        if in_session && (400..500).contains(&resp.status) && resp.status != 429 {
             return Err(Failure::Expired);
         }
         if !(200..300).contains(&resp.status) {
@@ -312,7 +324,10 @@ impl Endpoint {
     async fn notify(&self, note: &Value, session: &Session) -> Result<(), McpError> {
         match &self.transport {
             Transport::Http { .. } => {
-                let resp = self.post(note, Some(session)).await?;
+                let resp = self
+                    .post(note, Some(session))
+                    .await
+                    .map_err(|e| McpError::Down(e.to_string()))?;
                 if !(200..300).contains(&resp.status) {
                     return Err(status_error(resp.status));
                 }
@@ -332,9 +347,9 @@ impl Endpoint {
         &self,
         body: &Value,
         session: Option<&Session>,
-    ) -> Result<HttpStreamResponse, McpError> {
+    ) -> Result<HttpStreamResponse, clawless_platform::PortError> {
         let Transport::Http { url, headers, http } = &self.transport else {
-            return Err(McpError::Protocol("not an HTTP server".into()));
+            return Err(clawless_platform::PortError::invalid("not an HTTP server"));
         };
         let mut req = HttpRequest::post_json(url, body, self.timeout)
             .header("accept", "application/json, text/event-stream");
@@ -353,9 +368,7 @@ impl Endpoint {
         for (name, value) in headers {
             req = req.header(name, value.expose());
         }
-        http.send_streaming(req)
-            .await
-            .map_err(|e| McpError::Down(e.to_string()))
+        http.send_streaming(req).await
     }
 }
 
