@@ -1,4 +1,6 @@
-//! The admin endpoint of the serverless shells, `/admin/<name>`: `GET /admin/audit` answers
+//! The admin endpoint of every shell, `/admin/<name>` (and `/metrics`, the same as
+//! `/admin/metrics`): `GET /admin/metrics` the Prometheus text of [`App::metrics_text`],
+//! `GET /admin/audit` answers
 //! the audit trail to `clawless audit --remote URL`, `GET /admin/doctor` the checks of
 //! [`crate::doctor`] to `clawless doctor --remote URL`, and `POST /admin/setup` points
 //! Telegram's webhook at the deployment itself and sets the command menu (see
@@ -116,7 +118,7 @@ impl App {
             return AdminReply::text(404, "not found");
         }
         let method = match req.name {
-            "audit" | "doctor" => "GET",
+            "audit" | "doctor" | "metrics" => "GET",
             "setup" => "POST",
             _ => return AdminReply::text(404, "not found"),
         };
@@ -133,6 +135,11 @@ impl App {
         }
         match req.name {
             "audit" => self.admin_audit_reply(req.query).await,
+            "metrics" => AdminReply {
+                status: 200,
+                content_type: "text/plain; version=0.0.4; charset=utf-8",
+                body: self.metrics_text().await,
+            },
             "doctor" => {
                 let checks = self.doctor(crate::doctor::Delivery::Webhook).await;
                 let ok = checks

@@ -5,10 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clawless_platform::Clock;
-use futures::future::{select, Either};
 use serde_json::Value;
 
 use crate::audit::Step as AuditStep;
@@ -17,9 +15,11 @@ use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
 use crate::tools::{Level, Report, ToolContext, ToolRegistry};
 use crate::usage::{Left, Tally};
 
+mod call;
 mod state;
 
 pub use crate::tools::MAX_TOOL_RESULT;
+pub use call::truncate;
 pub use state::{PendingCall, RunState, Verdict};
 /// An identical call (same tool, same input) past this many times in one turn is refused.
 pub const MAX_IDENTICAL_CALLS: usize = 2;
@@ -55,7 +55,12 @@ pub struct RunOptions<'a> {
     /// Where the run is kept after every step, so a turn resumed after a crash goes on from
     /// its last step (see [`Saver`]).
     pub saver: Option<&'a dyn Saver>,
+    /// Told of each model call and tool call as it ends (sub-agents' too): the event bus.
+    pub on_step: Option<OnStep<'a>>,
 }
+
+/// See [`RunOptions::on_step`].
+pub type OnStep<'a> = &'a (dyn Fn(u64, &AuditStep) + Send + Sync);
 
 /// Keeps a run's state between its steps: after each model response and each tool result,
 /// and before a call that must not run twice ([`crate::tools::Tool::rerunnable`]), whose
@@ -241,7 +246,8 @@ impl Agent {
                         let now = self.clock.now_ms();
                         // The chain fails only after its last link failed.
                         let model = chain.links.last().map(|l| l.label.clone());
-                        state.record(
+                        record(
+                            &mut state,
                             now,
                             AuditStep::Model {
                                 model: model.unwrap_or_default(),
@@ -253,7 +259,7 @@ impl Agent {
                                 outcome: error.kind().to_owned(),
                                 agent: None,
                             },
-                            opts.report,
+                            &opts,
                         );
                         return Err(Box::new(Failed { error, state }));
                     }
@@ -263,7 +269,8 @@ impl Agent {
                 call.add_call(response.usage, response.cost_micros);
                 state.spend(call, opts.report);
                 let now = self.clock.now_ms();
-                state.record(
+                record(
+                    &mut state,
                     now,
                     AuditStep::Model {
                         model: response.model.clone(),
@@ -275,7 +282,7 @@ impl Agent {
                         outcome: "ok".to_owned(),
                         agent: None,
                     },
-                    opts.report,
+                    &opts,
                 );
                 let answered = response.message.tool_uses().next().is_none();
                 state.messages.push(response.message);
@@ -422,9 +429,10 @@ impl Agent {
                     }
                 };
                 // A sub-agent's steps first, then the call that ran it.
-                state.absorb(&report, opts.report);
+                state.absorb(&report, opts.report, opts.on_step);
                 let now = self.clock.now_ms();
-                state.record(
+                record(
+                    &mut state,
                     now,
                     AuditStep::Tool {
                         level,
@@ -437,7 +445,7 @@ impl Agent {
                             .then(|| crate::audit::cut(&content, crate::audit::MAX_DETAIL)),
                         agent: None,
                     },
-                    opts.report,
+                    &opts,
                 );
                 state.results.push(Block::ToolResult {
                     tool_use_id: id,
@@ -492,80 +500,14 @@ impl Agent {
     pub fn rule(&self, name: &str, level: Level) -> Rule {
         self.config.policy.rule(name, level)
     }
+}
 
-    /// The tools of a turn starting now: the built-ins, and the tools of each MCP server that
-    /// answers its listing (one that does not is left out of this turn, not failing it).
-    pub async fn toolset(&self) -> ToolRegistry {
-        let mut registry = self.tools.clone();
-        if self.mcp.is_empty() {
-            return registry;
-        }
-        let lists = futures::future::join_all(self.mcp.iter().map(|s| s.tools())).await;
-        for (server, listed) in self.mcp.iter().zip(lists) {
-            match listed {
-                Ok(tools) => {
-                    for t in tools {
-                        // Names are unique by construction; never let one replace another.
-                        let name = t.spec().name;
-                        match registry.get(&name) {
-                            Some(_) => {
-                                tracing::warn!(tool = %name, "MCP tool left out: the name is taken")
-                            }
-                            None => registry.register(t),
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(server = server.name(), error = %e, "MCP server left out of this turn")
-                }
-            }
-        }
-        registry
+/// Keeps an audit step in `state`, telling `opts.on_step` first.
+fn record(state: &mut RunState, at_ms: u64, step: AuditStep, opts: &RunOptions<'_>) {
+    if let Some(f) = opts.on_step {
+        f(at_ms, &step);
     }
-
-    /// Runs one tool of `tools` with the agent's timeout (or the tool's own); returns
-    /// `(content, is_error)`. What it did on the turn's behalf is in `report`.
-    async fn call_tool(
-        &self,
-        tools: &ToolRegistry,
-        ctx: &ToolContext,
-        name: &str,
-        input: Value,
-        report: &Report,
-    ) -> (String, bool) {
-        let Some(tool) = tools.get(name) else {
-            return (
-                format!(
-                    "Unknown tool {name:?}. Available: {}",
-                    tools.names().join(", ")
-                ),
-                true,
-            );
-        };
-        if self.secrets.found_in(&input) {
-            tracing::warn!(tool = %name, "tool call refused: its arguments hold one of the assistant's secrets");
-            return (
-                format!("Refused: the arguments of {name} hold one of the assistant's own secrets (its bot token, a key or a password), which never leave it. Do not try again with it."),
-                true,
-            );
-        }
-        let timeout = tool
-            .time_limit()
-            .unwrap_or(Duration::from_secs(self.config.tool_timeout_secs));
-        let call = tool.call_reporting(ctx, input, report);
-        let sleep = self.clock.sleep(timeout);
-        match select(call, sleep).await {
-            Either::Left((Ok(out), _)) => (truncate(out), false),
-            Either::Left((Err(e), _)) => (truncate(e.0), true),
-            Either::Right(_) => (
-                format!(
-                    "Tool {name} did not finish within {}s; what it did before that may have taken effect.",
-                    timeout.as_secs()
-                ),
-                true,
-            ),
-        }
-    }
+    state.record(at_ms, step, opts.report);
 }
 
 /// Keeps `state` through `opts.saver`, if any.
@@ -574,23 +516,6 @@ async fn save(opts: &RunOptions<'_>, state: &RunState, fenced: bool) -> Result<(
         Some(saver) => saver.save(state, fenced).await,
         None => Ok(()),
     }
-}
-
-/// Cuts `s` to [`MAX_TOOL_RESULT`] bytes at a character boundary, saying so.
-pub fn truncate(mut s: String) -> String {
-    if s.len() <= MAX_TOOL_RESULT {
-        return s;
-    }
-    let mut end = MAX_TOOL_RESULT;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    let total = s.len();
-    s.truncate(end);
-    s.push_str(&format!(
-        "\n[truncated: {total} bytes in all, first {end} shown]"
-    ));
-    s
 }
 
 #[cfg(test)]

@@ -46,6 +46,10 @@ pub struct App {
     pub(crate) transcriber: Option<Arc<dyn crate::media::Transcriber>>,
     /// Whether this instance's first scheduled run checked the command menus.
     pub(crate) menus_checked: std::sync::atomic::AtomicBool,
+    /// Where what happens is published (see [`crate::events`]).
+    pub(crate) events: Arc<crate::events::Bus>,
+    /// The counts this instance last kept in the Kv (see `observe.rs`).
+    pub(crate) metrics_kept: std::sync::Mutex<Option<crate::events::metrics::Snapshot>>,
 }
 
 impl std::fmt::Debug for App {
@@ -72,6 +76,17 @@ impl App {
 }
 
 impl App {
+    /// The event bus: subscribe to see what happens (see [`crate::events`]).
+    pub fn events(&self) -> &Arc<crate::events::Bus> {
+        &self.events
+    }
+
+    /// Publishes `event` of the job traced `trace` (`<connector>/<update id>`), stamped now.
+    pub(crate) fn emit(&self, trace: &str, event: crate::events::Event) {
+        self.events
+            .publish(self.platform.clock.now_ms(), trace, event);
+    }
+
     /// What must still be set before the bot can answer in Telegram: env var names, with why.
     pub fn missing_settings(&self) -> Vec<String> {
         let mut missing = Vec::new();
@@ -197,6 +212,7 @@ impl App {
         {
             self.register_menus().await;
         }
+        self.keep_metrics().await;
         match (next, self.next_due().await) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

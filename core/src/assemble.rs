@@ -252,6 +252,8 @@ impl App {
             transcriber: crate::media::transcribe::from_env(platform_http, env)
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
             menus_checked: Default::default(),
+            events: Default::default(),
+            metrics_kept: Default::default(),
         })
     }
 }

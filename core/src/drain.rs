@@ -34,6 +34,7 @@ impl App {
         let owner = self.owner();
         loop {
             if !self.inbox.try_lease(lane, &owner).await? {
+                self.drained(lane, Drained::Busy);
                 return Ok(Drained::Busy);
             }
             let outcome = self.drain_leased(lane, &owner).await;
@@ -41,9 +42,26 @@ impl App {
             match outcome? {
                 // A job accepted while we released would find the lease still held: look again.
                 Drained::Idle if self.inbox.head(lane).await?.is_some() => continue,
-                other => return Ok(other),
+                other => {
+                    self.drained(lane, other);
+                    return Ok(other);
+                }
             }
         }
+    }
+
+    /// Publishes how a drain of `lane` ended.
+    fn drained(&self, lane: &Lane, how: Drained) {
+        let outcome = match how {
+            Drained::Idle => "idle",
+            Drained::Busy => "busy",
+            Drained::RetryAt(_) => "retry",
+        };
+        let event = crate::events::Event::Drained {
+            lane: lane.to_string(),
+            outcome: outcome.to_owned(),
+        };
+        self.emit("", event);
     }
 
     async fn drain_leased(&self, lane: &Lane, owner: &str) -> Result<Drained, PortError> {
@@ -134,6 +152,13 @@ impl App {
         lane: &Lane,
         max_wait: Duration,
     ) -> Result<Drained, PortError> {
+        let drained = self.drain_waiting(lane, max_wait).await;
+        // A serverless instance may not live to its next scheduled run: its counts now.
+        self.keep_metrics().await;
+        drained
+    }
+
+    async fn drain_waiting(&self, lane: &Lane, max_wait: Duration) -> Result<Drained, PortError> {
         let mut last = Drained::Idle;
         for _ in 0..8 {
             last = self.drain(lane).await?;

@@ -112,7 +112,10 @@ impl App {
             what: r.what.clone(),
         };
         let job = Job::of_firing(connector, update_id, &r.origin, fire, at);
-        if !self.inbox.accept(&lane, &job).await? {
+        if self.inbox.accept(&lane, &job).await? {
+            let trace = crate::turn::trace(&job);
+            self.emit(&trace, crate::events::Event::ReminderFired { reminder: id });
+        } else {
             tracing::info!(%connector, id, at, "firing already in the inbox");
         }
         if !store.advance(&r, &read, now).await? {

@@ -7,6 +7,7 @@ use clawless_platform::PortError;
 use serde_json::Value;
 
 use crate::app::App;
+use crate::events::Event;
 use crate::ids::Lane;
 use crate::inbox::Job;
 use crate::telegram::{Update, UpdateKind};
@@ -86,27 +87,57 @@ impl App {
         Ok(())
     }
 
-    /// Stores an update in the inbox; returns the lane to drain when there is new work.
+    /// Stores an update in the inbox; returns the lane to drain when there is new work. What
+    /// happened is published: [`Event::Accepted`] with the time it took, or
+    /// [`Event::Dropped`] with why.
     pub async fn accept_update(
         &self,
         connector: &str,
         body: &[u8],
     ) -> Result<Option<Lane>, PortError> {
+        let started = self.platform.clock.now_ms();
+        let admitted = self.admit(connector, body).await?;
+        let now = self.platform.clock.now_ms();
+        let event = match &admitted {
+            Ok((lane, _)) => Event::Accepted {
+                connector: connector.to_owned(),
+                lane: lane.to_string(),
+                ack_ms: now.saturating_sub(started),
+            },
+            Err(reason) => Event::Dropped {
+                connector: connector.to_owned(),
+                reason: (*reason).to_owned(),
+            },
+        };
+        let trace = match &admitted {
+            Ok((_, id)) => format!("{connector}/{id}"),
+            Err(_) => String::new(),
+        };
+        self.events.publish(now, &trace, event);
+        Ok(admitted.ok().map(|(lane, _)| lane))
+    }
+
+    /// [`App::accept_update`]'s work: the lane and update id stored, or why not.
+    async fn admit(
+        &self,
+        connector: &str,
+        body: &[u8],
+    ) -> Result<Result<(Lane, i64), &'static str>, PortError> {
         let Some(conn) = self.connectors.get(connector) else {
-            return Ok(None);
+            return Ok(Err("unknown connector"));
         };
         let raw: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!(connector, error = %e, "update is not JSON; dropped");
-                return Ok(None);
+                return Ok(Err("not json"));
             }
         };
         let update = match Update::from_value(&raw) {
             Ok(u) => u,
             Err(e) => {
                 tracing::warn!(connector, error = %e, "update unreadable; dropped");
-                return Ok(None);
+                return Ok(Err("unreadable"));
             }
         };
         if update.id <= 0 {
@@ -117,7 +148,7 @@ impl App {
                 update_id = update.id,
                 "update id not positive; dropped"
             );
-            return Ok(None);
+            return Ok(Err("id not positive"));
         }
         let msg = match &update.kind {
             UpdateKind::Message(m) => m,
@@ -126,7 +157,7 @@ impl App {
                 // there answers it (an alert when it is not theirs to answer).
                 let Some(chat) = q.message.as_ref().map(|m| m.chat.id.0) else {
                     tracing::info!(%connector, update_id = update.id, "button on a message too old to name its chat; dropped");
-                    return Ok(None);
+                    return Ok(Err("button without chat"));
                 };
                 return self
                     .enqueue(conn, Lane::of_chat(&conn.id, chat), update.id, raw)
@@ -138,7 +169,7 @@ impl App {
                     update_id = update.id,
                     "edited message: not answered again"
                 );
-                return Ok(None);
+                return Ok(Err("edited"));
             }
             UpdateKind::Unknown(_) => {
                 tracing::info!(
@@ -146,7 +177,7 @@ impl App {
                     update_id = update.id,
                     "unhandled update type; dropped"
                 );
-                return Ok(None);
+                return Ok(Err("unhandled type"));
             }
         };
         let Some(from) = &msg.from else {
@@ -155,7 +186,7 @@ impl App {
                 update_id = update.id,
                 "message without sender; dropped"
             );
-            return Ok(None);
+            return Ok(Err("no sender"));
         };
         // What the turn would ignore (group chatter, bots, channels) costs no job when it can
         // be told here: always in private chats, in groups once the bot knows who it is.
@@ -168,24 +199,24 @@ impl App {
             );
             if let Decision::Ignore(why) = decide::decide(msg, me.as_ref(), &gate) {
                 tracing::debug!(connector, update_id = update.id, why, "dropped at the ack");
-                return Ok(None);
+                return Ok(Err(why));
             }
         }
         if !conn.allowed.contains(&from.id.0) && self.pairings().quiet(&conn.id, from.id.0).await? {
-            return Ok(None); // a stranger told their code a moment ago
+            return Ok(Err("stranger told already")); // their code, a moment ago
         }
         let lane = Lane::of_chat(&conn.id, msg.chat.id.0);
         self.enqueue(conn, lane, update.id, raw).await
     }
 
-    /// Stores the update as a job in `lane`; `None` when it was already accepted.
+    /// Stores the update as a job in `lane`; `Err("duplicate")` when it was already accepted.
     async fn enqueue(
         &self,
         conn: &crate::connector::Connector,
         lane: Lane,
         update_id: i64,
         raw: Value,
-    ) -> Result<Option<Lane>, PortError> {
+    ) -> Result<Result<(Lane, i64), &'static str>, PortError> {
         let job = Job {
             connector: conn.id.clone(),
             update_id,
@@ -201,8 +232,8 @@ impl App {
         };
         if !self.inbox.accept(&lane, &job).await? {
             tracing::info!(connector = %conn.id, update_id, "duplicate delivery dropped");
-            return Ok(None);
+            return Ok(Err("duplicate"));
         }
-        Ok(Some(lane))
+        Ok(Ok((lane, update_id)))
     }
 }

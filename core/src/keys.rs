@@ -30,6 +30,7 @@
 //! | `model/<connector>/<chat>` | the model a chat chose with `/model` (`provider/model`) | turn |
 //! | `agent/<session key>` | the agent a conversation chose with `/agent` | turn |
 //! | `preview/<connector>/<chat>/<message>` | the placeholder a group's streamed reply to a message edits, a day | turn |
+//! | `metrics/<instance>` | an instance's counts (`metrics::Snapshot`), kept three days since its last write | observe |
 //! | `call/<turn>:<round>:<call id>` | what a tool call that must happen once did (a reminder's id, then "done"), two days | schedule |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
@@ -196,6 +197,14 @@ pub fn parse_due(key: &str) -> Option<(u64, ConnectorId, i64, u64)> {
     let chat = back.next()?.parse().ok()?;
     let connector = back.next()?;
     Some((at.parse().ok()?, ConnectorId::new(connector), chat, id))
+}
+
+/// Prefix of every instance's kept counts.
+pub const METRICS: &str = "metrics/";
+
+/// An instance's kept counts (see [`crate::observe`]).
+pub fn metrics(instance: &str) -> String {
+    format!("{METRICS}{instance}")
 }
 
 /// A tool call's claim, by its durable name ([`crate::tools::ToolContext::call`]).

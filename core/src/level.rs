@@ -13,3 +13,14 @@ pub enum Level {
     /// Has effects outside the assistant (commands, messages to other chats, MCP tools).
     Unsafe,
 }
+
+impl Level {
+    /// As the config and the audit trail write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Safe => "safe",
+            Level::Guarded => "guarded",
+            Level::Unsafe => "unsafe",
+        }
+    }
+}

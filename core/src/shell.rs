@@ -33,6 +33,9 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
             Route::MethodNotAllowed
         };
     }
+    if path == "/metrics" {
+        return Route::Admin("metrics");
+    }
     if let Some(name) = path
         .strip_prefix("/admin/")
         .filter(|n| !n.is_empty() && !n.contains('/'))
@@ -65,6 +68,7 @@ mod tests {
         assert_eq!(route("GET", "/healthz"), Route::Health);
         assert_eq!(route("GET", "/"), Route::NotFound);
         assert_eq!(route("GET", "/admin/audit"), Route::Admin("audit"));
+        assert_eq!(route("GET", "/metrics"), Route::Admin("metrics"));
         assert_eq!(route("POST", "/admin/setup"), Route::Admin("setup"));
         assert_eq!(route("GET", "/admin/"), Route::NotFound);
         // The app answers an unknown admin name with 404 (see `App::admin`).

@@ -144,10 +144,18 @@ impl RunState {
     }
 
     /// What a tool call reported (a sub-agent's work) added to the run's books.
-    pub(super) fn absorb(&mut self, report: &Report, outer: Option<&Report>) {
+    pub(super) fn absorb(
+        &mut self,
+        report: &Report,
+        outer: Option<&Report>,
+        on_step: Option<super::OnStep<'_>>,
+    ) {
         let reported = report.take();
         self.spend(reported.usage, outer);
         for (at, step) in reported.steps {
+            if let Some(f) = on_step {
+                f(at, &step);
+            }
             self.record(at, step, outer);
         }
     }

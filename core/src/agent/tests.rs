@@ -9,6 +9,7 @@ use clawless_platform::FakeClock;
 use futures::executor::block_on;
 use serde_json::json;
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// A model that always asks for the same tool call.
 struct Looping {

@@ -38,6 +38,10 @@ impl App {
                 facts = done.facts,
                 "session compacted"
             );
+            let folded = crate::events::Event::Compacted {
+                folded: done.folded,
+            };
+            self.emit("", folded);
         }
         Ok(done)
     }

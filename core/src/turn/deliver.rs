@@ -91,10 +91,21 @@ impl App {
             };
             match sent {
                 Ok(()) => {
+                    let mut sent = crate::events::Event::ReplySent {
+                        chat: target.chat_id,
+                        part: 0,
+                        parts: 0,
+                    };
                     if let Some(cp) = job.checkpoint.as_mut() {
                         cp.sent += 1;
+                        sent = crate::events::Event::ReplySent {
+                            chat: target.chat_id,
+                            part: cp.sent,
+                            parts: cp.parts.len(),
+                        };
                     }
                     self.inbox.save(key, job).await?;
+                    self.emit(&super::trace(job), sent);
                 }
                 Err(TelegramError::Paced(secs)) => {
                     let until = self.platform.clock.now_ms() + secs * 1000;

@@ -17,6 +17,7 @@ mod pairing;
 mod progress;
 mod reminders;
 mod reports;
+mod run;
 
 use std::time::Duration;
 
@@ -61,6 +62,11 @@ pub(super) fn with_buttons(
         session_turn: None,
         books,
     })
+}
+
+/// The trace id of a job's events: `<connector>/<update id>`.
+pub(crate) fn trace(job: &Job) -> String {
+    format!("{}/{}", job.connector, job.update_id)
 }
 
 /// How often "typing…" is sent again while the agent works.
@@ -176,6 +182,7 @@ impl App {
             chat_id: msg.chat.id.0,
             thread_id: msg.topic(),
         };
+        let mut ended = "answered";
         if job.checkpoint.is_none() {
             // A waiting turn is looked at in place: its state (up to 256 KB) is not copied on
             // every drain of its lane while it waits.
@@ -211,18 +218,27 @@ impl App {
                     self.inbox.save(key, &job).await?;
                 }
                 Ok(Reply::Ask(s)) => {
+                    self.turn_ended(&job, "waiting");
                     return self.suspend(key, &mut job, conn, target, *s, lease).await;
                 }
                 Ok(Reply::Nothing) => {
                     self.inbox.finish(key, &job).await?;
+                    self.turn_ended(&job, "nothing");
                     return Ok(Step::Done);
                 }
                 Err(failure) => {
                     let reason = &failure.detail;
                     if let Some(at) = self.inbox.retry_later(key, &mut job).await? {
                         tracing::warn!(key, attempt = job.attempts, %reason, "turn failed; will retry");
+                        let retry = crate::events::Event::RetryScheduled {
+                            attempt: job.attempts,
+                            at_ms: at,
+                            reason: reason.chars().take(200).collect(),
+                        };
+                        self.emit(&trace(&job), retry);
                         return Ok(Step::RetryAt(at));
                     }
+                    ended = "failed";
                     tracing::error!(key, %reason, "turn failed for the last time; telling the user");
                     let text = format!("Sorry, I could not answer that: {}", failure.user);
                     job.suspended = None;
@@ -260,6 +276,9 @@ impl App {
             self.keep_books(conn, books),
         )
         .await;
+        if matches!(step, Ok(Step::Done)) {
+            self.turn_ended(&job, ended);
+        }
         if compact && matches!(step, Ok(Step::Done)) {
             // The answer is out: the user does not wait for this.
             if let Err(e) = self.compact_session(conn, msg).await {
@@ -415,6 +434,20 @@ impl App {
             session_turn: None,
             books,
         }))
+    }
+
+    /// Publishes the end of `job`'s turn, with the time since it was accepted.
+    fn turn_ended(&self, job: &Job, outcome: &str) {
+        let now = self.platform.clock.now_ms();
+        let latency_ms = match job.accepted_ms {
+            0 => 0,
+            at => now.saturating_sub(at),
+        };
+        let event = crate::events::Event::TurnEnded {
+            outcome: outcome.to_owned(),
+            latency_ms,
+        };
+        self.emit(&trace(job), event);
     }
 
     /// Goes on with the turn kept in the job (see `progress.rs`) after a crash cut it.

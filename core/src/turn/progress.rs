@@ -25,6 +25,8 @@ pub(super) struct Progress<'a> {
     key: &'a str,
     job: Mutex<&'a mut Job>,
     lease: Lease<'a>,
+    /// The job's trace id, for the events of its turn.
+    pub(super) trace: String,
 }
 
 impl<'a> Progress<'a> {
@@ -32,6 +34,7 @@ impl<'a> Progress<'a> {
         Progress {
             app,
             key,
+            trace: super::trace(job),
             job: Mutex::new(job),
             lease,
         }

@@ -1,0 +1,103 @@
+//! Calling the tools: the turn's toolset (built-ins and MCP servers' tools), one call with
+//! its timeout and the secret check, and results cut to [`MAX_TOOL_RESULT`].
+
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use serde_json::Value;
+
+use super::{Agent, MAX_TOOL_RESULT};
+use crate::tools::{Report, ToolContext, ToolRegistry};
+
+impl Agent {
+    /// The tools of a turn starting now: the built-ins, and the tools of each MCP server that
+    /// answers its listing (one that does not is left out of this turn, not failing it).
+    pub async fn toolset(&self) -> ToolRegistry {
+        let mut registry = self.tools.clone();
+        if self.mcp.is_empty() {
+            return registry;
+        }
+        let lists = futures::future::join_all(self.mcp.iter().map(|s| s.tools())).await;
+        for (server, listed) in self.mcp.iter().zip(lists) {
+            match listed {
+                Ok(tools) => {
+                    for t in tools {
+                        // Names are unique by construction; never let one replace another.
+                        let name = t.spec().name;
+                        match registry.get(&name) {
+                            Some(_) => {
+                                tracing::warn!(tool = %name, "MCP tool left out: the name is taken")
+                            }
+                            None => registry.register(t),
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(server = server.name(), error = %e, "MCP server left out of this turn")
+                }
+            }
+        }
+        registry
+    }
+
+    /// Runs one tool of `tools` with the agent's timeout (or the tool's own); returns
+    /// `(content, is_error)`. What it did on the turn's behalf is in `report`.
+    pub(super) async fn call_tool(
+        &self,
+        tools: &ToolRegistry,
+        ctx: &ToolContext,
+        name: &str,
+        input: Value,
+        report: &Report,
+    ) -> (String, bool) {
+        let Some(tool) = tools.get(name) else {
+            return (
+                format!(
+                    "Unknown tool {name:?}. Available: {}",
+                    tools.names().join(", ")
+                ),
+                true,
+            );
+        };
+        if self.secrets.found_in(&input) {
+            tracing::warn!(tool = %name, "tool call refused: its arguments hold one of the assistant's secrets");
+            return (
+                format!("Refused: the arguments of {name} hold one of the assistant's own secrets (its bot token, a key or a password), which never leave it. Do not try again with it."),
+                true,
+            );
+        }
+        let timeout = tool
+            .time_limit()
+            .unwrap_or(Duration::from_secs(self.config.tool_timeout_secs));
+        let call = tool.call_reporting(ctx, input, report);
+        let sleep = self.clock.sleep(timeout);
+        match select(call, sleep).await {
+            Either::Left((Ok(out), _)) => (truncate(out), false),
+            Either::Left((Err(e), _)) => (truncate(e.0), true),
+            Either::Right(_) => (
+                format!(
+                    "Tool {name} did not finish within {}s; what it did before that may have taken effect.",
+                    timeout.as_secs()
+                ),
+                true,
+            ),
+        }
+    }
+}
+
+/// Cuts `s` to [`MAX_TOOL_RESULT`] bytes at a character boundary, saying so.
+pub fn truncate(mut s: String) -> String {
+    if s.len() <= MAX_TOOL_RESULT {
+        return s;
+    }
+    let mut end = MAX_TOOL_RESULT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let total = s.len();
+    s.truncate(end);
+    s.push_str(&format!(
+        "\n[truncated: {total} bytes in all, first {end} shown]"
+    ));
+    s
+}

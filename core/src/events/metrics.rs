@@ -1,0 +1,519 @@
+//! Metrics from the event bus ([`crate::events`]): counters and histograms, counted as each
+//! event is published, and shown in the Prometheus text exposition format (version 0.0.4) at
+//! `/metrics`.
+//!
+//! A process counts what it saw. The serverless shells run many short instances, so each
+//! instance also keeps its counts in the Kv (`metrics/<instance>`, written after its drains
+//! and scheduled runs, kept three days since its last write); `/metrics` shows the sum over
+//! every instance kept, this one's live counts in place of its stored ones. An instance gone
+//! quiet for three days leaves the sum, which Prometheus reads as a counter reset.
+//!
+//! Written by hand rather than with `prometheus-client`: the counts must be stored and summed
+//! across instances, which its registry cannot do, and the format is a few lines of text. The
+//! tests read it back with the `prometheus-parse` crate.
+//!
+//! Label values are bounded: at most [`MAX_LABEL`] characters, and past
+//! [`MAX_SERIES`] series of one metric new label sets count under `other` (a model could
+//! otherwise name a new tool on every call).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::Event;
+
+/// The longest label value kept (characters).
+pub const MAX_LABEL: usize = 64;
+/// The most series of one metric; past it, new label sets count as `other`.
+pub const MAX_SERIES: usize = 200;
+
+/// What each metric is: name, type, help.
+const METRICS: &[(&str, &str, &str)] = &[
+    (
+        "clawless_updates_accepted_total",
+        "counter",
+        "Updates stored in the inbox.",
+    ),
+    (
+        "clawless_updates_dropped_total",
+        "counter",
+        "Updates not stored, by reason.",
+    ),
+    (
+        "clawless_ack_seconds",
+        "histogram",
+        "Time from a webhook's body to its acknowledgement.",
+    ),
+    (
+        "clawless_turns_total",
+        "counter",
+        "Jobs ended, by outcome: answered, failed, waiting, nothing.",
+    ),
+    (
+        "clawless_turn_seconds",
+        "histogram",
+        "Time from an update's acceptance to its turn's end.",
+    ),
+    (
+        "clawless_model_calls_total",
+        "counter",
+        "Model calls, by model and outcome.",
+    ),
+    ("clawless_model_seconds", "histogram", "Model call latency."),
+    (
+        "clawless_tokens_total",
+        "counter",
+        "Model tokens, by direction.",
+    ),
+    (
+        "clawless_cost_usd_total",
+        "counter",
+        "Model spend in US dollars.",
+    ),
+    (
+        "clawless_tool_calls_total",
+        "counter",
+        "Tool calls, by tool, decision and outcome.",
+    ),
+    (
+        "clawless_approvals_total",
+        "counter",
+        "Approvals asked and how they were answered.",
+    ),
+    (
+        "clawless_retries_total",
+        "counter",
+        "Failed turns scheduled for another try.",
+    ),
+    (
+        "clawless_replies_sent_total",
+        "counter",
+        "Answer parts delivered to Telegram.",
+    ),
+    (
+        "clawless_reminders_fired_total",
+        "counter",
+        "Reminders and tasks fired.",
+    ),
+    (
+        "clawless_compactions_total",
+        "counter",
+        "Sessions compacted.",
+    ),
+    (
+        "clawless_lane_drains_total",
+        "counter",
+        "Drains of a lane, by how they ended.",
+    ),
+];
+
+const ACK_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
+const TURN_BUCKETS: &[f64] = &[0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+
+/// A gauge computed at scrape time: `(metric, help, labels, value)`.
+pub type Gauge<'a> = (&'a str, &'a str, Vec<(&'a str, String)>, f64);
+
+/// One histogram series: counts per bucket bound (not cumulative), the count and the sum.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    pub bounds: Vec<f64>,
+    pub counts: Vec<u64>,
+    pub count: u64,
+    pub sum: f64,
+}
+
+/// Every series: `(metric, labels)` → value. Labels are rendered (`a="x",b="y"`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    #[serde(default)]
+    pub counters: BTreeMap<String, BTreeMap<String, f64>>,
+    #[serde(default)]
+    pub histograms: BTreeMap<String, BTreeMap<String, Histogram>>,
+}
+
+impl Snapshot {
+    fn add(&mut self, metric: &str, labels: &[(&str, &str)], by: f64) {
+        let series = self.counters.entry(metric.to_owned()).or_default();
+        let key = bounded(
+            series.len(),
+            series.contains_key(&render_labels(labels)),
+            labels,
+        );
+        *series.entry(key).or_default() += by;
+    }
+
+    fn observe(&mut self, metric: &str, labels: &[(&str, &str)], bounds: &[f64], value: f64) {
+        let series = self.histograms.entry(metric.to_owned()).or_default();
+        let key = bounded(
+            series.len(),
+            series.contains_key(&render_labels(labels)),
+            labels,
+        );
+        let h = series.entry(key).or_insert_with(|| Histogram {
+            bounds: bounds.to_vec(),
+            counts: vec![0; bounds.len()],
+            count: 0,
+            sum: 0.0,
+        });
+        if let Some(i) = h.bounds.iter().position(|b| value <= *b) {
+            if let Some(c) = h.counts.get_mut(i) {
+                *c += 1;
+            }
+        }
+        h.count += 1;
+        h.sum += value;
+    }
+
+    /// Adds `other`'s counts to these (another instance's).
+    pub fn merge(&mut self, other: &Snapshot) {
+        for (metric, series) in &other.counters {
+            let mine = self.counters.entry(metric.clone()).or_default();
+            for (labels, v) in series {
+                *mine.entry(labels.clone()).or_default() += v;
+            }
+        }
+        for (metric, series) in &other.histograms {
+            let mine = self.histograms.entry(metric.clone()).or_default();
+            for (labels, h) in series {
+                let m = mine.entry(labels.clone()).or_insert_with(|| Histogram {
+                    bounds: h.bounds.clone(),
+                    counts: vec![0; h.bounds.len()],
+                    count: 0,
+                    sum: 0.0,
+                });
+                if m.bounds == h.bounds {
+                    for (a, b) in m.counts.iter_mut().zip(&h.counts) {
+                        *a += b;
+                    }
+                    m.count += h.count;
+                    m.sum += h.sum;
+                }
+            }
+        }
+    }
+
+    /// The value of a counter series (tests, the cockpit).
+    pub fn counter(&self, metric: &str, labels: &[(&str, &str)]) -> f64 {
+        self.counters
+            .get(metric)
+            .and_then(|s| s.get(&render_labels(labels)))
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    /// The sum of a counter over all its series.
+    pub fn total(&self, metric: &str) -> f64 {
+        self.counters.get(metric).map_or(0.0, |s| s.values().sum())
+    }
+
+    /// The exposition text, with `gauges` (`(metric, help, labels, value)`) after the rest.
+    pub fn render(&self, gauges: &[Gauge<'_>]) -> String {
+        let mut out = String::new();
+        for (name, kind, help) in METRICS {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            if let Some(series) = self.counters.get(*name) {
+                for (labels, v) in series {
+                    let _ = writeln!(out, "{name}{} {}", braces(labels), number(*v));
+                }
+            }
+            if let Some(series) = self.histograms.get(*name) {
+                for (labels, h) in series {
+                    let mut cumulative = 0;
+                    for (bound, c) in h.bounds.iter().zip(&h.counts) {
+                        cumulative += c;
+                        let le = format!("le=\"{}\"", number(*bound));
+                        let _ = writeln!(
+                            out,
+                            "{name}_bucket{} {cumulative}",
+                            braces(&join(labels, &le))
+                        );
+                    }
+                    let inf = join(labels, "le=\"+Inf\"");
+                    let _ = writeln!(out, "{name}_bucket{} {}", braces(&inf), h.count);
+                    let _ = writeln!(out, "{name}_sum{} {}", braces(labels), number(h.sum));
+                    let _ = writeln!(out, "{name}_count{} {}", braces(labels), h.count);
+                }
+            }
+        }
+        let mut helped = std::collections::BTreeSet::new();
+        for (name, help, labels, value) in gauges {
+            if helped.insert(*name) {
+                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+            }
+            let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let _ = writeln!(
+                out,
+                "{name}{} {}",
+                braces(&render_labels(&labels)),
+                number(*value)
+            );
+        }
+        out
+    }
+}
+
+/// The process's counts, updated as events are published.
+#[derive(Default)]
+pub struct Metrics(Mutex<Snapshot>);
+
+impl Metrics {
+    pub fn snapshot(&self) -> Snapshot {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Snapshot> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts `event`.
+    pub fn observe(&self, event: &Event) {
+        let mut s = self.lock();
+        match event {
+            Event::Accepted {
+                connector, ack_ms, ..
+            } => {
+                s.add(
+                    "clawless_updates_accepted_total",
+                    &[("connector", connector)],
+                    1.0,
+                );
+                s.observe(
+                    "clawless_ack_seconds",
+                    &[],
+                    ACK_BUCKETS,
+                    *ack_ms as f64 / 1000.0,
+                );
+            }
+            Event::Dropped { connector, reason } => s.add(
+                "clawless_updates_dropped_total",
+                &[("connector", connector), ("reason", reason)],
+                1.0,
+            ),
+            Event::Drained { outcome, .. } => {
+                s.add("clawless_lane_drains_total", &[("outcome", outcome)], 1.0)
+            }
+            Event::Model {
+                model,
+                input,
+                output,
+                cost_micros,
+                latency_ms,
+                outcome,
+            } => {
+                s.add(
+                    "clawless_model_calls_total",
+                    &[("model", model), ("outcome", outcome)],
+                    1.0,
+                );
+                s.observe(
+                    "clawless_model_seconds",
+                    &[],
+                    TURN_BUCKETS,
+                    *latency_ms as f64 / 1000.0,
+                );
+                s.add(
+                    "clawless_tokens_total",
+                    &[("direction", "input")],
+                    *input as f64,
+                );
+                s.add(
+                    "clawless_tokens_total",
+                    &[("direction", "output")],
+                    *output as f64,
+                );
+                s.add("clawless_cost_usd_total", &[], *cost_micros as f64 / 1e6);
+            }
+            Event::Tool {
+                tool,
+                decision,
+                error,
+                ..
+            } => s.add(
+                "clawless_tool_calls_total",
+                &[
+                    ("tool", tool),
+                    ("decision", decision),
+                    ("outcome", if *error { "error" } else { "ok" }),
+                ],
+                1.0,
+            ),
+            Event::ApprovalAsked { .. } => {
+                s.add("clawless_approvals_total", &[("outcome", "asked")], 1.0)
+            }
+            Event::ApprovalAnswered { outcome, .. } => {
+                s.add("clawless_approvals_total", &[("outcome", outcome)], 1.0)
+            }
+            Event::ReplySent { .. } => s.add("clawless_replies_sent_total", &[], 1.0),
+            Event::RetryScheduled { .. } => s.add("clawless_retries_total", &[], 1.0),
+            Event::TurnEnded {
+                outcome,
+                latency_ms,
+            } => {
+                s.add("clawless_turns_total", &[("outcome", outcome)], 1.0);
+                s.observe(
+                    "clawless_turn_seconds",
+                    &[],
+                    TURN_BUCKETS,
+                    *latency_ms as f64 / 1000.0,
+                );
+            }
+            Event::ReminderFired { .. } => s.add("clawless_reminders_fired_total", &[], 1.0),
+            Event::Compacted { .. } => s.add("clawless_compactions_total", &[], 1.0),
+        }
+    }
+}
+
+/// The series key for `labels`, or the `other` one when the metric has [`MAX_SERIES`] already.
+fn bounded(len: usize, known: bool, labels: &[(&str, &str)]) -> String {
+    if known || len < MAX_SERIES || labels.is_empty() {
+        return render_labels(labels);
+    }
+    let other: Vec<(&str, &str)> = labels.iter().map(|(k, _)| (*k, "other")).collect();
+    render_labels(&other)
+}
+
+/// `a="x",b="y"`, values cut to [`MAX_LABEL`] characters and escaped.
+fn render_labels(labels: &[(&str, &str)]) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| {
+            let v: String = v.chars().take(MAX_LABEL).collect();
+            let v = v
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            format!("{k}=\"{v}\"")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn join(labels: &str, more: &str) -> String {
+    match labels.is_empty() {
+        true => more.to_owned(),
+        false => format!("{labels},{more}"),
+    }
+}
+
+fn braces(labels: &str) -> String {
+    match labels.is_empty() {
+        true => String::new(),
+        false => format!("{{{labels}}}"),
+    }
+}
+
+/// A sample value as the format writes it.
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn tool(name: &str, error: bool) -> Event {
+        Event::Tool {
+            tool: name.into(),
+            level: "safe".into(),
+            decision: "allowed".into(),
+            latency_ms: 3,
+            error,
+        }
+    }
+
+    #[test]
+    fn counts_render_as_prometheus_text_and_parse_back() {
+        let m = Metrics::default();
+        m.observe(&Event::Accepted {
+            connector: "main".into(),
+            lane: "main:1".into(),
+            ack_ms: 4,
+        });
+        m.observe(&Event::Accepted {
+            connector: "main".into(),
+            lane: "main:1".into(),
+            ack_ms: 700,
+        });
+        m.observe(&tool("current_time", false));
+        m.observe(&tool("with \"quotes\"\nand a newline", true));
+        let text = m
+            .snapshot()
+            .render(&[("clawless_backlog_jobs", "Jobs waiting.", vec![], 3.0)]);
+        let lines = text.lines().map(|l| Ok(l.to_owned()));
+        let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
+        let value = |name: &str, label: Option<(&str, &str)>| {
+            scrape
+                .samples
+                .iter()
+                .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+                .map(|s| s.value.clone())
+        };
+        assert_eq!(
+            value(
+                "clawless_updates_accepted_total",
+                Some(("connector", "main"))
+            ),
+            Some(prometheus_parse::Value::Counter(2.0))
+        );
+        assert_eq!(
+            value("clawless_tool_calls_total", Some(("outcome", "error"))),
+            Some(prometheus_parse::Value::Counter(1.0))
+        );
+        assert_eq!(
+            value("clawless_backlog_jobs", None),
+            Some(prometheus_parse::Value::Gauge(3.0))
+        );
+        let Some(prometheus_parse::Value::Histogram(buckets)) = value("clawless_ack_seconds", None)
+        else {
+            panic!("a histogram: {text}")
+        };
+        let at = |le: f64| buckets.iter().find(|b| b.less_than == le).unwrap().count;
+        assert_eq!(
+            (at(0.005), at(0.5), at(1.0), at(f64::INFINITY)),
+            (1.0, 1.0, 2.0, 2.0)
+        );
+    }
+
+    #[test]
+    fn instances_sum_and_label_sets_are_bounded() {
+        let a = Metrics::default();
+        for i in 0..(MAX_SERIES + 50) {
+            a.observe(&tool(&format!("made_up_{i}"), true));
+        }
+        let mut sum = a.snapshot();
+        assert_eq!(
+            sum.counters["clawless_tool_calls_total"].len(),
+            MAX_SERIES + 1
+        );
+        assert_eq!(
+            sum.counter(
+                "clawless_tool_calls_total",
+                &[
+                    ("tool", "other"),
+                    ("decision", "other"),
+                    ("outcome", "other")
+                ]
+            ),
+            50.0
+        );
+        let b = Metrics::default();
+        b.observe(&tool("made_up_0", true));
+        sum.merge(&b.snapshot());
+        assert_eq!(
+            sum.total("clawless_tool_calls_total"),
+            (MAX_SERIES + 51) as f64
+        );
+        let long = "x".repeat(500);
+        let c = Metrics::default();
+        c.observe(&tool(&long, false));
+        assert!(c.snapshot().render(&[]).lines().all(|l| l.len() < 300));
+    }
+}

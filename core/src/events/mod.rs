@@ -1,0 +1,340 @@
+//! The event bus: what happens on the path, as typed [`Event`]s, for what watches beside it —
+//! the metrics ([`metrics`], counted as each event is published), the terminal
+//! cockpit, anything a shell subscribes. It is a sidecar: the path publishes and never waits.
+//! Publishing is a few pushes under a lock; each [`Subscription`] holds a bounded queue, and
+//! one that is not read fast enough drops what does not fit and counts it (the ack path and
+//! the turn never wait on a subscriber).
+//!
+//! Every event carries the trace id of the job it belongs to (`<connector>/<update id>`, as
+//! the log's `key` ends), so a turn's events can be followed from its acceptance to its
+//! reply. The audit trail is not fed from here: it is written with the turn's delivery,
+//! exactly once through crashes, which a dropping subscriber could not be.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+
+use serde::{Deserialize, Serialize};
+
+pub mod metrics;
+
+use metrics::Metrics;
+
+/// One thing that happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// An update was stored in the inbox (`ack_ms`: how long the ack path took).
+    Accepted {
+        connector: String,
+        lane: String,
+        ack_ms: u64,
+    },
+    /// An update was not stored, and why (a duplicate, an edit, group chatter, …).
+    Dropped { connector: String, reason: String },
+    /// A drainer let go of a lane: `idle`, `busy` (another holds it) or `retry`.
+    Drained { lane: String, outcome: String },
+    /// A model call ended (`outcome`: `ok` or the error's kind).
+    Model {
+        model: String,
+        input: u64,
+        output: u64,
+        cost_micros: u64,
+        latency_ms: u64,
+        outcome: String,
+    },
+    /// A tool call ended: what the policy decided, and whether it failed.
+    Tool {
+        tool: String,
+        level: String,
+        decision: String,
+        latency_ms: u64,
+        error: bool,
+    },
+    /// A turn waits for the user's approval of `tool`.
+    ApprovalAsked { tool: String },
+    /// The approval was answered (`outcome` as the audit trail names it).
+    ApprovalAnswered { tool: String, outcome: String },
+    /// A part of an answer reached Telegram.
+    ReplySent {
+        chat: i64,
+        part: usize,
+        parts: usize,
+    },
+    /// A failed turn is tried again at `at_ms`.
+    RetryScheduled {
+        attempt: u32,
+        at_ms: u64,
+        reason: String,
+    },
+    /// A turn ended: `answered`, `failed` (the user was told), `waiting` (an approval) or
+    /// `nothing` (no reply due); `latency_ms` since its update was accepted.
+    TurnEnded { outcome: String, latency_ms: u64 },
+    /// A reminder or task fired into its chat's inbox.
+    ReminderFired { reminder: u64 },
+    /// A session's older turns were folded into its summary.
+    Compacted { folded: usize },
+}
+
+impl Event {
+    /// The event of a model or tool call's audit step; `None` for other steps.
+    pub fn of_step(step: &crate::audit::Step) -> Option<Event> {
+        use crate::audit::Step;
+        match step {
+            Step::Model {
+                model,
+                input,
+                output,
+                cost_micros,
+                latency_ms,
+                outcome,
+                ..
+            } => Some(Event::Model {
+                model: model.clone(),
+                input: *input,
+                output: *output,
+                cost_micros: *cost_micros,
+                latency_ms: *latency_ms,
+                outcome: outcome.clone(),
+            }),
+            Step::Tool {
+                name,
+                level,
+                decision,
+                latency_ms,
+                error,
+                ..
+            } => Some(Event::Tool {
+                tool: name.clone(),
+                level: level.name().to_owned(),
+                decision: decision.clone(),
+                latency_ms: *latency_ms,
+                error: error.is_some(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Its `type`, as the serialised form names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Accepted { .. } => "accepted",
+            Event::Dropped { .. } => "dropped",
+            Event::Drained { .. } => "drained",
+            Event::Model { .. } => "model",
+            Event::Tool { .. } => "tool",
+            Event::ApprovalAsked { .. } => "approval_asked",
+            Event::ApprovalAnswered { .. } => "approval_answered",
+            Event::ReplySent { .. } => "reply_sent",
+            Event::RetryScheduled { .. } => "retry_scheduled",
+            Event::TurnEnded { .. } => "turn_ended",
+            Event::ReminderFired { .. } => "reminder_fired",
+            Event::Compacted { .. } => "compacted",
+        }
+    }
+}
+
+/// An event as published: its number in this process, when, and its trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stamped {
+    pub seq: u64,
+    pub at_ms: u64,
+    /// `<connector>/<update id>` of the job it belongs to; empty when none.
+    #[serde(default)]
+    pub trace: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Where events go: the metrics, then every subscription.
+#[derive(Default)]
+pub struct Bus {
+    seq: AtomicU64,
+    subscriptions: Mutex<Vec<Arc<Subscription>>>,
+    pub(crate) metrics: Metrics,
+}
+
+impl Bus {
+    /// Publishes `event`: counted in the metrics, then offered to every subscription (one that
+    /// is full drops it and counts the drop). Never waits.
+    pub fn publish(&self, at_ms: u64, trace: &str, event: Event) {
+        self.metrics.observe(&event);
+        let subs = self.lock().clone();
+        if subs.is_empty() {
+            return;
+        }
+        let stamped = Stamped {
+            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
+            at_ms,
+            trace: trace.to_owned(),
+            event,
+        };
+        for s in subs {
+            s.offer(stamped.clone());
+        }
+    }
+
+    /// A new subscription named `name` (in the dropped-events metric) holding at most `cap`
+    /// events not yet read.
+    pub fn subscribe(&self, name: &str, cap: usize) -> Arc<Subscription> {
+        let s = Arc::new(Subscription {
+            name: name.to_owned(),
+            cap: cap.max(1),
+            queue: Mutex::new(VecDeque::new()),
+            dropped: AtomicU64::new(0),
+            waker: Mutex::new(None),
+        });
+        self.lock().push(s.clone());
+        s
+    }
+
+    /// Stops `s` from receiving (its drops stay counted in the metrics).
+    pub fn unsubscribe(&self, s: &Arc<Subscription>) {
+        self.lock().retain(|x| !Arc::ptr_eq(x, s));
+    }
+
+    /// `(subscription name, events it dropped)` for every subscription.
+    pub fn drops(&self) -> Vec<(String, u64)> {
+        self.lock()
+            .iter()
+            .map(|s| (s.name.clone(), s.dropped()))
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Subscription>>> {
+        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A subscriber's bounded queue of events.
+pub struct Subscription {
+    name: String,
+    cap: usize,
+    queue: Mutex<VecDeque<Stamped>>,
+    dropped: AtomicU64,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Subscription {
+    fn offer(&self, e: Stamped) {
+        {
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            if q.len() >= self.cap {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            q.push_back(e);
+        }
+        if let Some(w) = self.waker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            w.wake();
+        }
+    }
+
+    /// Everything waiting, oldest first.
+    pub fn drain(&self) -> Vec<Stamped> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect()
+    }
+
+    /// The next event, waiting for one.
+    pub async fn next(&self) -> Stamped {
+        std::future::poll_fn(|cx| {
+            if let Some(e) = self
+                .queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front()
+            {
+                return Poll::Ready(e);
+            }
+            *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+            // An event offered between the check and the waker being set: look again.
+            match self
+                .queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front()
+            {
+                Some(e) => Poll::Ready(e),
+                None => Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    /// How many events did not fit.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use std::future::Future;
+
+    fn dropped(reason: &str) -> Event {
+        Event::Dropped {
+            connector: "main".into(),
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn a_full_subscription_drops_and_counts_while_others_get_everything() {
+        let bus = Bus::default();
+        let stalled = bus.subscribe("stalled", 2);
+        let live = bus.subscribe("live", 100);
+        for i in 0..10 {
+            bus.publish(i, "main/1", dropped("duplicate"));
+        }
+        assert_eq!(stalled.drain().len(), 2);
+        assert_eq!(stalled.dropped(), 8);
+        let got = live.drain();
+        assert_eq!(got.len(), 10);
+        assert_eq!(got[0].seq + 9, got[9].seq, "numbered in order");
+        assert_eq!(bus.drops(), [("stalled".into(), 8), ("live".into(), 0)]);
+        bus.unsubscribe(&stalled);
+        bus.publish(11, "", dropped("x"));
+        assert_eq!(stalled.drain().len(), 0);
+    }
+
+    #[test]
+    fn events_serialise_with_their_type_and_trace() {
+        let e = Stamped {
+            seq: 1,
+            at_ms: 5,
+            trace: "main/7".into(),
+            event: Event::TurnEnded {
+                outcome: "answered".into(),
+                latency_ms: 1200,
+            },
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["type"], "turn_ended");
+        assert_eq!(v["trace"], "main/7");
+        assert_eq!(serde_json::from_value::<Stamped>(v).unwrap(), e);
+        assert_eq!(e.event.kind(), "turn_ended");
+    }
+
+    #[test]
+    fn next_waits_for_an_event() {
+        let bus = Arc::new(Bus::default());
+        let s = bus.subscribe("tui", 8);
+        let mut next = std::pin::pin!(s.next());
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(next.as_mut().poll(&mut cx).is_pending());
+        bus.publish(1, "", dropped("edited"));
+        let Poll::Ready(e) = next.as_mut().poll(&mut cx) else {
+            panic!("ready after a publish")
+        };
+        assert_eq!(e.event.kind(), "dropped");
+    }
+}

@@ -1,0 +1,100 @@
+//! What the app shows of itself beside the event bus: `/metrics` (the counts of every
+//! instance, see [`crate::metrics`], plus the inbox's backlog and the subscribers' drops) and
+//! the keeping of this instance's counts in the Kv for the serverless shells.
+
+use std::time::Duration;
+
+use clawless_platform::KvExt;
+
+use crate::app::App;
+use crate::events::metrics::Snapshot;
+use crate::keys;
+
+/// How long an instance's stored counts outlive its last write.
+const KEPT: Duration = Duration::from_secs(3 * 86_400);
+/// The most instances' counts summed in one scrape.
+const MAX_INSTANCES: usize = 200;
+/// The most inbox jobs counted for the backlog gauge.
+const MAX_BACKLOG: usize = 10_000;
+
+impl App {
+    /// The Prometheus text of `/metrics`: this instance's live counts plus every other kept
+    /// instance's, then the gauges (the inbox backlog and its lanes, the instances summed)
+    /// and the events each subscriber dropped. A storage failure leaves the stored parts out
+    /// (logged); the live counts are always there.
+    pub async fn metrics_text(&self) -> String {
+        let mut sum = self.events.metrics.snapshot();
+        let mine = keys::metrics(&self.instance);
+        let mut instances = 1;
+        match self.platform.kv.list(keys::METRICS, MAX_INSTANCES).await {
+            Ok(stored) => {
+                for key in stored.iter().filter(|k| **k != mine) {
+                    match self.platform.kv.get_json::<Snapshot>(key).await {
+                        Ok(Some(s)) => {
+                            sum.merge(&s);
+                            instances += 1;
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::warn!(key, error = %e, "stored metrics unreadable"),
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "stored metrics not listed"),
+        }
+        let mut gauges = vec![(
+            "clawless_instances",
+            "Instances whose counts are summed here.",
+            Vec::new(),
+            instances as f64,
+        )];
+        match self.platform.kv.list(keys::INBOX, MAX_BACKLOG).await {
+            Ok(jobs) => {
+                let lanes: std::collections::BTreeSet<&str> = jobs
+                    .iter()
+                    .filter_map(|k| k.strip_prefix(keys::INBOX)?.rsplit_once('/'))
+                    .map(|(lane, _)| lane)
+                    .collect();
+                gauges.push((
+                    "clawless_backlog_jobs",
+                    "Jobs waiting in the inbox (counted up to 10,000).",
+                    Vec::new(),
+                    jobs.len() as f64,
+                ));
+                gauges.push((
+                    "clawless_backlog_lanes",
+                    "Lanes (chats) with jobs waiting.",
+                    Vec::new(),
+                    lanes.len() as f64,
+                ));
+            }
+            Err(e) => tracing::warn!(error = %e, "inbox not listed for the backlog"),
+        }
+        for (name, dropped) in self.events.drops() {
+            gauges.push((
+                "clawless_events_dropped",
+                "Events a live subscriber of this instance did not read in time.",
+                vec![("subscriber", name)],
+                dropped as f64,
+            ));
+        }
+        sum.render(&gauges)
+    }
+
+    /// Keeps this instance's counts in the Kv when they changed since last kept (the
+    /// serverless shells' instances come and go; `/metrics` sums what they kept). Failures
+    /// are logged.
+    pub async fn keep_metrics(&self) {
+        let now = self.events.metrics.snapshot();
+        {
+            let kept = self.metrics_kept.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.as_ref() == Some(&now) {
+                return;
+            }
+        }
+        let key = keys::metrics(&self.instance);
+        match self.platform.kv.put_json(&key, &now, Some(KEPT)).await {
+            Ok(()) => *self.metrics_kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(now),
+            Err(e) => tracing::warn!(error = %e, "metrics not kept"),
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! An agent turn: the agent runs from a state (new, resumed after an approval, or kept
+//! after a crash) with "typing…" and the previews beside it, each step kept in the job and
+//! published on the event bus; what it comes to is a checkpoint to deliver, a suspension for
+//! an approval, or a failure. Its bookkeeping (spend, audit) is built here and written beside
+//! the delivery.
+
+use super::approval::MAX_SUSPENDED_BYTES;
+use super::progress::Progress;
+use super::{Answer, Checkpoint, Failure, Reply};
+use crate::agent::{Failed, RunState, Step as AgentStep, Verdict};
+use crate::app::App;
+use crate::connector::{Connector, Routed};
+use crate::inbox::Suspended;
+use crate::llm::ChatMessage;
+use crate::session;
+use crate::telegram::api::Target;
+use crate::telegram::render::{document_part, render_parts};
+use crate::telegram::Message;
+use crate::tools::ToolContext;
+
+impl App {
+    /// Runs the agent from `run` for `msg`'s conversation, with "typing…" beside it; with
+    /// `progress`, each step is kept in the job (see `progress.rs`).
+    pub(super) async fn run_agent(
+        &self,
+        conn: &Routed<'_>,
+        msg: &Message,
+        run: RunState,
+        progress: Option<&Progress<'_>>,
+    ) -> Result<Reply, Answer> {
+        let key = session::session_key(&conn.id, msg);
+        let scope = conn.memory_scope_of(msg);
+        // The chat's model is read beside the history, not after it.
+        let (session, model) = futures::future::join(
+            self.current_session(&key, Some((conn, &scope))),
+            self.chosen_model(conn, msg.chat.id.0),
+        )
+        .await;
+        let history = session::for_model(
+            session.map_err(Failure::storage)?,
+            self.config.session.history_window,
+        );
+        let granted = self
+            .granted(conn, msg.chat.id.0)
+            .await
+            .map_err(Failure::storage)?;
+        let origin = Some(super::reminders::origin(&conn.id, msg));
+        let ctx = ToolContext {
+            scope,
+            granted,
+            origin,
+            depth: 0,
+            budget: None,
+            // Unique to this update's turn, kept across crashes.
+            call: format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id),
+        };
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        let budget = self
+            .budget(&conn.id, user)
+            .await
+            .map_err(Failure::storage)?;
+        let recorded = run.recorded;
+        let first_seq = run.logged;
+        let target = Target {
+            chat_id: msg.chat.id.0,
+            thread_id: msg.topic(),
+        };
+        let round = run.round;
+        // The reply shows as it is written (a draft, or a placeholder in groups).
+        let drafts = self.drafts_for(msg);
+        let on_text = |text: &str| {
+            if let Some(d) = &drafts {
+                d.set(text);
+            }
+        };
+        // Each model and tool call goes on the event bus as it ends.
+        let trace = progress.map(|p| p.trace.clone()).unwrap_or_default();
+        let on_step = |at: u64, step: &crate::audit::Step| {
+            if let Some(e) = crate::events::Event::of_step(step) {
+                self.events.publish(at, &trace, e);
+            }
+        };
+        let opts = crate::agent::RunOptions {
+            on_step: Some(&on_step),
+            budget,
+            model: model.as_deref(),
+            on_text: drafts
+                .is_some()
+                .then_some(&on_text as crate::llm::OnText<'_>),
+            saver: progress.map(|p| p as &dyn crate::agent::Saver),
+            ..Default::default()
+        };
+        let turn = conn.agent.run(&history, run, &ctx, opts);
+        let step = self
+            .beside_turn(conn, target, msg.message_id, drafts.as_ref(), turn)
+            .await;
+        let mut step = match step {
+            Ok(step) => step,
+            Err(failed) => {
+                // The turn fails (and is retried); what this attempt spent and did, the
+                // failed call included, is kept now, as no delivery will carry it.
+                let Failed { error, mut state } = *failed;
+                let steps = std::mem::take(&mut state.log);
+                let logged = first_seq.saturating_add(steps.len() as u32);
+                let books = self.books(msg, state.usage.since(&recorded), first_seq, steps);
+                self.keep_books(conn, books).await;
+                // The retry goes on from the last step, its books starting after these.
+                if let Some(p) = progress {
+                    state.recorded = state.usage;
+                    state.logged = logged;
+                    p.keep(state);
+                }
+                // The chain as the chat ordered it: its last link is the one that failed last.
+                let chain = conn.agent.chain.preferring(model.as_deref());
+                return Err(Answer::Failed(Failure::model(&error, &chain)));
+            }
+        };
+        let (spent, steps) = match &mut step {
+            AgentStep::Lost => return Err(Answer::Lost),
+            AgentStep::Done(out) => (out.usage, std::mem::take(&mut out.log)),
+            AgentStep::Ask { state, .. } => {
+                let steps = std::mem::take(&mut state.log);
+                state.logged = first_seq.saturating_add(steps.len() as u32);
+                (state.usage, steps)
+            }
+        };
+        // Kept in the job and written beside the delivery (a retry of the job runs the model
+        // again and counts that too).
+        let books = self.books(msg, spent.since(&recorded), first_seq, steps);
+        match step {
+            AgentStep::Lost => Err(Answer::Lost),
+            AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages, books)),
+            AgentStep::Ask { state, call } => {
+                let mut state = *state;
+                state.recorded = state.usage;
+                // Images and documents are not kept while the turn waits: the model has seen
+                // them; the resumed turn reads a line saying they were there.
+                for m in &mut state.messages {
+                    *m = m.without_media();
+                }
+                let size = serde_json::to_vec(&state).map_or(usize::MAX, |b| b.len());
+                if size > MAX_SUSPENDED_BYTES {
+                    // Too big to keep while waiting: refuse the call and go on.
+                    tracing::warn!(size, "turn too large to wait for an approval; call refused");
+                    self.keep_books(conn, books).await;
+                    state.verdicts.insert(call.id, Verdict::Denied);
+                    return Box::pin(self.run_agent(conn, msg, state, progress)).await;
+                }
+                let from = msg.from.as_ref().map_or(0, |u| u.id.0);
+                let now = self.platform.clock.now_ms();
+                Ok(Reply::Ask(Box::new(Suspended {
+                    id: format!("{}.{}", msg.message_id, state.round.max(round)),
+                    run: state,
+                    call,
+                    asker: from,
+                    message_id: None,
+                    expires_ms: now.saturating_add(self.config.approvals.expiry_ms()),
+                    answer: None,
+                    books,
+                })))
+            }
+        }
+    }
+
+    /// The bookkeeping of `msg`'s turn: its spend and audit `steps` (numbered from
+    /// `first_seq`); `None` when there is none.
+    pub(super) fn books(
+        &self,
+        msg: &Message,
+        spend: crate::usage::Tally,
+        first_seq: u32,
+        steps: Vec<(u64, crate::audit::Step)>,
+    ) -> Option<Box<crate::usage::Books>> {
+        if steps.is_empty() && spend.is_empty() {
+            return None;
+        }
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        let entries: Vec<crate::audit::Entry> = steps
+            .into_iter()
+            .zip(first_seq..)
+            .map(|((at_ms, step), seq)| crate::audit::Entry {
+                at_ms,
+                trace: msg.message_id,
+                seq,
+                chat: msg.chat.id.0,
+                user,
+                step,
+            })
+            .collect();
+        Some(Box::new(crate::usage::Books {
+            spend,
+            user,
+            chat: msg.chat.id.0,
+            audit: entries,
+        }))
+    }
+
+    /// Writes a turn's bookkeeping: the spend counters and the audit entries, side by side.
+    /// Failures are logged; the answer never waits on them.
+    pub(super) async fn keep_books(
+        &self,
+        conn: &Connector,
+        books: Option<Box<crate::usage::Books>>,
+    ) {
+        let Some(b) = books else {
+            return;
+        };
+        let ledger = self.ledger();
+        let retention = self.config.audit.retention();
+        let (counted, audited) = futures::future::join(
+            ledger.add(&conn.id, b.user, b.chat, b.spend),
+            crate::audit::write(&*self.platform.kv, &conn.id, &b.audit, retention),
+        )
+        .await;
+        if let Err(e) = counted {
+            tracing::warn!(error = %e, "usage not counted");
+        }
+        if let Err(e) = audited {
+            tracing::warn!(error = %e, "audit entries not written");
+        }
+    }
+
+    /// The checkpoint of a finished agent turn.
+    pub(super) fn turn_reply(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        reply: String,
+        messages: Vec<crate::llm::ChatMessage>,
+        books: Option<Box<crate::usage::Books>>,
+    ) -> Reply {
+        let mut parts = render_parts(&reply);
+        if parts.len() > self.config.limits.max_reply_parts {
+            parts = vec![document_part(&reply)];
+        }
+        Reply::Send(Checkpoint {
+            parts,
+            sent: 0,
+            reply_to: (!msg.is_private()).then_some(msg.message_id),
+            // The history keeps a line where an image or a document was, not its bytes.
+            session_turn: Some((
+                session::session_key(&conn.id, msg),
+                messages.iter().map(ChatMessage::without_media).collect(),
+            )),
+            books,
+        })
+    }
+}
