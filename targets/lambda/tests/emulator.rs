@@ -155,6 +155,20 @@ async fn approval_scenarios_on_lambda() {
             (Some(401), Some("unauthorized"))
         );
     }
+    // `/metrics` counts what a small scenario did (one function process: its live counts).
+    let scrape = || {
+        let mut event = common::url_event("/metrics", &Value::Null, None);
+        event["requestContext"]["http"]["method"] = Value::from("GET");
+        event["body"] = Value::Null;
+        event["headers"]["authorization"] = Value::from(format!("Bearer {ADMIN_TOKEN}"));
+        let invoked = lambda.emu.invoke(event);
+        async move {
+            let r = invoked.await;
+            assert_eq!(r["statusCode"], 200, "{r}");
+            r["body"].as_str().unwrap_or_default().to_owned()
+        }
+    };
+    scenarios::metrics_count_a_scenario(&lambda, scrape).await;
     let r = audit(Some(format!("Bearer {ADMIN_TOKEN}"))).await;
     assert_eq!(r["statusCode"], 200, "{r}");
     let v: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();

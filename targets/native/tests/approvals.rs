@@ -48,12 +48,31 @@ async fn approval_scenarios_on_native() {
         env: &[
             ("TELEGRAM_ALLOWED_USERS", &users),
             ("CLAWLESS_CONFIG", config.to_str().unwrap()),
+            ("CLAWLESS_ADMIN_TOKEN", ADMIN),
         ],
         ..Serve::default()
     };
     let bot = start_bot_with(&data, &tg, &llm_url, how).await;
-    scenarios::run_approvals(&Native { bot, f }).await;
+    let url = format!("{}/metrics", bot.url);
+    let native = Native { bot, f };
+    scenarios::run_approvals(&native).await;
+    // `/metrics`, behind the admin token, counts what it did.
+    let refused = reqwest::get(&url).await.unwrap().status();
+    assert_eq!(refused, 401);
+    let scrape = || async {
+        let r = reqwest::Client::new()
+            .get(&url)
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap()
+    };
+    scenarios::metrics_count_a_scenario(&native, scrape).await;
 }
+
+const ADMIN: &str = "native-admin-token-0123456789";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tap_after_kill_and_restart_resumes_the_waiting_turn_once() {

@@ -202,6 +202,19 @@ async fn approval_scenarios_in_workerd() {
             (401, "unauthorized".to_owned())
         );
     }
+    // `/metrics` counts what a small scenario did.
+    let url = format!("{}/metrics", worker.mf.url);
+    let scrape = || {
+        let req = reqwest::Client::new()
+            .get(&url)
+            .header("authorization", format!("Bearer {ADMIN_TOKEN}"));
+        async move {
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            r.text().await.unwrap()
+        }
+    };
+    scenarios::metrics_count_a_scenario(&worker, scrape).await;
     let (status, body) = audit(Some(&format!("Bearer {ADMIN_TOKEN}"))).await;
     assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();

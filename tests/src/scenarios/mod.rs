@@ -11,6 +11,9 @@
 
 mod approvals;
 mod list;
+mod metrics;
+
+pub use metrics::metrics_count_a_scenario;
 
 use std::cell::Cell;
 use std::future::Future;
