@@ -25,6 +25,10 @@ pub fn sample(body: &str, metric: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
+/// A metric, the labels its samples must carry, by how much it must grow, and whether by
+/// exactly that.
+type Counted = (&'static str, &'static [(&'static str, &'static str)], f64, bool);
+
 /// Two questions and a re-delivery of the second, in the bystander's private chat: `/metrics`
 /// (read by `scrape`) then counts exactly 2 more updates accepted and 1 more dropped as a
 /// duplicate, and at least 2 more model calls, answers sent and turns answered (what the
@@ -35,8 +39,7 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = String>,
 {
-    // (metric, labels, delta, exact)
-    let counted: [(&str, &[(&str, &str)], f64, bool); 5] = [
+    let counted: [Counted; 5] = [
         ("clawless_updates_accepted_total", &[], 2.0, true),
         (
             "clawless_updates_dropped_total",
