@@ -125,12 +125,13 @@ impl Agent {
         user: ChatMessage,
         ctx: &ToolContext,
         recall: &str,
+        opts: RunOptions<'_>,
     ) -> Result<TurnOutput, LlmError> {
         let skills = self.skills_block(&ctx.scope).await;
         let mut state = self.begin(user, recall, &skills);
         state.closing = Some(Verdict::Denied);
         match self
-            .run(history, state, ctx, RunOptions::default())
+            .run(history, state, ctx, opts)
             .await
             .map_err(|f| f.error)?
         {

@@ -268,6 +268,21 @@ impl App {
         session_key: &SessionKey,
         text: &str,
     ) -> Result<String, LlmError> {
+        self.chat_local_watched(connector, session_key, text, None, "")
+            .await
+    }
+
+    /// [`App::chat_local`], the answer streamed to `on_text` (the text so far) as it is
+    /// written, each model and tool call published on the event bus under `trace` as it
+    /// ends (the terminal cockpit shows both).
+    pub async fn chat_local_watched(
+        &self,
+        connector: &ConnectorId,
+        session_key: &SessionKey,
+        text: &str,
+        on_text: Option<crate::llm::OnText<'_>>,
+        trace: &str,
+    ) -> Result<String, LlmError> {
         let conn = self
             .connectors
             .get(connector)
@@ -278,7 +293,26 @@ impl App {
             .map_err(LlmError::from)?;
         // The terminal is the owner's: their memory (or the shared one).
         let scope = conn.memory_scope(conn.default_memory_owner().unwrap_or(MemoryOwner::Shared));
-        let out = self.agent_turn(conn, &scope, &s.messages, text).await?;
+        let on_step = |at: u64, step: &crate::audit::Step| {
+            if let Some(e) = crate::events::Event::of_step(step) {
+                self.events.publish(at, trace, e);
+            }
+        };
+        let opts = crate::agent::RunOptions {
+            on_text,
+            on_step: Some(&on_step),
+            ..Default::default()
+        };
+        let started = self.platform.clock.now_ms();
+        let out = self.agent_turn(conn, &scope, &s.messages, text, opts).await;
+        if !trace.is_empty() {
+            let ended = crate::events::Event::TurnEnded {
+                outcome: if out.is_ok() { "answered" } else { "failed" }.to_owned(),
+                latency_ms: self.platform.clock.now_ms().saturating_sub(started),
+            };
+            self.emit(trace, ended);
+        }
+        let out = out?;
         s.messages.extend(out.messages);
         session::trim(&mut s.messages, self.config.session.history_window);
         s.updated_ms = self.platform.clock.now_ms();
@@ -296,6 +330,7 @@ impl App {
         scope: &Scope,
         history: &[ChatMessage],
         text: &str,
+        opts: crate::agent::RunOptions<'_>,
     ) -> Result<TurnOutput, LlmError> {
         let recall = self.lifecycle().recall(scope, text).await;
         let ctx = ToolContext {
@@ -307,7 +342,7 @@ impl App {
             call: String::new(),
         };
         conn.default_agent()
-            .run_turn(history, ChatMessage::user_text(text), &ctx, &recall)
+            .run_turn(history, ChatMessage::user_text(text), &ctx, &recall, opts)
             .await
     }
 }

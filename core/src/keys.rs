@@ -86,8 +86,11 @@ pub fn bot_identity(connector: &ConnectorId) -> String {
     format!("botinfo/{connector}")
 }
 
+/// Prefix of every session.
+pub const SESSIONS: &str = "session/";
+
 pub fn session(session_key: &SessionKey) -> String {
-    format!("session/{session_key}")
+    format!("{SESSIONS}{session_key}")
 }
 
 pub fn summarized(session_key: &SessionKey, last_update_id: i64) -> String {

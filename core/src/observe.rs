@@ -98,3 +98,95 @@ impl App {
         }
     }
 }
+
+/// What the terminal cockpit shows of the stores: sessions, the inbox per lane, reminders
+/// due. Bounded: at most [`OVERVIEW_ROWS`] of each.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overview {
+    /// `(session key, messages, last update ms)`.
+    pub sessions: Vec<(String, usize, u64)>,
+    pub lanes: Vec<LaneView>,
+    /// `(at ms, connector, chat, reminder id)`, soonest first.
+    pub due: Vec<(u64, String, i64, u64)>,
+}
+
+/// One lane with work waiting.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LaneView {
+    pub lane: String,
+    pub jobs: usize,
+    /// The head job's trace id.
+    pub head: String,
+    /// The tool the head waits on an approval for.
+    pub waiting_for: Option<String>,
+    /// The head's failed attempts, and when it is tried again (ms; 0: now).
+    pub attempts: u32,
+    pub not_before_ms: u64,
+    /// The head is a turn cut by a crash or a failure, going on from a kept step.
+    pub resuming: bool,
+}
+
+/// Rows of each kind in an [`Overview`].
+pub const OVERVIEW_ROWS: usize = 20;
+
+impl App {
+    /// The stores as the cockpit shows them (see [`Overview`]).
+    pub async fn overview(&self) -> Result<Overview, clawless_platform::PortError> {
+        let kv = &*self.platform.kv;
+        let mut out = Overview::default();
+        for key in kv.list(keys::SESSIONS, OVERVIEW_ROWS).await? {
+            let name = key.strip_prefix(keys::SESSIONS).unwrap_or(&key).to_owned();
+            let s = crate::session::load(kv, &crate::ids::SessionKey::new(&name)).await?;
+            out.sessions.push((name, s.messages.len(), s.updated_ms));
+        }
+        let jobs = kv.list(keys::INBOX, MAX_BACKLOG).await?;
+        let mut lanes: Vec<(String, Vec<&String>)> = Vec::new();
+        for key in &jobs {
+            let Some((lane, _)) = key
+                .strip_prefix(keys::INBOX)
+                .and_then(|r| r.rsplit_once('/'))
+            else {
+                continue;
+            };
+            match lanes.last_mut() {
+                Some((l, keys)) if l == lane => keys.push(key),
+                _ => lanes.push((lane.to_owned(), vec![key])),
+            }
+        }
+        for (lane, held) in lanes.into_iter().take(OVERVIEW_ROWS) {
+            let mut view = LaneView {
+                lane,
+                jobs: held.len(),
+                ..Default::default()
+            };
+            if let Some(head) = held.first() {
+                if let Some(job) = kv.get_json::<crate::inbox::Job>(head).await? {
+                    view.head = crate::turn::trace(&job);
+                    view.waiting_for = job.suspended.as_ref().map(|s| s.call.name.clone());
+                    view.attempts = job.attempts;
+                    view.not_before_ms = job.not_before_ms;
+                    view.resuming = job.running.is_some();
+                }
+            }
+            out.lanes.push(view);
+        }
+        for key in kv.list(keys::DUE, OVERVIEW_ROWS).await? {
+            if let Some((at, connector, chat, id)) = keys::parse_due(&key) {
+                out.due.push((at, connector.to_string(), chat, id));
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl App {
+    /// This instance's live counts (the cockpit's summary).
+    pub fn counts(&self) -> Snapshot {
+        self.events.metrics.snapshot()
+    }
+
+    /// Now, on the app's clock (ms).
+    pub fn now_ms(&self) -> u64 {
+        self.platform.clock.now_ms()
+    }
+}

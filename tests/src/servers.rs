@@ -337,7 +337,7 @@ pub async fn fakes() -> (Arc<Fakes>, String, String) {
     .await;
     let llm_url = serve(
         axum::Router::new()
-            .route("/v1/messages", post(models::anthropic))
+            .route("/v1/messages", post(models::anthropic_streaming))
             .route("/chat/completions", post(models::openai))
             .route("/models", axum::routing::get(models::list))
             .route("/v1/models", axum::routing::get(models::list))

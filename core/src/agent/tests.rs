@@ -120,7 +120,14 @@ fn repeated_identical_calls_are_refused_and_rounds_are_bounded() {
         calls: Mutex::new(0),
     });
     let a = agent(model.clone(), 4);
-    let out = block_on(a.run_turn(&[], ChatMessage::user_text("hi"), &ctx(), "")).unwrap();
+    let out = block_on(a.run_turn(
+        &[],
+        ChatMessage::user_text("hi"),
+        &ctx(),
+        "",
+        Default::default(),
+    ))
+    .unwrap();
     assert_eq!(
         *model.calls.lock().unwrap(),
         4,

@@ -50,6 +50,17 @@ pub enum Command {
         #[arg(long)]
         connector: Option<String>,
     },
+    /// The terminal cockpit: a chat with the agent (streamed, tool calls in line) and live
+    /// panels of what the bot does (sessions, inbox, runs, reminders, events by trace id).
+    Tui {
+        /// The bot whose agent to talk to (default: the only one).
+        #[arg(long)]
+        connector: Option<String>,
+        /// Also serve Telegram's webhooks at this address (as `serve`), so the panels show
+        /// the bot at work.
+        #[arg(long)]
+        serve: Option<String>,
+    },
     /// Check the configuration and say which settings are still missing.
     Config {
         #[command(subcommand)]

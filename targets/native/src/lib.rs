@@ -43,4 +43,5 @@ pub mod server;
 pub mod setup;
 pub mod skills;
 pub mod store;
+pub mod tui;
 pub mod vecindex;

@@ -33,13 +33,34 @@ use clawless_native::cli::{
 };
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse(); // exits with 2 on a wrong command line
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    match &cli.command {
+        // The cockpit owns the terminal: the log goes to a file beside it.
+        Some(Command::Tui { .. }) => {
+            let path = std::env::temp_dir().join("clawless-tui.log");
+            match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            {
+                Ok(file) => tracing_subscriber::fmt()
+                    .with_env_filter(filter)
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(file))
+                    .init(),
+                Err(e) => {
+                    eprintln!("error: opening the log {}: {e}", path.display());
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        _ => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init(),
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -76,6 +97,7 @@ async fn dispatch(command: Command) -> Result<()> {
         Command::Run => run_polling().await,
         Command::Serve { listen } => serve(&listen).await,
         Command::Chat { connector } => chat(connector.as_deref()).await,
+        Command::Tui { connector, serve } => tui(connector.as_deref(), serve.as_deref()).await,
         Command::Config {
             action: ConfigAction::Check,
         } => config_check().await,
@@ -225,9 +247,34 @@ async fn run_polling() -> Result<()> {
 }
 
 async fn serve(addr: &str) -> Result<()> {
-    let limits = setup::limits(&setup::env()).map_err(|e| ConfigProblem(format!("{e:#}")))?;
     let n = build().await?;
-    require_ready(&n)?;
+    let serving = start_serving(&n, addr).await?;
+    shutdown_signal().await;
+    serving.stop().await;
+    Ok(())
+}
+
+/// Webhooks served and the runner running, until [`Serving::stop`].
+struct Serving {
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    local: std::net::SocketAddr,
+}
+
+impl Serving {
+    /// The listener and the runner wind down side by side: within the shutdown deadline and
+    /// the runner's grace, whatever clients do.
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+async fn start_serving(n: &setup::Native, addr: &str) -> Result<Serving> {
+    let limits = setup::limits(&setup::env()).map_err(|e| ConfigProblem(format!("{e:#}")))?;
+    require_ready(n)?;
     if let Some(env) = n.app.missing_webhook_secrets().first() {
         return Err(ConfigProblem(format!("set {env} (any random string) before serving webhooks; `clawless webhook set` sends it to Telegram")).into());
     }
@@ -252,11 +299,42 @@ async fn serve(addr: &str) -> Result<()> {
     let server = tokio::spawn(listen::serve(listener, webhook, limits, async move {
         let _ = rx.changed().await;
     }));
-    shutdown_signal().await;
-    let _ = stop_tx.send(true);
-    let _ = server.await;
-    let _ = run.await;
-    Ok(())
+    let tasks = vec![
+        tokio::spawn(async move {
+            let _ = server.await;
+        }),
+        tokio::spawn(async move {
+            let _ = run.await;
+        }),
+    ];
+    Ok(Serving {
+        stop: stop_tx,
+        tasks,
+        local,
+    })
+}
+
+/// `clawless tui`: the cockpit, with the bot serving webhooks beside it given `serve`.
+async fn tui(connector: Option<&str>, serve: Option<&str>) -> Result<()> {
+    let n = build().await?;
+    let connector = n.app.connector_id(connector)?;
+    let serving = match serve {
+        Some(addr) => Some(start_serving(&n, addr).await?),
+        None => None,
+    };
+    let log = std::env::temp_dir().join("clawless-tui.log");
+    let mut status = format!("log: {}", log.display());
+    if let Some(s) = &serving {
+        status = format!("serving webhooks at {} · {status}", s.local);
+    }
+    if !n.app.has_model() {
+        status = format!("no model key set: the chat cannot answer · {status}");
+    }
+    let shown = clawless_native::tui::run(n.app.clone(), connector, status).await;
+    if let Some(s) = serving {
+        s.stop().await;
+    }
+    shown
 }
 
 async fn chat(connector: Option<&str>) -> Result<()> {

@@ -27,7 +27,12 @@ pub fn sample(body: &str, metric: &str, labels: &[(&str, &str)]) -> f64 {
 
 /// A metric, the labels its samples must carry, by how much it must grow, and whether by
 /// exactly that.
-type Counted = (&'static str, &'static [(&'static str, &'static str)], f64, bool);
+type Counted = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    f64,
+    bool,
+);
 
 /// Two questions and a re-delivery of the second, in the bystander's private chat: `/metrics`
 /// (read by `scrape`) then counts exactly 2 more updates accepted and 1 more dropped as a

@@ -8,10 +8,81 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::Json;
+use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::{Fakes, FORUM_TOPIC, KEY_REFUSED, MODEL_429_ONCE, MODEL_500_ONCE, MODEL_AWAITS_TYPING};
 use crate::llm::{anthropic_text, anthropic_tool_use};
+
+/// [`anthropic`], except that a text answer to a streamed request (`"stream": true`) in a
+/// conversation whose first message asks for it "slowly" comes as server-sent events, in
+/// three pieces 400 ms apart (the terminal cockpit's test watches it being written).
+pub(super) async fn anthropic_streaming(
+    state: State<Arc<Fakes>>,
+    Json(req): Json<Value>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let slowly =
+        req["stream"] == true && req["messages"][0]["content"].to_string().contains("slowly");
+    let (status, headers, Json(answer)) = anthropic(state, Json(req)).await;
+    let text = answer["content"]
+        .as_array()
+        .filter(|blocks| blocks.iter().all(|b| b["type"] == "text"))
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<String>()
+        });
+    match (slowly && status.is_success(), text) {
+        (true, Some(text)) => sse_pieces(&text),
+        _ => (status, headers, Json(answer)).into_response(),
+    }
+}
+
+/// `text` as Anthropic's stream of events, in three pieces 400 ms apart.
+fn sse_pieces(text: &str) -> axum::response::Response {
+    let chars: Vec<char> = text.chars().collect();
+    let third = chars.len().div_ceil(3).max(1);
+    let pieces: Vec<String> = chars.chunks(third).map(|c| c.iter().collect()).collect();
+    let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut frames = vec![
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_s", "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+            "usage": {"input_tokens": 10, "output_tokens": 0}}}),
+        ) + &event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+        ),
+    ];
+    for p in pieces {
+        frames.push(event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": p}}),
+        ));
+    }
+    frames.push(
+        event("content_block_stop", json!({"type": "content_block_stop", "index": 0}))
+            + &event("message_delta", json!({"type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 5}}))
+            + &event("message_stop", json!({"type": "message_stop"})),
+    );
+    let stream =
+        futures::stream::iter(frames.into_iter().enumerate()).then(|(i, frame)| async move {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+            }
+            Ok::<_, std::convert::Infallible>(frame)
+        });
+    axum::response::Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap_or_default()
+}
 
 /// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "schedule: {…}"
 /// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "time" asks for the clock

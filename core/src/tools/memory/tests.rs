@@ -156,8 +156,14 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         mcp: vec![],
         secrets: Default::default(),
     };
-    let out =
-        block_on(agent.run_turn(&[], ChatMessage::user_text("remember"), &ctx(), "")).unwrap();
+    let out = block_on(agent.run_turn(
+        &[],
+        ChatMessage::user_text("remember"),
+        &ctx(),
+        "",
+        Default::default(),
+    ))
+    .unwrap();
     let (content, is_error) = out
         .messages
         .iter()
