@@ -1,5 +1,8 @@
 //! The admin endpoint of every shell, `/admin/<name>` (and `/metrics`, the same as
 //! `/admin/metrics`): `GET /admin/metrics` the Prometheus text of [`App::metrics_text`],
+//! `GET /admin/events?after=<cursor>` the kept events ([`App::event_page`]) and `GET
+//! /admin/overview` the stores as the cockpit shows them ([`App::overview`]), which
+//! `clawless tui --remote` reads,
 //! `GET /admin/audit` answers
 //! the audit trail to `clawless audit --remote URL`, `GET /admin/doctor` the checks of
 //! [`crate::doctor`] to `clawless doctor --remote URL`, and `POST /admin/setup` points
@@ -118,7 +121,7 @@ impl App {
             return AdminReply::text(404, "not found");
         }
         let method = match req.name {
-            "audit" | "doctor" | "metrics" => "GET",
+            "audit" | "doctor" | "metrics" | "events" | "overview" => "GET",
             "setup" => "POST",
             _ => return AdminReply::text(404, "not found"),
         };
@@ -139,6 +142,30 @@ impl App {
                 status: 200,
                 content_type: "text/plain; version=0.0.4; charset=utf-8",
                 body: self.metrics_text().await,
+            },
+            "events" => {
+                let cursor = req
+                    .query
+                    .unwrap_or("")
+                    .split('&')
+                    .find_map(|p| p.strip_prefix("after="))
+                    .filter(|c| c.len() <= MAX_QUERY);
+                match self.event_page(cursor).await {
+                    Ok(page) => {
+                        AdminReply::json(200, &serde_json::to_value(&page).unwrap_or(Value::Null))
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "events unreadable");
+                        AdminReply::text(503, "storage unavailable")
+                    }
+                }
+            }
+            "overview" => match self.overview().await {
+                Ok(o) => AdminReply::json(200, &serde_json::to_value(&o).unwrap_or(Value::Null)),
+                Err(e) => {
+                    tracing::error!(error = %e, "stores unreadable");
+                    AdminReply::text(503, "storage unavailable")
+                }
             },
             "doctor" => {
                 let checks = self.doctor(crate::doctor::Delivery::Webhook).await;

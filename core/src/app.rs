@@ -48,8 +48,11 @@ pub struct App {
     pub(crate) menus_checked: std::sync::atomic::AtomicBool,
     /// Where what happens is published (see [`crate::events`]).
     pub(crate) events: Arc<crate::events::Bus>,
-    /// The counts this instance last kept in the Kv (see `observe.rs`).
+    /// The counts this instance last kept in the Kv (see `observe/`).
     pub(crate) metrics_kept: std::sync::Mutex<Option<crate::events::metrics::Snapshot>>,
+    /// The events not yet written to the journal (`observe/journal.rs`), and its batches.
+    pub(crate) journal: Arc<crate::events::Subscription>,
+    pub(crate) journal_seq: AtomicU64,
 }
 
 impl std::fmt::Debug for App {
@@ -212,7 +215,7 @@ impl App {
         {
             self.register_menus().await;
         }
-        self.keep_metrics().await;
+        self.keep_observations().await;
         match (next, self.next_due().await) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

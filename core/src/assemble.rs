@@ -238,6 +238,7 @@ impl App {
             config: config.inbox.clone(),
         };
         let platform_http = platform.http.clone();
+        let events = Arc::new(crate::events::Bus::default());
         Ok(App {
             platform,
             memory,
@@ -252,8 +253,10 @@ impl App {
             transcriber: crate::media::transcribe::from_env(platform_http, env)
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
             menus_checked: Default::default(),
-            events: Default::default(),
+            journal: events.subscribe("journal", crate::observe::JOURNAL_CAP),
+            events,
             metrics_kept: Default::default(),
+            journal_seq: Default::default(),
         })
     }
 }

@@ -154,7 +154,7 @@ impl App {
     ) -> Result<Drained, PortError> {
         let drained = self.drain_waiting(lane, max_wait).await;
         // A serverless instance may not live to its next scheduled run: its counts now.
-        self.keep_metrics().await;
+        self.keep_observations().await;
         drained
     }
 

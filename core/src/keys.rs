@@ -30,6 +30,7 @@
 //! | `model/<connector>/<chat>` | the model a chat chose with `/model` (`provider/model`) | turn |
 //! | `agent/<session key>` | the agent a conversation chose with `/agent` | turn |
 //! | `preview/<connector>/<chat>/<message>` | the placeholder a group's streamed reply to a message edits, a day | turn |
+//! | `events/<at ms:015>/<instance>/<n:06>` | a batch of an instance's events (JSON), a day | observe (journal) |
 //! | `metrics/<instance>` | an instance's counts (`metrics::Snapshot`), kept three days since its last write | observe |
 //! | `call/<turn>:<round>:<call id>` | what a tool call that must happen once did (a reminder's id, then "done"), two days | schedule |
 
@@ -200,6 +201,14 @@ pub fn parse_due(key: &str) -> Option<(u64, ConnectorId, i64, u64)> {
     let chat = back.next()?.parse().ok()?;
     let connector = back.next()?;
     Some((at.parse().ok()?, ConnectorId::new(connector), chat, id))
+}
+
+/// Prefix of every kept batch of events.
+pub const EVENTS: &str = "events/";
+
+/// A batch of `instance`'s events written at `at_ms`: lexical order is time order.
+pub fn events(at_ms: u64, instance: &str, n: u64) -> String {
+    format!("{EVENTS}{at_ms:015}/{instance}/{n:06}")
 }
 
 /// Prefix of every instance's kept counts.

@@ -244,7 +244,7 @@ fn instances_keep_their_counts_and_metrics_sum_them() {
         h.script(200, anthropic_text("one"));
         h.deliver_raw(&message(1, "first")).await;
         // This instance keeps its counts (as a serverless one does after a drain) …
-        h.app.keep_metrics().await;
+        h.app.keep_observations().await;
         // … and another instance on the same store sees them beside its own.
         let config = Config::load(&clawless_core::config::embedded()).unwrap();
         let env = clawless_core::Env::from_pairs([
@@ -265,5 +265,71 @@ fn instances_keep_their_counts_and_metrics_sum_them() {
         let s = Scrape::parse(reply.body.lines().map(|l| Ok(l.to_owned()))).unwrap();
         assert_eq!(value(&s, "clawless_updates_accepted_total", &[]), 1.0);
         assert_eq!(value(&s, "clawless_instances", &[]), 2.0);
+    });
+}
+
+#[test]
+fn an_instance_follows_the_events_another_kept() {
+    block_on(async {
+        let h = harness();
+        let config = Config::load(&clawless_core::config::embedded()).unwrap();
+        let env = clawless_core::Env::from_pairs([
+            ("TELEGRAM_BOT_TOKEN", support::TOKEN.to_string()),
+            ("TELEGRAM_WEBHOOK_SECRET", support::SECRET.to_string()),
+            ("ANTHROPIC_API_KEY", "k".to_string()),
+            ("CLAWLESS_ADMIN_TOKEN", ADMIN.to_string()),
+        ]);
+        let watcher = clawless_core::App::new(h.platform.clone(), config, &env, "watcher").unwrap();
+        let page = |cursor: Option<String>| {
+            let query = cursor.map(|c| format!("after={c}"));
+            let watcher = &watcher;
+            async move {
+                let reply = watcher
+                    .admin(AdminRequest {
+                        method: "GET",
+                        name: "events",
+                        authorization: Some(&format!("Bearer {ADMIN}")),
+                        query: query.as_deref(),
+                        ..Default::default()
+                    })
+                    .await;
+                assert_eq!(reply.status, 200, "{}", reply.body);
+                serde_json::from_str::<clawless_core::observe::EventPage>(&reply.body).unwrap()
+            }
+        };
+        h.script(200, anthropic_text("one"));
+        h.deliver_raw(&message(1, "first")).await;
+        h.app.keep_observations().await;
+        let first = page(None).await;
+        let kinds: Vec<&str> = first
+            .events
+            .iter()
+            .filter(|e| e.trace == "main/1")
+            .map(|e| e.event.kind())
+            .collect();
+        assert_eq!(kinds, ["accepted", "model", "reply_sent", "turn_ended"]);
+        // Nothing new: an empty page, the same cursor.
+        let again = page(Some(first.cursor.clone())).await;
+        assert!(again.events.is_empty());
+        assert_eq!(again.cursor, first.cursor);
+        h.clock.advance(std::time::Duration::from_secs(1));
+        h.script(200, anthropic_text("two"));
+        h.deliver_raw(&message(2, "second")).await;
+        h.app.keep_observations().await;
+        let next = page(Some(first.cursor)).await;
+        assert!(next.events.iter().all(|e| e.trace != "main/1"));
+        assert!(next.events.iter().any(|e| e.trace == "main/2"));
+        // The stores too, as the cockpit shows them.
+        let reply = watcher
+            .admin(AdminRequest {
+                method: "GET",
+                name: "overview",
+                authorization: Some(&format!("Bearer {ADMIN}")),
+                ..Default::default()
+            })
+            .await;
+        let o: clawless_core::observe::Overview = serde_json::from_str(&reply.body).unwrap();
+        assert_eq!(o.sessions.len(), 1);
+        assert_eq!(o.sessions[0].1, 4, "two turns of two messages");
     });
 }

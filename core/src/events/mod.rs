@@ -62,10 +62,10 @@ pub enum Event {
         part: usize,
         parts: usize,
     },
-    /// A failed turn is tried again at `at_ms`.
+    /// A failed turn is tried again at `retry_at_ms` (not `at_ms`: that is the stamp's).
     RetryScheduled {
         attempt: u32,
-        at_ms: u64,
+        retry_at_ms: u64,
         reason: String,
     },
     /// A turn ended: `answered`, `failed` (the user was told), `waiting` (an approval) or
@@ -321,6 +321,69 @@ mod tests {
         assert_eq!(v["trace"], "main/7");
         assert_eq!(serde_json::from_value::<Stamped>(v).unwrap(), e);
         assert_eq!(e.event.kind(), "turn_ended");
+    }
+
+    #[test]
+    fn every_event_reads_back_inside_its_stamp() {
+        // A field named as one of the stamp's would make the stamp unreadable (flattened).
+        let all = [
+            Event::Accepted {
+                connector: "c".into(),
+                lane: "l".into(),
+                ack_ms: 1,
+            },
+            dropped("duplicate"),
+            Event::Drained {
+                lane: "l".into(),
+                outcome: "idle".into(),
+            },
+            Event::Model {
+                model: "m".into(),
+                input: 1,
+                output: 2,
+                cost_micros: 3,
+                latency_ms: 4,
+                outcome: "ok".into(),
+            },
+            Event::Tool {
+                tool: "t".into(),
+                level: "safe".into(),
+                decision: "allowed".into(),
+                latency_ms: 1,
+                error: false,
+            },
+            Event::ApprovalAsked { tool: "t".into() },
+            Event::ApprovalAnswered {
+                tool: "t".into(),
+                outcome: "denied".into(),
+            },
+            Event::ReplySent {
+                chat: -1,
+                part: 1,
+                parts: 2,
+            },
+            Event::RetryScheduled {
+                attempt: 1,
+                retry_at_ms: 9,
+                reason: "r".into(),
+            },
+            Event::TurnEnded {
+                outcome: "answered".into(),
+                latency_ms: 5,
+            },
+            Event::ReminderFired { reminder: 3 },
+            Event::Compacted { folded: 4 },
+        ];
+        for event in all {
+            let e = Stamped {
+                seq: 7,
+                at_ms: 8,
+                trace: "main/1".into(),
+                event,
+            };
+            let text = serde_json::to_string(&e).unwrap();
+            assert_eq!(serde_json::from_str::<Stamped>(&text).unwrap(), e, "{text}");
+        }
     }
 
     #[test]

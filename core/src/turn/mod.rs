@@ -232,7 +232,7 @@ impl App {
                         tracing::warn!(key, attempt = job.attempts, %reason, "turn failed; will retry");
                         let retry = crate::events::Event::RetryScheduled {
                             attempt: job.attempts,
-                            at_ms: at,
+                            retry_at_ms: at,
                             reason: reason.chars().take(200).collect(),
                         };
                         self.emit(&trace(&job), retry);

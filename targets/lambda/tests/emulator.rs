@@ -169,6 +169,15 @@ async fn approval_scenarios_on_lambda() {
         }
     };
     scenarios::metrics_count_a_scenario(&lambda, scrape).await;
+    // The same turn's events, kept in DynamoDB for `clawless tui --remote`.
+    let mut event = common::url_event("/admin/events", &Value::Null, None);
+    event["requestContext"]["http"]["method"] = Value::from("GET");
+    event["body"] = Value::Null;
+    event["headers"]["authorization"] = Value::from(format!("Bearer {ADMIN_TOKEN}"));
+    let r = lambda.emu.invoke(event).await;
+    assert_eq!(r["statusCode"], 200, "{r}");
+    let page: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+    scenarios::assert_turn_kept(&page, "main/990002");
     let r = audit(Some(format!("Bearer {ADMIN_TOKEN}"))).await;
     assert_eq!(r["statusCode"], 200, "{r}");
     let v: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();

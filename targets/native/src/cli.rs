@@ -58,8 +58,13 @@ pub enum Command {
         connector: Option<String>,
         /// Also serve Telegram's webhooks at this address (as `serve`), so the panels show
         /// the bot at work.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "remote")]
         serve: Option<String>,
+        /// Attach read-only to a deployment instead (a Worker's or a Lambda's base URL, or a
+        /// `clawless serve`): its kept events and stores, with the token in
+        /// CLAWLESS_ADMIN_TOKEN.
+        #[arg(long)]
+        remote: Option<String>,
     },
     /// Check the configuration and say which settings are still missing.
     Config {

@@ -97,7 +97,20 @@ async fn dispatch(command: Command) -> Result<()> {
         Command::Run => run_polling().await,
         Command::Serve { listen } => serve(&listen).await,
         Command::Chat { connector } => chat(connector.as_deref()).await,
-        Command::Tui { connector, serve } => tui(connector.as_deref(), serve.as_deref()).await,
+        Command::Tui {
+            connector,
+            serve,
+            remote,
+        } => match remote {
+            Some(base) => {
+                let source = clawless_native::tui::Source::Remote {
+                    base: base.clone(),
+                    env: setup::env(),
+                };
+                clawless_native::tui::run(source, format!("attaching to {base}")).await
+            }
+            None => tui(connector.as_deref(), serve.as_deref()).await,
+        },
         Command::Config {
             action: ConfigAction::Check,
         } => config_check().await,
@@ -330,7 +343,11 @@ async fn tui(connector: Option<&str>, serve: Option<&str>) -> Result<()> {
     if !n.app.has_model() {
         status = format!("no model key set: the chat cannot answer · {status}");
     }
-    let shown = clawless_native::tui::run(n.app.clone(), connector, status).await;
+    let source = clawless_native::tui::Source::Local {
+        app: n.app.clone(),
+        connector,
+    };
+    let shown = clawless_native::tui::run(source, status).await;
     if let Some(s) = serving {
         s.stop().await;
     }

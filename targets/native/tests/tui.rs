@@ -36,21 +36,29 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "cockpit"])
+    fn screen_of(&self, session: &str) -> String {
+        self.run(&["capture-pane", "-p", "-t", session])
     }
 
     fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "cockpit"];
+        self.keys_to("cockpit", keys)
+    }
+
+    fn keys_to(&self, session: &str, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", session];
         args.extend(keys);
         self.run(&args);
     }
 
     /// Captures until `cond` holds (within 30 s); returns that screen.
     async fn until(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        self.until_in("cockpit", what, cond).await
+    }
+
+    async fn until_in(&self, session: &str, what: &str, cond: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let screen = self.screen();
+            let screen = self.screen_of(session);
             if cond(&screen) {
                 return screen;
             }
@@ -105,7 +113,7 @@ async fn the_cockpit_streams_a_chat_and_shows_the_bot_at_work() {
         "env -i PATH=/usr/bin:/bin TERM=xterm-256color TELEGRAM_BOT_TOKEN={TOKEN} \
          TELEGRAM_WEBHOOK_SECRET={SECRET} TELEGRAM_ALLOWED_USERS={owner} TELEGRAM_API_BASE={tg} \
          ANTHROPIC_API_KEY=sk-tui ANTHROPIC_BASE_URL={llm} CLAWLESS_DATA={data} \
-         CLAWLESS_CONFIG={config} {bin} tui --serve {listen}",
+         CLAWLESS_CONFIG={config} CLAWLESS_ADMIN_TOKEN={ADMIN} {bin} tui --serve {listen}",
         owner = clawless_testkit::fixtures::OWNER_ID,
         data = data.display(),
         config = config.display(),
@@ -196,5 +204,39 @@ async fn the_cockpit_streams_a_chat_and_shows_the_bot_at_work() {
         &failed,
     )
     .unwrap();
+
+    // The same turn from elsewhere: a cockpit attached through the admin endpoint.
+    let remote = format!(
+        "env -i PATH=/usr/bin:/bin TERM=xterm-256color CLAWLESS_ADMIN_TOKEN={ADMIN} {bin} tui --remote http://{listen}",
+        bin = env!("CARGO_BIN_EXE_clawless"),
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "remote",
+        "-x",
+        "130",
+        "-y",
+        "40",
+        &remote,
+    ]);
+    tmux.until_in("remote", "the remote chat screen", |s| {
+        s.contains("read-only")
+    })
+    .await;
+    tmux.keys_to("remote", &["Tab"]);
+    let seen = tmux
+        .until_in("remote", "the failed run, remotely", |s| {
+            s.contains("main/9") && s.contains("failed") && s.contains("attached to")
+        })
+        .await;
+    assert!(
+        seen.contains("main:111111111"),
+        "the session, remotely: {seen}"
+    );
+    tmux.keys_to("remote", &["q"]);
     tmux.keys(&["q"]);
 }
+
+const ADMIN: &str = "tui-admin-token-0123456789";

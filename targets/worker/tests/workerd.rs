@@ -215,6 +215,16 @@ async fn approval_scenarios_in_workerd() {
         }
     };
     scenarios::metrics_count_a_scenario(&worker, scrape).await;
+    // The same turn's events, kept in D1 for `clawless tui --remote`.
+    let events = reqwest::Client::new()
+        .get(format!("{}/admin/events", worker.mf.url))
+        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status().as_u16(), 200);
+    let page: Value = serde_json::from_str(&events.text().await.unwrap()).unwrap();
+    scenarios::assert_turn_kept(&page, "main/990002");
     let (status, body) = audit(Some(&format!("Bearer {ADMIN_TOKEN}"))).await;
     assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();

@@ -108,3 +108,20 @@ where
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// `page` (an `/admin/events` answer) holds the turn traced `trace` from its acceptance to
+/// its end, answered.
+pub fn assert_turn_kept(page: &serde_json::Value, trace: &str) {
+    let kinds: Vec<&str> = page["events"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| e["trace"] == trace)
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"accepted"), "{trace}: {kinds:?}");
+    assert!(kinds.contains(&"model"), "{trace}: {kinds:?}");
+    assert_eq!(kinds.last(), Some(&"turn_ended"), "{trace}: {kinds:?}");
+    assert!(page["cursor"].as_str().is_some_and(|c| !c.is_empty()));
+}

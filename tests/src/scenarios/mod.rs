@@ -13,7 +13,7 @@ mod approvals;
 mod list;
 mod metrics;
 
-pub use metrics::metrics_count_a_scenario;
+pub use metrics::{assert_turn_kept, metrics_count_a_scenario};
 
 use std::cell::Cell;
 use std::future::Future;

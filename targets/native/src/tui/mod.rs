@@ -10,8 +10,11 @@
 //!   counters; the event log, filtered by a trace id (`/` to type one, Esc to clear).
 //!
 //! With `--serve ADDR` the same process also serves Telegram's webhooks (as `clawless
-//! serve`), so the panels show the bot at work. The cockpit reads this process's own bus: it
-//! does not attach to another process (one process per data directory).
+//! serve`), so the panels show the bot at work. With `--remote URL` it attaches, read-only,
+//! to a deployment (a Worker, a Lambda, a `clawless serve`): each second it reads the events
+//! its instances kept (`GET /admin/events`, from a cursor) and its stores (`GET
+//! /admin/overview`) with the token in `CLAWLESS_ADMIN_TOKEN`; the counters are counted from
+//! those events. Locally it reads this process's own bus.
 
 mod view;
 
@@ -181,43 +184,87 @@ impl Cockpit {
     }
 }
 
+/// What the cockpit watches.
+pub enum Source {
+    /// This process's app: its bus, its stores, and the chat.
+    Local {
+        app: Arc<App>,
+        connector: ConnectorId,
+    },
+    /// A deployment's admin endpoint, read-only.
+    Remote {
+        base: String,
+        env: clawless_core::Env,
+    },
+}
+
+/// Where a remote cockpit is in the deployment's events, and the counts made from them.
+#[derive(Default)]
+struct Follow {
+    cursor: Option<String>,
+    counts: clawless_core::events::metrics::Metrics,
+}
+
 /// Runs the cockpit on the terminal until the user leaves.
-pub async fn run(app: Arc<App>, connector: ConnectorId, status: String) -> Result<()> {
+pub async fn run(source: Source, status: String) -> Result<()> {
     let mut terminal = ratatui::init();
-    let result = cockpit(&mut terminal, app, connector, status).await;
+    let result = cockpit(&mut terminal, source, status).await;
     ratatui::restore();
     result
 }
 
 async fn cockpit(
     terminal: &mut ratatui::DefaultTerminal,
-    app: Arc<App>,
-    connector: ConnectorId,
+    source: Source,
     status: String,
 ) -> Result<()> {
-    let sub = app.events().subscribe("tui", 10_000);
+    let sub = match &source {
+        Source::Local { app, .. } => Some(app.events().subscribe("tui", 10_000)),
+        Source::Remote { .. } => None,
+    };
+    let mut follow = Follow::default();
     let mut keys = EventStream::new();
     let (tx, mut rx) = mpsc::unbounded_channel::<Progress>();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let session = SessionKey::new("local:terminal");
     let mut c = Cockpit::new(status);
+    if let Source::Remote { base, .. } = &source {
+        c.note(Said::Note(format!(
+            "Attached to {base}, read-only: the chat talks only to a local bot."
+        )));
+    }
+    let next_event = || async {
+        match &sub {
+            Some(s) => s.next().await,
+            None => std::future::pending().await,
+        }
+    };
     let result = loop {
         terminal.draw(|f| view::draw(f, &c))?;
         tokio::select! {
             key = keys.next() => match key {
                 Some(Ok(Term::Key(k))) if k.kind != KeyEventKind::Release => {
                     if let Some(text) = on_key(&mut c, k) {
-                        start_turn(&mut c, &app, &connector, &session, text, &tx).await;
+                        match &source {
+                            Source::Local { app, connector } => {
+                                start_turn(&mut c, app, connector, &session, text, &tx).await
+                            }
+                            Source::Remote { .. } => {
+                                c.note(Said::Note("(read-only: attached to a deployment)".into()))
+                            }
+                        }
                     }
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => break Err(e.into()),
                 None => break Ok(()),
             },
-            e = sub.next() => {
+            e = next_event() => {
                 c.take(e);
-                for e in sub.drain() {
-                    c.take(e);
+                if let Some(sub) = &sub {
+                    for e in sub.drain() {
+                        c.take(e);
+                    }
                 }
             }
             Some(p) = rx.recv() => match p {
@@ -230,21 +277,63 @@ async fn cockpit(
                     }
                 }
             },
-            _ = tick.tick() => {
-                c.now_ms = app.now_ms();
-                c.counts = app.counts();
-                match app.overview().await {
-                    Ok(o) => c.overview = o,
-                    Err(e) => c.status = format!("stores unreadable: {e}"),
+            _ = tick.tick() => match &source {
+                Source::Local { app, .. } => {
+                    c.now_ms = app.now_ms();
+                    c.counts = app.counts();
+                    match app.overview().await {
+                        Ok(o) => c.overview = o,
+                        Err(e) => c.status = format!("stores unreadable: {e}"),
+                    }
                 }
-            }
+                Source::Remote { base, env } => {
+                    c.now_ms = wall_ms();
+                    if let Err(e) = poll_remote(&mut c, &mut follow, base, env).await {
+                        c.status = format!("{e:#}");
+                    }
+                }
+            },
         }
         if c.quit {
             break Ok(());
         }
     };
-    app.events().unsubscribe(&sub);
+    if let (Source::Local { app, .. }, Some(sub)) = (&source, &sub) {
+        app.events().unsubscribe(sub);
+    }
     result
+}
+
+/// One second of a remote cockpit: the events kept since the cursor, and the stores.
+async fn poll_remote(
+    c: &mut Cockpit,
+    follow: &mut Follow,
+    base: &str,
+    env: &clawless_core::Env,
+) -> Result<()> {
+    let path = match &follow.cursor {
+        Some(cursor) => format!("events?after={cursor}"),
+        None => "events".to_owned(),
+    };
+    let (_, page) = crate::remote::admin(env, base, reqwest::Method::GET, &path).await?;
+    let page: clawless_core::observe::EventPage = serde_json::from_value(page)?;
+    for e in page.events {
+        follow.counts.observe(&e.event);
+        c.take(e);
+    }
+    follow.cursor = Some(page.cursor);
+    c.counts = follow.counts.snapshot();
+    let (_, overview) = crate::remote::admin(env, base, reqwest::Method::GET, "overview").await?;
+    c.overview = serde_json::from_value(overview)?;
+    c.status = format!("attached to {base}");
+    Ok(())
+}
+
+/// Now, by this machine's clock (ms).
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// A key on the cockpit; the text to send when it sends one.

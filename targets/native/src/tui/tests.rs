@@ -68,7 +68,7 @@ fn the_panels_show_runs_by_trace_and_filter_the_log() {
     c.take(stamped(2, 1_100, "main/8", accepted("main:2")));
     let retry = Event::RetryScheduled {
         attempt: 1,
-        at_ms: 4_000,
+        retry_at_ms: 4_000,
         reason: "model: down".into(),
     };
     c.take(stamped(3, 1_200, "main/7", retry));

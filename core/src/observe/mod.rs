@@ -1,6 +1,12 @@
 //! What the app shows of itself beside the event bus: `/metrics` (the counts of every
-//! instance, see [`crate::metrics`], plus the inbox's backlog and the subscribers' drops) and
-//! the keeping of this instance's counts in the Kv for the serverless shells.
+//! instance, see [`crate::events::metrics`], plus the inbox's backlog and the subscribers'
+//! drops), the stores as the cockpit shows them ([`Overview`]), and the keeping of this
+//! instance's counts and events in the Kv (`journal.rs`), which is how a cockpit attached to
+//! a Worker or a Lambda (`clawless tui --remote`) sees them.
+
+mod journal;
+
+pub use journal::{EventPage, JOURNAL_CAP};
 
 use std::time::Duration;
 
@@ -81,9 +87,14 @@ impl App {
     }
 
     /// Keeps this instance's counts in the Kv when they changed since last kept (the
-    /// serverless shells' instances come and go; `/metrics` sums what they kept). Failures
-    /// are logged.
-    pub async fn keep_metrics(&self) {
+    /// serverless shells' instances come and go; `/metrics` sums what they kept), and its
+    /// events since the last time (see `journal.rs`). Failures are logged.
+    pub async fn keep_observations(&self) {
+        self.keep_journal().await;
+        self.keep_metrics().await;
+    }
+
+    async fn keep_metrics(&self) {
         let now = self.events.metrics.snapshot();
         {
             let kept = self.metrics_kept.lock().unwrap_or_else(|e| e.into_inner());
@@ -101,7 +112,7 @@ impl App {
 
 /// What the terminal cockpit shows of the stores: sessions, the inbox per lane, reminders
 /// due. Bounded: at most [`OVERVIEW_ROWS`] of each.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Overview {
     /// `(session key, messages, last update ms)`.
     pub sessions: Vec<(String, usize, u64)>,
@@ -111,7 +122,7 @@ pub struct Overview {
 }
 
 /// One lane with work waiting.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LaneView {
     pub lane: String,
     pub jobs: usize,
