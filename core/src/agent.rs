@@ -57,7 +57,12 @@ pub struct RunOptions<'a> {
     pub saver: Option<&'a dyn Saver>,
     /// Told of each model call and tool call as it ends (sub-agents' too): the event bus.
     pub on_step: Option<OnStep<'a>>,
+    /// Told of each tool call's result: `(tool, result, is_error)` (the terminal chat).
+    pub on_result: Option<OnResult<'a>>,
 }
+
+/// See [`RunOptions::on_result`].
+pub type OnResult<'a> = &'a (dyn Fn(&str, &str, bool) + Send + Sync);
 
 /// See [`RunOptions::on_step`].
 pub type OnStep<'a> = &'a (dyn Fn(u64, &AuditStep) + Send + Sync);
@@ -448,6 +453,9 @@ impl Agent {
                     },
                     &opts,
                 );
+                if let Some(f) = opts.on_result {
+                    f(&name, &content, is_error);
+                }
                 state.results.push(Block::ToolResult {
                     tool_use_id: id,
                     content,

@@ -3,7 +3,8 @@
 //! - [`App::new`] (in [`crate::assemble`]): config + env + ports → the app.
 //! - [`App::handle_webhook`], [`App::accept_update`] (in [`crate::ingress`]): the ack path.
 //! - [`App::drain`], [`App::sweep`] (in [`crate::drain`]): the work after the ack.
-//! - [`App::scheduled`], [`App::chat_local`] (here), [`App::fire_due`] (in [`crate::fire`]),
+//! - [`App::scheduled`] (here), [`App::chat_local`] (in [`crate::local`]), [`App::fire_due`]
+//!   (in [`crate::fire`]),
 //!   and the command line's calls (in [`crate::admin`]).
 
 use std::collections::BTreeMap;
@@ -12,16 +13,11 @@ use std::sync::Arc;
 
 use clawless_platform::Platform;
 
-use crate::agent::TurnOutput;
 use crate::config::Config;
-use crate::ids::{ConnectorId, Scope, SessionKey};
+use crate::ids::ConnectorId;
 use crate::inbox::Inbox;
-use crate::llm::{ChatMessage, LlmError};
 use crate::memory::lifecycle::Lifecycle;
-use crate::memory::scope::MemoryOwner;
 use crate::memory::store::MemoryStore;
-use crate::session;
-use crate::tools::ToolContext;
 
 use crate::connector::Connector;
 
@@ -262,90 +258,5 @@ impl App {
                 }
             }
         }
-    }
-
-    /// A terminal conversation with the default agent of `connector`, no Telegram involved.
-    pub async fn chat_local(
-        &self,
-        connector: &ConnectorId,
-        session_key: &SessionKey,
-        text: &str,
-    ) -> Result<String, LlmError> {
-        self.chat_local_watched(connector, session_key, text, None, "")
-            .await
-    }
-
-    /// [`App::chat_local`], the answer streamed to `on_text` (the text so far) as it is
-    /// written, each model and tool call published on the event bus under `trace` as it
-    /// ends (the terminal cockpit shows both).
-    pub async fn chat_local_watched(
-        &self,
-        connector: &ConnectorId,
-        session_key: &SessionKey,
-        text: &str,
-        on_text: Option<crate::llm::OnText<'_>>,
-        trace: &str,
-    ) -> Result<String, LlmError> {
-        let conn = self
-            .connectors
-            .get(connector)
-            .ok_or_else(|| LlmError::NotConfigured(format!("no connector {connector}")))?;
-        let kv = &*self.platform.kv;
-        let mut s = session::load(kv, session_key)
-            .await
-            .map_err(LlmError::from)?;
-        // The terminal is the owner's: their memory (or the shared one).
-        let scope = conn.memory_scope(conn.default_memory_owner().unwrap_or(MemoryOwner::Shared));
-        let on_step = |at: u64, step: &crate::audit::Step| {
-            if let Some(e) = crate::events::Event::of_step(step) {
-                self.events.publish(at, trace, e);
-            }
-        };
-        let opts = crate::agent::RunOptions {
-            on_text,
-            on_step: Some(&on_step),
-            ..Default::default()
-        };
-        let started = self.platform.clock.now_ms();
-        let out = self.agent_turn(conn, &scope, &s.messages, text, opts).await;
-        if !trace.is_empty() {
-            let ended = crate::events::Event::TurnEnded {
-                outcome: if out.is_ok() { "answered" } else { "failed" }.to_owned(),
-                latency_ms: self.platform.clock.now_ms().saturating_sub(started),
-            };
-            self.emit(trace, ended);
-        }
-        let out = out?;
-        s.messages.extend(out.messages);
-        session::trim(&mut s.messages, self.config.session.history_window);
-        s.updated_ms = self.platform.clock.now_ms();
-        session::save(kv, session_key, &s)
-            .await
-            .map_err(LlmError::from)?;
-        Ok(out.reply)
-    }
-
-    /// One turn of `conn`'s default agent in the memory `scope` of the conversation: the
-    /// memories relevant to `text` recalled, then the model ↔ tools loop.
-    pub(crate) async fn agent_turn(
-        &self,
-        conn: &Connector,
-        scope: &Scope,
-        history: &[ChatMessage],
-        text: &str,
-        opts: crate::agent::RunOptions<'_>,
-    ) -> Result<TurnOutput, LlmError> {
-        let recall = self.lifecycle().recall(scope, text).await;
-        let ctx = ToolContext {
-            scope: scope.clone(),
-            granted: Default::default(),
-            origin: None,
-            depth: 0,
-            budget: None,
-            call: String::new(),
-        };
-        conn.default_agent()
-            .run_turn(history, ChatMessage::user_text(text), &ctx, &recall, opts)
-            .await
     }
 }

@@ -56,6 +56,7 @@ pub mod ingress;
 pub mod keys;
 pub mod level;
 pub mod llm;
+pub mod local;
 pub mod mcp;
 pub mod media;
 pub mod memory;

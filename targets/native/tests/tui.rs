@@ -95,6 +95,11 @@ fn quick_config(dir: &std::path::Path) -> std::path::PathBuf {
         .replace("max_attempts: 4", "max_attempts: 2")
         .replace("backoff_secs: 3", "backoff_secs: 1");
     std::fs::write(&main, text).unwrap();
+    // `exec` offered: unsafe, so each call asks.
+    let agent = out.join("agents.d/assistant.yaml");
+    let text = std::fs::read_to_string(&agent).unwrap();
+    assert!(text.contains("  # - exec\n"));
+    std::fs::write(&agent, text.replace("  # - exec\n", "  - exec\n")).unwrap();
     out
 }
 
@@ -153,7 +158,21 @@ async fn the_cockpit_streams_a_chat_and_shows_the_bot_at_work() {
         })
         .await;
     assert!(done.contains("You: what time is it, slowly"), "{done}");
-    std::fs::write(std::env::temp_dir().join("clawless-tui-chat.txt"), &done).unwrap();
+
+    // A call that needs an approval is asked here; `y` lets it run, its result in line.
+    tmux.keys(&["run: echo hello-from-exec", "Enter"]);
+    tmux.until("the approval asked", |s| s.contains("y allows"))
+        .await;
+    tmux.keys(&["y"]);
+    let ran = tmux
+        .until("the command's result and the answer", |s| {
+            s.contains("[exec result:")
+                && s.contains("(allowed)")
+                && s.matches("Assistant: Tool said").count() >= 2
+        })
+        .await;
+    assert!(ran.contains("hello-from-exec"), "{ran}");
+    std::fs::write(std::env::temp_dir().join("clawless-tui-chat.txt"), &ran).unwrap();
 
     // The bot at work: the model held while three updates wait in one chat.
     tmux.keys(&["Tab"]);

@@ -85,7 +85,7 @@ fn sse_pieces(text: &str) -> axum::response::Response {
 }
 
 /// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "schedule: {…}"
-/// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "time" asks for the clock
+/// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "run: CMD" calls `exec`, "time" asks for the clock
 /// tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
 /// marker fails the first time, [`MODEL_AWAITS_TYPING`] waits for "typing…", anything else is
 /// echoed.
@@ -222,6 +222,9 @@ fn answer(last: &Value) -> Value {
     }
     if let Some(said) = text.strip_prefix("mcp: ") {
         return anthropic_tool_use("toolu_mcp", "demo__echo", json!({"text": said}));
+    }
+    if let Some(command) = text.strip_prefix("run: ") {
+        return anthropic_tool_use("toolu_exec", "exec", json!({"command": command}));
     }
     if let Some(url) = text.strip_prefix("fetch: ") {
         return anthropic_tool_use("toolu_fetch", "web_fetch", json!({"url": url}));

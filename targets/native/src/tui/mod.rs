@@ -1,8 +1,9 @@
 //! `clawless tui`: the terminal cockpit, two screens (Tab switches).
 //!
 //! - **Chat**: a conversation with the connector's default agent, as `clawless chat` has it,
-//!   the answer streamed as it is written and each tool call shown in line with how it ended;
-//!   `/new` starts over, `/quit` (or Ctrl-C) leaves.
+//!   the answer streamed as it is written and each tool call shown in line with its result; a
+//!   call that needs an approval is asked here (`y` allows, `n` denies); `/new` starts over,
+//!   `/quit` (or Ctrl-C) leaves.
 //! - **Panels**: what this process does, live from its event bus ([`clawless_core::events`]),
 //!   and what the stores hold ([`App::overview`], read every second): sessions; the inbox
 //!   per lane (backlog, the head's retries, a turn waiting for an approval); runs (each job's
@@ -70,7 +71,31 @@ pub struct Run {
 enum Progress {
     /// The answer so far.
     Text(String),
+    /// A tool's result: `(tool, result, is_error)`.
+    Result(String, String, bool),
+    /// A call needs an approval: what it is, and where the answer goes.
+    Ask(String, tokio::sync::oneshot::Sender<bool>),
     Done(std::result::Result<String, String>),
+}
+
+/// Asks the cockpit about a call (see [`Progress::Ask`]); no answer counts as Deny.
+struct AskCockpit(mpsc::UnboundedSender<Progress>);
+
+#[async_trait::async_trait]
+impl clawless_core::local::Approve for AskCockpit {
+    async fn approve(&self, call: &clawless_core::agent::PendingCall) -> bool {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let text = clawless_core::turn::approval::approval_text(call, 0);
+        let shown = text
+            .lines()
+            .filter(|l| !l.starts_with("Not answered"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if self.0.send(Progress::Ask(shown, tx)).is_err() {
+            return false;
+        }
+        rx.await.unwrap_or(false)
+    }
 }
 
 /// Everything the screens show.
@@ -89,6 +114,8 @@ pub struct Cockpit {
     pub counts: clawless_core::events::metrics::Snapshot,
     pub now_ms: u64,
     pub status: String,
+    /// Where the answer to the approval asked now goes.
+    asking: Option<tokio::sync::oneshot::Sender<bool>>,
     turns: u64,
     quit: bool,
 }
@@ -110,6 +137,7 @@ impl Cockpit {
             counts: Default::default(),
             now_ms: 0,
             status,
+            asking: None,
             turns: 0,
             quit: false,
         }
@@ -269,6 +297,15 @@ async fn cockpit(
             }
             Some(p) = rx.recv() => match p {
                 Progress::Text(t) => c.streaming = Some(t),
+                Progress::Result(tool, result, error) => {
+                    let first: String = result.lines().next().unwrap_or("").chars().take(200).collect();
+                    let mark = if error { "failed" } else { "result" };
+                    c.note(Said::Tool(format!("[{tool} {mark}: {first}]")));
+                }
+                Progress::Ask(what, answer) => {
+                    c.note(Said::Note(format!("{what} — y allows, n denies")));
+                    c.asking = Some(answer);
+                }
                 Progress::Done(done) => {
                     c.streaming = None;
                     match done {
@@ -370,6 +407,16 @@ fn on_key(c: &mut Cockpit, k: KeyEvent) -> Option<String> {
         }
         return None;
     }
+    if c.input.is_empty() {
+        if let (Some(_), KeyCode::Char(ch @ ('y' | 'n'))) = (&c.asking, k.code) {
+            if let Some(answer) = c.asking.take() {
+                let _ = answer.send(ch == 'y');
+                let said = if ch == 'y' { "(allowed)" } else { "(denied)" };
+                c.note(Said::Note(said.into()));
+            }
+            return None;
+        }
+    }
     match k.code {
         KeyCode::Enter => {
             let text = c.input.trim().to_owned();
@@ -429,8 +476,19 @@ async fn start_turn(
         let on_text = move |t: &str| {
             let _ = streamed.send(Progress::Text(t.to_owned()));
         };
+        let results = tx.clone();
+        let on_result = move |tool: &str, result: &str, error: bool| {
+            let _ = results.send(Progress::Result(tool.to_owned(), result.to_owned(), error));
+        };
+        let ask = AskCockpit(tx.clone());
+        let watch = clawless_core::local::Watch {
+            on_text: Some(&on_text),
+            on_result: Some(&on_result),
+            approve: Some(&ask),
+            trace: &trace,
+        };
         let done = app
-            .chat_local_watched(&connector, &session, &text, Some(&on_text), &trace)
+            .chat_local_watched(&connector, &session, &text, watch)
             .await
             .map_err(|e| e.to_string());
         let _ = tx.send(Progress::Done(done));
