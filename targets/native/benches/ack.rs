@@ -30,9 +30,11 @@ fn build_app() -> (Arc<App>, Arc<clawless_platform::FakeHttp>) {
     ]);
     let config = Config::load(&clawless_core::config::embedded()).unwrap();
     let app = App::new(platform, config, &env, "bench").unwrap();
-    let reply = serde_json::to_vec(&anthropic_text("A short **answer**.")).unwrap();
+    // A JSON answer says so: without the content type the stream reader takes the body for
+    // server-sent events and every turn failed (the whole-turn figure then timed failures).
+    let reply = anthropic_text("A short **answer**.");
     http.route("http://llm.bench", move |_| {
-        Ok(HttpResponse::new(200, reply.clone()))
+        Ok(HttpResponse::json(200, &reply))
     });
     http.route("https://api.telegram.org/", |_| {
         Ok(HttpResponse::json(200, &json!({"ok": true, "result": {"message_id": 1, "date": 1, "chat": {"id": 1, "type": "private"}}})))
@@ -98,7 +100,7 @@ fn main() {
     );
 
     // Whole turn, single task.
-    let (app, _http) = build_app();
+    let (app, http) = build_app();
     let turns = 3_000i64;
     let cpu = rt.block_on(async {
         let started = Instant::now();
@@ -111,6 +113,13 @@ fn main() {
         }
         started.elapsed()
     });
+    // Every turn was answered: a failing turn is not timed as one.
+    let answers = http
+        .requests()
+        .iter()
+        .filter(|r| r.url.ends_with("/sendMessage"))
+        .count();
+    assert_eq!(answers, turns as usize, "every turn answered once");
     println!(
         "core per update, whole turn (ack + drain + model + send, in-memory ports): {:?}",
         cpu / turns as u32
