@@ -303,8 +303,15 @@ fn a_message_cut_while_being_sent_is_not_sent_again_and_the_model_is_told() {
         assert_eq!(result["content"], UNKNOWN_OUTCOME);
         assert_eq!(result["is_error"], true);
         // The audit trail says so.
-        let audit = h.platform.kv.list("audit/", 100).await.unwrap();
-        assert!(!audit.is_empty());
+        let mut said = false;
+        for key in h.platform.kv.list("audit/", 100).await.unwrap() {
+            let entry = h.platform.kv.get(&key).await.unwrap().unwrap();
+            said |= String::from_utf8_lossy(&entry).contains("unknown after a restart");
+        }
+        assert!(
+            said,
+            "the message call's audit entry names the unknown outcome"
+        );
         h.assert_spec_clean();
     });
 }

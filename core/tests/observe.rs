@@ -54,6 +54,18 @@ fn value(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
+/// Another instance, `name`, of the app on `h`'s store (as a serverless shell runs many).
+fn instance(h: &Harness, name: &str) -> clawless_core::App {
+    let config = Config::load(&clawless_core::config::embedded()).unwrap();
+    let env = clawless_core::Env::from_pairs([
+        ("TELEGRAM_BOT_TOKEN", support::TOKEN.to_string()),
+        ("TELEGRAM_WEBHOOK_SECRET", support::SECRET.to_string()),
+        ("ANTHROPIC_API_KEY", "k".to_string()),
+        ("CLAWLESS_ADMIN_TOKEN", ADMIN.to_string()),
+    ]);
+    clawless_core::App::new(h.platform.clone(), config, &env, name).unwrap()
+}
+
 fn message(id: i64, text: &str) -> serde_json::Value {
     let mut u = fixtures::update("private_text", id);
     u["message"]["message_id"] = json!(100 + id);
@@ -246,14 +258,7 @@ fn instances_keep_their_counts_and_metrics_sum_them() {
         // This instance keeps its counts (as a serverless one does after a drain) …
         h.app.keep_observations().await;
         // … and another instance on the same store sees them beside its own.
-        let config = Config::load(&clawless_core::config::embedded()).unwrap();
-        let env = clawless_core::Env::from_pairs([
-            ("TELEGRAM_BOT_TOKEN", support::TOKEN.to_string()),
-            ("TELEGRAM_WEBHOOK_SECRET", support::SECRET.to_string()),
-            ("ANTHROPIC_API_KEY", "k".to_string()),
-            ("CLAWLESS_ADMIN_TOKEN", ADMIN.to_string()),
-        ]);
-        let other = clawless_core::App::new(h.platform.clone(), config, &env, "other").unwrap();
+        let other = instance(&h, "other");
         let reply = other
             .admin(AdminRequest {
                 method: "GET",
@@ -272,14 +277,7 @@ fn instances_keep_their_counts_and_metrics_sum_them() {
 fn an_instance_follows_the_events_another_kept() {
     block_on(async {
         let h = harness();
-        let config = Config::load(&clawless_core::config::embedded()).unwrap();
-        let env = clawless_core::Env::from_pairs([
-            ("TELEGRAM_BOT_TOKEN", support::TOKEN.to_string()),
-            ("TELEGRAM_WEBHOOK_SECRET", support::SECRET.to_string()),
-            ("ANTHROPIC_API_KEY", "k".to_string()),
-            ("CLAWLESS_ADMIN_TOKEN", ADMIN.to_string()),
-        ]);
-        let watcher = clawless_core::App::new(h.platform.clone(), config, &env, "watcher").unwrap();
+        let watcher = instance(&h, "watcher");
         let page = |cursor: Option<String>| {
             let query = cursor.map(|c| format!("after={c}"));
             let watcher = &watcher;
