@@ -8,6 +8,7 @@
 //! - [`llm`]: provider responses in the Anthropic and OpenAI wire formats.
 //! - [`mcp`]: a small MCP server (Streamable HTTP) as a function, for every shell's tests.
 //! - `servers` (feature `servers`): fake Bot API and model servers on 127.0.0.1.
+//! - `tmux` (feature `servers`): a terminal UI driven in tmux, and the remote cockpit's check.
 //! - `scenarios` (feature `servers`): the end-to-end scenarios every shell's harness runs
 //!   against those fakes (`scenarios::run_all`).
 
@@ -20,3 +21,5 @@ pub mod scenarios;
 #[cfg(feature = "servers")]
 pub mod servers;
 pub mod spec;
+#[cfg(feature = "servers")]
+pub mod tmux;

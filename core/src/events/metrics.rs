@@ -135,22 +135,35 @@ pub struct Snapshot {
 
 impl Snapshot {
     fn add(&mut self, metric: &str, labels: &[(&str, &str)], by: f64) {
-        let series = self.counters.entry(metric.to_owned()).or_default();
-        let key = bounded(
-            series.len(),
-            series.contains_key(&render_labels(labels)),
-            labels,
-        );
-        *series.entry(key).or_default() += by;
+        // On the ack path: a known series is found without allocating the metric's name.
+        if !self.counters.contains_key(metric) {
+            self.counters.insert(metric.to_owned(), BTreeMap::new());
+        }
+        let Some(series) = self.counters.get_mut(metric) else {
+            return;
+        };
+        let rendered = render_labels(labels);
+        if let Some(v) = series.get_mut(&rendered) {
+            *v += by;
+            return;
+        }
+        *series
+            .entry(bounded(series.len(), rendered, labels))
+            .or_default() += by;
     }
 
     fn observe(&mut self, metric: &str, labels: &[(&str, &str)], bounds: &[f64], value: f64) {
-        let series = self.histograms.entry(metric.to_owned()).or_default();
-        let key = bounded(
-            series.len(),
-            series.contains_key(&render_labels(labels)),
-            labels,
-        );
+        if !self.histograms.contains_key(metric) {
+            self.histograms.insert(metric.to_owned(), BTreeMap::new());
+        }
+        let Some(series) = self.histograms.get_mut(metric) else {
+            return;
+        };
+        let rendered = render_labels(labels);
+        let key = match series.contains_key(&rendered) {
+            true => rendered,
+            false => bounded(series.len(), rendered, labels),
+        };
         let h = series.entry(key).or_insert_with(|| Histogram {
             bounds: bounds.to_vec(),
             counts: vec![0; bounds.len()],
@@ -366,9 +379,9 @@ impl Metrics {
 }
 
 /// The series key for `labels`, or the `other` one when the metric has [`MAX_SERIES`] already.
-fn bounded(len: usize, known: bool, labels: &[(&str, &str)]) -> String {
-    if known || len < MAX_SERIES || labels.is_empty() {
-        return render_labels(labels);
+fn bounded(len: usize, rendered: String, labels: &[(&str, &str)]) -> String {
+    if len < MAX_SERIES || labels.is_empty() {
+        return rendered;
     }
     let other: Vec<(&str, &str)> = labels.iter().map(|(k, _)| (*k, "other")).collect();
     render_labels(&other)
@@ -376,18 +389,24 @@ fn bounded(len: usize, known: bool, labels: &[(&str, &str)]) -> String {
 
 /// `a="x",b="y"`, values cut to [`MAX_LABEL`] characters and escaped.
 fn render_labels(labels: &[(&str, &str)]) -> String {
-    labels
-        .iter()
-        .map(|(k, v)| {
-            let v: String = v.chars().take(MAX_LABEL).collect();
-            let v = v
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('\n', "\\n");
-            format!("{k}=\"{v}\"")
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+    let mut out = String::with_capacity(labels.iter().map(|(k, v)| k.len() + v.len() + 4).sum());
+    for (i, (k, v)) in labels.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(k);
+        out.push_str("=\"");
+        for c in v.chars().take(MAX_LABEL) {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out
 }
 
 fn join(labels: &str, more: &str) -> String {

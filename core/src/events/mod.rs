@@ -1,7 +1,8 @@
 //! The event bus: what happens on the path, as typed [`Event`]s, for what watches beside it —
 //! the metrics ([`metrics`], counted as each event is published), the terminal
 //! cockpit, anything a shell subscribes. It is a sidecar: the path publishes and never waits.
-//! Publishing is a few pushes under a lock; each [`Subscription`] holds a bounded queue, and
+//! Publishing counts the metrics under their lock and pushes to each [`Subscription`]'s
+//! bounded queue without one (a lock-free ring); each queue is bounded, and
 //! one that is not read fast enough drops what does not fit and counts it (the ack path and
 //! the turn never wait on a subscriber).
 //!
@@ -10,10 +11,12 @@
 //! reply. The audit trail is not fed from here: it is written with the turn's delivery,
 //! exactly once through crashes, which a dropping subscriber could not be.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Poll, Waker};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::Poll;
+
+use futures::task::AtomicWaker;
 
 use serde::{Deserialize, Serialize};
 
@@ -151,119 +154,114 @@ pub struct Stamped {
 #[derive(Default)]
 pub struct Bus {
     seq: AtomicU64,
-    subscriptions: Mutex<Vec<Arc<Subscription>>>,
+    subscriptions: RwLock<Vec<Arc<Subscription>>>,
     pub(crate) metrics: Metrics,
 }
 
 impl Bus {
     /// Publishes `event`: counted in the metrics, then offered to every subscription (one that
-    /// is full drops it and counts the drop). Never waits.
+    /// is full drops it and counts the drop). Never waits: publishers share the list under a
+    /// read lock and each queue takes a push without a lock.
     pub fn publish(&self, at_ms: u64, trace: &str, event: Event) {
         self.metrics.observe(&event);
-        let subs = self.lock().clone();
-        if subs.is_empty() {
+        let subs = self.subscriptions.read().unwrap_or_else(|e| e.into_inner());
+        let Some((last, others)) = subs.split_last() else {
             return;
-        }
-        let stamped = Stamped {
+        };
+        // Shared, not copied: a reader that takes it last gets it without a copy, and the
+        // copies the others need are made on their side, not on the path.
+        let stamped = Arc::new(Stamped {
             seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
             at_ms,
             trace: trace.to_owned(),
             event,
-        };
-        for s in subs {
+        });
+        for s in others {
             s.offer(stamped.clone());
         }
+        last.offer(stamped);
     }
 
     /// A new subscription named `name` (in the dropped-events metric) holding at most `cap`
     /// events not yet read.
     pub fn subscribe(&self, name: &str, cap: usize) -> Arc<Subscription> {
+        let (tx, rx) = mpsc::sync_channel(cap.max(1));
         let s = Arc::new(Subscription {
             name: name.to_owned(),
-            cap: cap.max(1),
-            queue: Mutex::new(VecDeque::new()),
+            tx,
+            rx: Mutex::new(rx),
+            waker: AtomicWaker::new(),
             dropped: AtomicU64::new(0),
-            waker: Mutex::new(None),
         });
-        self.lock().push(s.clone());
+        self.write().push(s.clone());
         s
     }
 
     /// Stops `s` from receiving (its drops stay counted in the metrics).
     pub fn unsubscribe(&self, s: &Arc<Subscription>) {
-        self.lock().retain(|x| !Arc::ptr_eq(x, s));
+        self.write().retain(|x| !Arc::ptr_eq(x, s));
     }
 
     /// `(subscription name, events it dropped)` for every subscription.
     pub fn drops(&self) -> Vec<(String, u64)> {
-        self.lock()
+        self.subscriptions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .map(|s| (s.name.clone(), s.dropped()))
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Subscription>>> {
-        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner())
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<Subscription>>> {
+        self.subscriptions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
     }
 }
 
-/// A subscriber's bounded queue of events.
+/// A subscriber's bounded queue of events: a bounded channel (a lock-free ring for the
+/// publishers; the reader's end behind a lock only readers take) and the waker of the task
+/// waiting on it.
 pub struct Subscription {
     name: String,
-    cap: usize,
-    queue: Mutex<VecDeque<Stamped>>,
+    tx: SyncSender<Arc<Stamped>>,
+    rx: Mutex<Receiver<Arc<Stamped>>>,
+    waker: AtomicWaker,
     dropped: AtomicU64,
-    waker: Mutex<Option<Waker>>,
 }
 
 impl Subscription {
-    fn offer(&self, e: Stamped) {
-        {
-            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-            if q.len() >= self.cap {
+    fn offer(&self, e: Arc<Stamped>) {
+        match self.tx.try_send(e) {
+            Ok(()) => self.waker.wake(),
+            Err(TrySendError::Full(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
-                return;
             }
-            q.push_back(e);
-        }
-        if let Some(w) = self.waker.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            w.wake();
+            // The receiver lives as long as the subscription: not reached.
+            Err(TrySendError::Disconnected(_)) => {}
         }
     }
 
     /// Everything waiting, oldest first.
     pub fn drain(&self) -> Vec<Stamped> {
-        self.queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-            .collect()
+        self.rx().try_iter().map(Arc::unwrap_or_clone).collect()
     }
 
     /// The next event, waiting for one.
     pub async fn next(&self) -> Stamped {
         std::future::poll_fn(|cx| {
-            if let Some(e) = self
-                .queue
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop_front()
-            {
-                return Poll::Ready(e);
-            }
-            *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
-            // An event offered between the check and the waker being set: look again.
-            match self
-                .queue
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop_front()
-            {
-                Some(e) => Poll::Ready(e),
-                None => Poll::Pending,
+            // Registered before looking, so an event offered in between wakes this task.
+            self.waker.register(cx.waker());
+            match self.rx().try_recv() {
+                Ok(e) => Poll::Ready(Arc::unwrap_or_clone(e)),
+                Err(_) => Poll::Pending,
             }
         })
         .await
+    }
+
+    fn rx(&self) -> std::sync::MutexGuard<'_, Receiver<Arc<Stamped>>> {
+        self.rx.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// How many events did not fit.

@@ -2,6 +2,8 @@
 //!
 //! - acks/s and p50/p99 ack latency on the webhook path (secret check, parse, dedupe, enqueue)
 //!   with in-memory ports, from 2 concurrent tasks on a 2-thread runtime;
+//! - a storm (1,000 updates, 340 re-deliveries) with every event subscriber attached, one of
+//!   them stalled: ack p50/p99 and the stalled one's drops; and what publishing one event costs;
 //! - core CPU per update for the whole turn (ack + drain + model + send) on in-memory ports
 //!   with canned model and Bot API answers;
 //! - the release binary's size and its idle RSS while serving.
@@ -47,12 +49,35 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
+    // `cargo bench -p native --bench ack -- storm bus`: only those parts (all without names).
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
+    if run("ack") {
+        ack(&rt);
+    }
+    if run("storm") {
+        storm(&rt);
+    }
+    if run("bus") {
+        bus();
+    }
+    if run("turn") {
+        turn(&rt);
+    }
+    if run("binary") {
+        binary();
+    }
+}
 
+fn ack(rt: &tokio::runtime::Runtime) {
     // Ack path.
     let (app, _) = build_app();
     let n = 40_000i64;
@@ -98,7 +123,103 @@ fn main() {
         percentile(&lat, 0.50),
         percentile(&lat, 0.99)
     );
+}
 
+fn storm(rt: &tokio::runtime::Runtime) {
+    // Storm: 1,000 updates and 340 re-deliveries, every subscriber attached (the journal, a
+    // cockpit reading on a task of its own as `clawless tui` does, and one that never reads),
+    // 2 tasks, 20 rounds on fresh apps.
+    let mut storm = Vec::new();
+    let mut stalled_drops = 0;
+    for round in 0..20i64 {
+        let (app, _) = build_app();
+        let stalled = app.events().subscribe("stalled", 16);
+        let live = app.events().subscribe("cockpit", 4_096);
+        let mut bodies: Vec<Vec<u8>> = (0..1_000)
+            .map(|i| {
+                fixtures::update("private_text", round * 10_000 + i)
+                    .to_string()
+                    .into_bytes()
+            })
+            .collect();
+        let again: Vec<Vec<u8>> = bodies.iter().step_by(3).take(340).cloned().collect();
+        bodies.extend(again);
+        let bodies = Arc::new(bodies);
+        // As the cockpit reads: it waits for an event, takes all that wait, and draws (a
+        // frame, taken as 16 ms here) before it waits again.
+        let reader = rt.spawn(async move {
+            loop {
+                live.next().await;
+                live.drain();
+                tokio::time::sleep(Duration::from_millis(16)).await;
+            }
+        });
+        storm.extend(rt.block_on(async {
+            let mut tasks = Vec::new();
+            for t in 0..2 {
+                let (app, bodies) = (app.clone(), bodies.clone());
+                tasks.push(tokio::spawn(async move {
+                    let mut lat = Vec::with_capacity(bodies.len() / 2);
+                    for body in bodies.iter().skip(t).step_by(2) {
+                        let s = Instant::now();
+                        let r = app.handle_webhook("main", Some(SECRET), body).await;
+                        lat.push(s.elapsed());
+                        assert_eq!(r.status, 200);
+                    }
+                    lat
+                }));
+            }
+            let mut all = Vec::new();
+            for t in tasks {
+                all.extend(t.await.unwrap());
+            }
+            all
+        }));
+        reader.abort();
+        stalled_drops += stalled.dropped();
+    }
+    storm.sort();
+    println!(
+        "storm (1,000 updates + 340 re-deliveries, 20 rounds, subscribers attached, one stalled): ack p50 {:?}, p99 {:?}; stalled subscriber dropped {stalled_drops}",
+        percentile(&storm, 0.50),
+        percentile(&storm, 0.99)
+    );
+    assert!(
+        stalled_drops > 0,
+        "the stalled subscriber's drops are counted"
+    );
+}
+
+fn bus() {
+    // What the bus adds to one ack: an `accepted` event published (metrics counted, offered
+    // to three subscribers: the journal, a cockpit that reads, one that never reads).
+    let bus = clawless_core::events::Bus::default();
+    let _journal = bus.subscribe("journal", 2_000);
+    let _stalled = bus.subscribe("stalled", 16);
+    let live = bus.subscribe("cockpit", 4_096);
+    let events = 1_000_000u32;
+    let started = Instant::now();
+    for i in 0..events {
+        bus.publish(
+            u64::from(i),
+            "main/123456789",
+            clawless_core::events::Event::Accepted {
+                connector: "main".into(),
+                lane: "main:111111111".into(),
+                ack_ms: 0,
+            },
+        );
+        if i % 64 == 0 {
+            live.drain();
+        }
+    }
+    println!(
+        "bus: one accepted event published to 3 subscribers: {:?}",
+        started.elapsed() / events
+    );
+}
+
+fn turn(rt: &tokio::runtime::Runtime) {
     // Whole turn, single task.
     let (app, http) = build_app();
     let turns = 3_000i64;
@@ -124,7 +245,9 @@ fn main() {
         "core per update, whole turn (ack + drain + model + send, in-memory ports): {:?}",
         cpu / turns as u32
     );
+}
 
+fn binary() {
     // Binary size and idle RSS.
     let bin = env!("CARGO_BIN_EXE_clawless");
     let size = std::fs::metadata(bin).map(|m| m.len()).unwrap_or(0);

@@ -11,73 +11,10 @@ mod common;
 
 use std::process::Command;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 use clawless_testkit::servers::{fakes, text_update};
+use clawless_testkit::tmux::Tmux;
 use common::bot::{SECRET, TOKEN};
-
-/// A tmux server of this test's own, killed when dropped.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn screen_of(&self, session: &str) -> String {
-        self.run(&["capture-pane", "-p", "-t", session])
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        self.keys_to("cockpit", keys)
-    }
-
-    fn keys_to(&self, session: &str, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", session];
-        args.extend(keys);
-        self.run(&args);
-    }
-
-    /// Captures until `cond` holds (within 30 s); returns that screen.
-    async fn until(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        self.until_in("cockpit", what, cond).await
-    }
-
-    async fn until_in(&self, session: &str, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen_of(session);
-            if cond(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}:\n{screen}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
 
 /// The repository's config, retries made quick (two tries, 1 s apart).
 fn quick_config(dir: &std::path::Path) -> std::path::PathBuf {
@@ -124,27 +61,16 @@ async fn the_cockpit_streams_a_chat_and_shows_the_bot_at_work() {
         config = config.display(),
         bin = env!("CARGO_BIN_EXE_clawless"),
     );
-    let tmux = Tmux {
-        socket: format!("clawless-tui-{}", std::process::id()),
-    };
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "cockpit",
-        "-x",
-        "130",
-        "-y",
-        "40",
-        &command,
-    ]);
-    tmux.until("the chat screen", |s| s.contains("Enter sends"))
+    let tmux = Tmux::new("tui");
+    tmux.start("cockpit", &command);
+    let session = "cockpit";
+    tmux.until_in(session, "the chat screen", |s| s.contains("Enter sends"))
         .await;
 
     // A chat turn: the tool call in line, the answer written in pieces.
-    tmux.keys(&["what time is it, slowly", "Enter"]);
+    tmux.keys_to(session, &["what time is it, slowly", "Enter"]);
     let partial = tmux
-        .until("part of the answer", |s| {
+        .until_in(session, "part of the answer", |s| {
             s.contains("Assistant: Tool said") && s.contains('▌')
         })
         .await;
@@ -153,19 +79,19 @@ async fn the_cockpit_streams_a_chat_and_shows_the_bot_at_work() {
         "{partial}"
     );
     let done = tmux
-        .until("the whole answer", |s| {
+        .until_in(session, "the whole answer", |s| {
             s.contains("Assistant: Tool said") && !s.contains('▌')
         })
         .await;
     assert!(done.contains("You: what time is it, slowly"), "{done}");
 
     // A call that needs an approval is asked here; `y` lets it run, its result in line.
-    tmux.keys(&["run: echo hello-from-exec", "Enter"]);
-    tmux.until("the approval asked", |s| s.contains("y allows"))
+    tmux.keys_to(session, &["run: echo hello-from-exec", "Enter"]);
+    tmux.until_in(session, "the approval asked", |s| s.contains("y allows"))
         .await;
-    tmux.keys(&["y"]);
+    tmux.keys_to(session, &["y"]);
     let ran = tmux
-        .until("the command's result and the answer", |s| {
+        .until_in(session, "the command's result and the answer", |s| {
             s.contains("[exec result:")
                 && s.contains("(allowed)")
                 && s.matches("Assistant: Tool said").count() >= 2
@@ -175,7 +101,7 @@ async fn the_cockpit_streams_a_chat_and_shows_the_bot_at_work() {
     std::fs::write(std::env::temp_dir().join("clawless-tui-chat.txt"), &ran).unwrap();
 
     // The bot at work: the model held while three updates wait in one chat.
-    tmux.keys(&["Tab"]);
+    tmux.keys_to(session, &["Tab"]);
     f.llm_hang.store(true, Ordering::SeqCst);
     let client = reqwest::Client::new();
     for id in 1..=3 {
@@ -188,11 +114,11 @@ async fn the_cockpit_streams_a_chat_and_shows_the_bot_at_work() {
             .unwrap();
         assert_eq!(r.status(), 200);
     }
-    tmux.until("the backlog", |s| s.contains("backlog: 3 job(s)"))
+    tmux.until_in(session, "the backlog", |s| s.contains("backlog: 3 job(s)"))
         .await;
     f.llm_hang.store(false, Ordering::SeqCst);
     let after = tmux
-        .until("the backlog gone and three answers", |s| {
+        .until_in(session, "the backlog gone and three answers", |s| {
             s.contains("backlog: 0 job(s)") && s.matches("answered").count() >= 3
         })
         .await;
@@ -207,13 +133,13 @@ async fn the_cockpit_streams_a_chat_and_shows_the_bot_at_work() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    tmux.until("the failed run", |s| {
+    tmux.until_in(session, "the failed run", |s| {
         s.contains("main/9") && s.contains("failed")
     })
     .await;
-    tmux.keys(&["/", "main/9", "Enter"]);
+    tmux.keys_to(session, &["/", "main/9", "Enter"]);
     let failed = tmux
-        .until("its events", |s| {
+        .until_in(session, "its events", |s| {
             s.contains("Events of main/9") && s.contains("turn_ended")
         })
         .await;
@@ -225,37 +151,21 @@ async fn the_cockpit_streams_a_chat_and_shows_the_bot_at_work() {
     .unwrap();
 
     // The same turn from elsewhere: a cockpit attached through the admin endpoint.
-    let remote = format!(
-        "env -i PATH=/usr/bin:/bin TERM=xterm-256color CLAWLESS_ADMIN_TOKEN={ADMIN} {bin} tui --remote http://{listen}",
-        bin = env!("CARGO_BIN_EXE_clawless"),
-    );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "remote",
-        "-x",
-        "130",
-        "-y",
-        "40",
-        &remote,
-    ]);
-    tmux.until_in("remote", "the remote chat screen", |s| {
-        s.contains("read-only")
-    })
-    .await;
-    tmux.keys_to("remote", &["Tab"]);
-    let seen = tmux
-        .until_in("remote", "the failed run, remotely", |s| {
-            s.contains("main/9") && s.contains("failed") && s.contains("attached to")
-        })
+    let (panels, events) = tmux
+        .remote_cockpit_shows(
+            env!("CARGO_BIN_EXE_clawless"),
+            &format!("http://{listen}"),
+            ADMIN,
+            "main/9",
+            "failed",
+        )
         .await;
     assert!(
-        seen.contains("main:111111111"),
-        "the session, remotely: {seen}"
+        panels.contains("main:111111111"),
+        "the session, remotely: {panels}"
     );
-    tmux.keys_to("remote", &["q"]);
-    tmux.keys(&["q"]);
+    assert!(events.contains("retry_scheduled"), "{events}");
+    tmux.keys_to(session, &["q"]);
 }
 
 const ADMIN: &str = "tui-admin-token-0123456789";

@@ -5,7 +5,8 @@
 //! across a restart.
 //!
 //! Needs (all set by `.ci/run`): `CLAWLESS_NODE` (Node >= 22), `CLAWLESS_NODE_MODULES` (with
-//! miniflare), `CLAWLESS_WORKER_BUILD` (the release build) and `CLAWLESS_WORKER_TEST_BUILD`
+//! miniflare), `CLAWLESS_NATIVE_BIN` and tmux (the remote cockpit attached to the Worker),
+//! `CLAWLESS_WORKER_BUILD` (the release build) and `CLAWLESS_WORKER_TEST_BUILD`
 //! (the build with the `test-routes` feature, built on the config `asking-config` writes:
 //! `CLAWLESS_CONFIG=DIR worker-build --profile worker --out-dir build-test -- --features
 //! test-routes`).
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use clawless_testkit::fixtures::OWNER_ID;
 use clawless_testkit::scenarios::{self, Shell, Status};
 use clawless_testkit::servers::{echo_server, fakes, recall_after_new, text_update, until, Fakes};
+use clawless_testkit::tmux::Tmux;
 use common::{bot_vars, Miniflare, SECRET};
 use serde_json::{json, Value};
 
@@ -225,6 +227,14 @@ async fn approval_scenarios_in_workerd() {
     assert_eq!(events.status().as_u16(), 200);
     let page: Value = serde_json::from_str(&events.text().await.unwrap()).unwrap();
     scenarios::assert_turn_kept(&page, "main/990002");
+    // And as a person sees it: `clawless tui --remote` attached to this Worker, in tmux.
+    let bin = std::env::var("CLAWLESS_NATIVE_BIN")
+        .expect("CLAWLESS_NATIVE_BIN: the native `clawless` binary (set by .ci/run)");
+    let tmux = Tmux::new("workerd");
+    let (_, events) = tmux
+        .remote_cockpit_shows(&bin, &worker.mf.url, ADMIN_TOKEN, "main/990002", "answered")
+        .await;
+    assert!(events.contains("reply_sent"), "{events}");
     let (status, body) = audit(Some(&format!("Bearer {ADMIN_TOKEN}"))).await;
     assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
