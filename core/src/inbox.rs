@@ -166,15 +166,6 @@ impl Outcome {
             Outcome::Stopped => "stopped",
         }
     }
-
-    pub(crate) fn from_button(code: &str) -> Option<Outcome> {
-        match code {
-            "o" => Some(Outcome::AllowOnce),
-            "g" => Some(Outcome::AllowForAWhile),
-            "d" => Some(Outcome::Deny),
-            _ => None,
-        }
-    }
 }
 
 /// A turn waiting for an approval, kept in its job.

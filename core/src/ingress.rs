@@ -192,11 +192,7 @@ impl App {
         // be told here: always in private chats, in groups once the bot knows who it is.
         let me = conn.cached_identity();
         if !decide::needs_identity(msg) || me.is_some() {
-            let gate = decide::Gate::of(
-                conn,
-                conn.default_agent(),
-                self.config.limits.max_input_chars,
-            );
+            let gate = decide::Gate::of(conn, self.config.limits.max_input_chars);
             if let Decision::Ignore(why) = decide::decide(msg, me.as_ref(), &gate) {
                 tracing::debug!(connector, update_id = update.id, why, "dropped at the ack");
                 return Ok(Err(why));

@@ -471,3 +471,52 @@ fn a_tool_the_agent_does_not_have_is_never_asked_about() {
         h.assert_spec_clean();
     });
 }
+
+/// Data no button of the bot wrote (a forged or foreign tap) is refused, while a turn waits
+/// and when none does; it is never taken for the waiting approval's answer.
+#[test]
+fn a_tap_with_unknown_data_is_refused_and_answers_no_approval() {
+    block_on(async {
+        let h = Harness::with_config(Wire::Anthropic, asking());
+        h.script(200, write_call("t1", "buy milk"));
+        h.deliver_raw(&message(1, "remember: buy milk")).await;
+        let (approval_id, buttons) = approval(&h);
+        let forged = [
+            "xx:1",
+            "ap:",
+            "ap:nope",
+            &format!("{}x", buttons[0]),
+            "ap:1.1:o:o",
+        ];
+        for (i, data) in forged.iter().enumerate() {
+            h.deliver_raw(&tap(10 + i as i64, OWNER_ID, data, approval_id))
+                .await;
+        }
+        assert_eq!(h.llm_requests().len(), 1, "the turn still waits");
+        assert!(daily(&h).await.is_empty(), "nothing ran");
+        let refused = answers(&h);
+        assert_eq!(refused.len(), forged.len(), "every tap is answered");
+        for a in &refused {
+            let text = a["text"].as_str().unwrap();
+            assert!(
+                text.contains("no longer valid") || text.contains("no longer waiting"),
+                "{text}"
+            );
+        }
+        assert!(refused[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no longer valid"));
+        // The real button still answers it, once.
+        h.script(200, anthropic_text("Saved."));
+        h.deliver_raw(&tap(20, OWNER_ID, &buttons[0], approval_id))
+            .await;
+        assert_eq!(daily(&h).await.matches("buy milk").count(), 1);
+        assert_eq!(h.sent_texts().last().unwrap(), "Saved.");
+        // With no turn waiting, unknown data is refused the same way.
+        h.deliver_raw(&tap(21, OWNER_ID, "zz:9", approval_id)).await;
+        let last = answers(&h).pop().unwrap();
+        assert!(last["text"].as_str().unwrap().contains("no longer valid"));
+        h.assert_spec_clean();
+    });
+}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use clawless_platform::{KvExt, PortError};
 
+use super::button::Button;
 use super::Reply;
 use crate::agent::Agent;
 use crate::app::App;
@@ -17,13 +18,6 @@ use crate::keys;
 use crate::session;
 use crate::telegram::types::CallbackQuery;
 use crate::telegram::Message;
-
-/// Callback data of the agent buttons: `ag:<index in the chat's allowed agents>`.
-const BUTTON: &str = "ag:";
-
-pub(super) fn is_agent_button(q: &CallbackQuery) -> bool {
-    q.data.as_deref().is_some_and(|d| d.starts_with(BUTTON))
-}
 
 /// A tap as the message it stands for: the button's chat and topic, from the person tapping
 /// (whose conversation it is in a group).
@@ -125,28 +119,27 @@ impl App {
             true => allowed
                 .iter()
                 .enumerate()
-                .map(|(i, a)| (a.config.display_name(), format!("{BUTTON}{i}")))
+                .map(|(i, a)| (a.config.display_name(), Button::Agent(i).encode()))
                 .collect(),
             false => Vec::new(),
         };
         Ok(super::with_buttons(&text, buttons, reply_to, books))
     }
 
-    /// A tap on an `/agent` button.
-    pub(super) async fn agent_tap(&self, conn: &Connector, q: &CallbackQuery) {
-        let code = q.data.as_deref().and_then(|d| d.strip_prefix(BUTTON));
+    /// A tap on an `/agent` button ([`Button::Agent`]: `index` of the agents offered there).
+    pub(super) async fn agent_tap(&self, conn: &Connector, q: &CallbackQuery, index: usize) {
         let msg = tap_message(q);
         let may = self.may_tap(conn, q).await;
-        let (text, alert) = match (code, &msg) {
+        let (text, alert) = match &msg {
             _ if !may => (
                 "Only people this bot serves can choose who answers.".to_owned(),
                 true,
             ),
-            (Some(code), Some(msg)) => {
+            Some(msg) => {
                 let routed = self.routed(conn, msg).await;
                 let route = conn.route(Some(&place_of(msg)));
                 let allowed = allowed_agents(&routed, route);
-                match code.parse::<usize>().ok().and_then(|i| allowed.get(i)) {
+                match allowed.get(index) {
                     Some(to) => match self.switch(&routed, msg, route, to).await {
                         Ok(text) => (text, false),
                         Err(e) => failed(&e),
@@ -154,7 +147,7 @@ impl App {
                     None => ("That agent is no longer offered here.".to_owned(), true),
                 }
             }
-            _ => ("That button is no longer valid.".to_owned(), false),
+            None => ("That button is no longer valid.".to_owned(), false),
         };
         if let Err(e) = conn.bot.answer_callback(&q.id, &text, alert).await {
             tracing::debug!(error = %e, "answerCallbackQuery failed");

@@ -17,6 +17,7 @@
 
 use clawless_platform::PortError;
 
+use super::button::{Button, Choice};
 use super::progress::Progress;
 use super::{Answer, Reply, Step};
 use crate::agent::{Agent, PendingCall};
@@ -96,13 +97,20 @@ impl App {
         }
         let minutes = self.config.approvals.grant_minutes;
         let text = approval_text(&s.call, self.config.approvals.expiry_minutes);
+        let answer = |answer| {
+            Button::Approval {
+                id: s.id.clone(),
+                answer,
+            }
+            .encode()
+        };
         let buttons = [
-            ("Allow once", format!("ap:{}:o", s.id)),
+            ("Allow once", answer(Choice::Once)),
             (
                 &*format!("Allow for {minutes} min"),
-                format!("ap:{}:g", s.id),
+                answer(Choice::ForAWhile),
             ),
-            ("Deny", format!("ap:{}:d", s.id)),
+            ("Deny", answer(Choice::Deny)),
         ];
         let expires = s.expires_ms;
         match conn.bot.send_buttons(target, &text, &buttons).await {
@@ -162,24 +170,32 @@ impl App {
             }
             let update = Update::from_value(&next.update);
             match update.as_ref().map(|u| &u.kind) {
-                // Switching agents ends the session the waiting turn belongs to: not now.
-                Ok(UpdateKind::CallbackQuery(q)) if super::agents::is_agent_button(q) => {
-                    let text = "Answer the request above first, or /stop it.";
-                    if let Err(e) = conn.bot.answer_callback(&q.id, text, false).await {
-                        tracing::debug!(error = %e, "answerCallbackQuery failed");
-                    }
-                    self.inbox.finish(&next_key, &next).await?;
-                }
-                Ok(UpdateKind::CallbackQuery(q)) if super::is_side_button(q) => {
-                    self.button_tap(conn, q).await;
-                    self.inbox.finish(&next_key, &next).await?;
-                }
                 Ok(UpdateKind::CallbackQuery(q)) => {
+                    let tapped = q.data.as_deref().and_then(Button::decode);
+                    let (id, answer) = match tapped {
+                        Some(Button::Approval { id, answer }) => (id, answer),
+                        // Switching agents ends the session the waiting turn belongs to: not
+                        // now.
+                        Some(Button::Agent(_)) => {
+                            let text = "Answer the request above first, or /stop it.";
+                            if let Err(e) = conn.bot.answer_callback(&q.id, text, false).await {
+                                tracing::debug!(error = %e, "answerCallbackQuery failed");
+                            }
+                            self.inbox.finish(&next_key, &next).await?;
+                            continue;
+                        }
+                        // Another button (or data no button of ours wrote), answered as
+                        // anywhere else.
+                        _ => {
+                            self.button_tap(conn, q).await;
+                            self.inbox.finish(&next_key, &next).await?;
+                            continue;
+                        }
+                    };
                     let Some(s) = job.suspended.as_deref() else {
                         return Ok(Wait::Answered);
                     };
-                    let (id, code) = parse_button(q.data.as_deref().unwrap_or(""));
-                    let outcome = (id == s.id).then(|| Outcome::from_button(code)).flatten();
+                    let outcome = (id == s.id).then(|| Outcome::from(answer));
                     let from = q.from.id.0;
                     // `exec` runs as the bot's own user, with what it can read: only the owner
                     // answers for it.
@@ -237,11 +253,7 @@ impl App {
             },
             false => None,
         };
-        let gate = super::decide::Gate::of(
-            conn,
-            conn.default_agent(),
-            self.config.limits.max_input_chars,
-        );
+        let gate = super::decide::Gate::of(conn, self.config.limits.max_input_chars);
         matches!(
             super::decide::decide(m, me.as_ref(), &gate),
             super::decide::Decision::Ignore(_)
@@ -347,16 +359,10 @@ fn chat_of(job: &Job) -> i64 {
         .unwrap_or(0)
 }
 
-/// `ap:<id>:<code>` → `(id, code)`.
-fn parse_button(data: &str) -> (&str, &str) {
-    let rest = data.strip_prefix("ap:").unwrap_or("");
-    rest.rsplit_once(':').unwrap_or(("", ""))
-}
-
 fn is_stop(m: &Message) -> bool {
     super::commands::parse(m.text().unwrap_or(""))
         .and_then(|(name, _)| super::commands::find(&name))
-        .is_some_and(|c| c.action == super::commands::Action::Stop)
+        .is_some_and(|c| c.name == "stop")
 }
 
 /// The approval message: the tool, its level and its arguments (secrets redacted, long
@@ -386,17 +392,5 @@ fn outcome_text(outcome: Outcome, tool: &str, by: Option<&str>, grant_minutes: u
         Outcome::Expired => format!("⌛ {tool}: nobody answered in time; not run."),
         Outcome::Superseded => format!("↪️ {tool}: not run, a new message came first."),
         Outcome::Stopped => format!("⏹ {tool}: stopped with /stop."),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buttons_parse() {
-        assert_eq!(parse_button("ap:12.1:o"), ("12.1", "o"));
-        assert_eq!(parse_button("garbage"), ("", ""));
-        assert_eq!(Outcome::from_button("x"), None);
     }
 }

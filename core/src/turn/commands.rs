@@ -1,51 +1,74 @@
-//! The commands the bot answers without the model: one table, so a new command is one entry
-//! (and `/help` and Telegram's command menu list it, see [`crate::menu`]).
+//! The commands: one table, each entry a command's name, description (what `/help` and
+//! Telegram's command menu show, see [`crate::menu`]), who may use it, whether it needs the
+//! model, and its handler. A new command is one entry and its handler.
 
-/// What a command does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    /// Greets and lists the commands.
-    Help,
-    /// Ends the session (its summary goes to memory) and starts a fresh one.
-    NewSession,
-    /// Cancels the turn waiting for an approval (answered where the wait is resolved;
-    /// alone, it says nothing waits).
-    Stop,
-    /// Lists what waits for an approval and what is granted in this chat.
-    Approvals,
-    /// Ends this chat's grants.
-    Revoke,
-    /// Today's and this month's tokens and cost, and what the caps leave.
-    Usage,
-    /// The last steps of the audit trail in this chat (the owner only).
-    Audit,
-    /// This chat's reminders, each with a cancel button.
-    Reminders,
-    /// Shows or sets this chat's time zone.
-    TimeZone,
-    /// The chat's model, with a button per model of the agent.
-    Model,
-    /// The agents this chat may use, a button each; with a name, switches to that one.
-    Agent,
-    /// Summarises the conversation's older turns now.
-    Compact,
-    /// How full the conversation's context is.
-    Context,
-    /// Lets in the person whose pairing code follows (the owner, in private).
-    Pair,
-    /// Who may talk to the bot, a remove button per paired person (the owner, in private).
-    Users,
-}
+use clawless_platform::PortError;
+use futures::future::BoxFuture;
+
+use super::{Checkpoint, Reply};
+use crate::app::App;
+use crate::connector::Routed;
+use crate::session;
+use crate::telegram::render::plain_parts;
+use crate::telegram::Message;
+use crate::usage::Books;
 
 /// One command: its name (without the slash), what `/help` and the menu say of it (empty:
-/// left out of both), whether only the owner's menu shows it, and what it does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// left out of both), whether only the owner may use it (and only the owner's menu shows
+/// it; its handler refuses anyone else), whether it calls the model (without one configured
+/// it is refused before it runs), and its handler. A new command is one entry and its
+/// handler.
+#[derive(Clone, Copy)]
 pub struct Command {
     pub name: &'static str,
     pub help: &'static str,
     pub owner_only: bool,
-    pub action: Action,
+    pub needs_model: bool,
+    pub(crate) run: Handler,
 }
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "/{}", self.name)
+    }
+}
+
+impl PartialEq for Command {
+    fn eq(&self, other: &Command) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Command {}
+
+/// What a command's handler is given.
+pub(crate) struct Ctx<'a> {
+    pub app: &'a App,
+    pub conn: &'a Routed<'a>,
+    pub msg: &'a Message,
+    /// What follows the command word.
+    pub args: &'a str,
+    /// The message to answer to (in groups).
+    pub reply_to: Option<i64>,
+    /// The command's audit entry, written beside its reply.
+    pub books: Option<Box<Books>>,
+}
+
+impl Ctx<'_> {
+    /// A plain-text reply, the command's audit entry beside it.
+    pub(super) fn text(self, text: &str) -> Reply {
+        Reply::Send(Checkpoint {
+            parts: plain_parts(text),
+            sent: 0,
+            reply_to: self.reply_to,
+            session_turn: None,
+            books: self.books,
+        })
+    }
+}
+
+/// A command's handler: its reply (a storage failure is the turn's failure, retried).
+pub(crate) type Handler = for<'a> fn(Ctx<'a>) -> BoxFuture<'a, Result<Reply, PortError>>;
 
 /// Every command, in the order `/help` lists them. `/start` is what Telegram sends first.
 pub const COMMANDS: &[Command] = &[
@@ -53,97 +76,113 @@ pub const COMMANDS: &[Command] = &[
         name: "new",
         help: "start a fresh conversation",
         owner_only: false,
-        action: Action::NewSession,
+        needs_model: false,
+        run: new_session,
     },
     Command {
         name: "stop",
         help: "cancel what waits for your approval",
         owner_only: false,
-        action: Action::Stop,
+        needs_model: false,
+        run: stop,
     },
     Command {
         name: "approve",
         help: "what waits for approval, and what is allowed for now",
         owner_only: false,
-        action: Action::Approvals,
+        needs_model: false,
+        run: approvals,
     },
     Command {
         name: "revoke",
         help: "end what you allowed for now",
         owner_only: false,
-        action: Action::Revoke,
+        needs_model: false,
+        run: revoke,
     },
     Command {
         name: "usage",
         help: "tokens and cost today and this month",
         owner_only: false,
-        action: Action::Usage,
+        needs_model: false,
+        run: usage,
     },
     Command {
         name: "audit",
         help: "what I did lately in this chat (owner only)",
         owner_only: true,
-        action: Action::Audit,
+        needs_model: false,
+        run: audit,
     },
     Command {
         name: "reminders",
         help: "reminders and scheduled tasks in this chat, to cancel",
         owner_only: false,
-        action: Action::Reminders,
+        needs_model: false,
+        run: reminders,
     },
     Command {
         name: "timezone",
         help: "this chat's time zone for reminders, e.g. /timezone Europe/Berlin",
         owner_only: false,
-        action: Action::TimeZone,
+        needs_model: false,
+        run: timezone,
     },
     Command {
         name: "model",
         help: "which model answers in this chat, to choose another",
         owner_only: false,
-        action: Action::Model,
+        needs_model: false,
+        run: model,
     },
     Command {
         name: "agent",
         help: "who answers in this chat, to switch to another, e.g. /agent coder",
         owner_only: false,
-        action: Action::Agent,
+        needs_model: false,
+        run: agent,
     },
     Command {
         name: "compact",
         help: "summarise the older part of this conversation now",
         owner_only: false,
-        action: Action::Compact,
+        needs_model: true,
+        run: compact,
     },
     Command {
         name: "context",
         help: "how much of my context this conversation takes",
         owner_only: false,
-        action: Action::Context,
+        needs_model: false,
+        run: context,
     },
     Command {
         name: "pair",
         help: "let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)",
         owner_only: true,
-        action: Action::Pair,
+        needs_model: false,
+        run: pair,
     },
     Command {
         name: "users",
         help: "who may talk to me, to remove someone (owner only)",
         owner_only: true,
-        action: Action::Users,
+        needs_model: false,
+        run: users,
     },
     Command {
         name: "help",
         help: "this message",
         owner_only: false,
-        action: Action::Help,
+        needs_model: false,
+        run: help,
     },
     Command {
         name: "start",
         help: "",
         owner_only: false,
-        action: Action::Help,
+        needs_model: false,
+        run: help,
     },
 ];
 
@@ -198,6 +237,121 @@ pub const NOTHING_TO_STOP: &str = "Nothing is waiting for your approval.";
 /// What `/new` answers.
 pub const NEW_SESSION_REPLY: &str = "Started a fresh conversation.";
 
+/// What a command answers when no model is configured and it needs one.
+pub const NO_MODEL: &str = "No model is configured: the bot's owner needs to add an API key.";
+
+// The handlers, in the table's order.
+
+fn new_session(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let key = session::session_key(&c.conn.id, c.msg);
+        let kv = &*c.app.platform.kv;
+        let old = session::load(kv, &key).await?;
+        let scope = c.conn.memory_scope_of(c.msg);
+        c.app
+            .lifecycle()
+            .end_session(&c.conn.agent.chain, &scope, &key, &old)
+            .await;
+        session::clear(kv, &key).await?;
+        Ok(c.text(NEW_SESSION_REPLY))
+    })
+}
+
+/// Alone: a `/stop` with a waiting turn is taken by that turn (`approval::await_answer`).
+fn stop(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move { Ok(c.text(NOTHING_TO_STOP)) })
+}
+
+fn approvals(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let text = c.app.grants_reply(c.conn, c.msg.chat.id.0, false).await?;
+        Ok(c.text(&text))
+    })
+}
+
+fn revoke(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let text = c.app.grants_reply(c.conn, c.msg.chat.id.0, true).await?;
+        Ok(c.text(&text))
+    })
+}
+
+fn usage(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let text = c.app.usage_reply(c.conn, c.msg).await?;
+        Ok(c.text(&text))
+    })
+}
+
+fn audit(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let text = c.app.audit_reply(c.conn, c.msg).await?;
+        Ok(c.text(&text))
+    })
+}
+
+fn reminders(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        c.app
+            .reminders_reply(c.conn, c.msg, c.reply_to, c.books)
+            .await
+    })
+}
+
+fn timezone(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let chat = c.msg.chat.id.0;
+        let text = c.app.timezone_reply(c.conn, chat, c.args).await?;
+        Ok(c.text(&text))
+    })
+}
+
+fn model(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move { c.app.model_reply(c.conn, c.msg, c.reply_to, c.books).await })
+}
+
+fn agent(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        c.app
+            .agent_reply(c.conn, c.msg, c.args, c.reply_to, c.books)
+            .await
+    })
+}
+
+fn compact(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let text = c.app.compact_reply(c.conn, c.msg).await?;
+        Ok(c.text(&text))
+    })
+}
+
+fn context(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let text = c.app.context_reply(c.conn, c.msg).await?;
+        Ok(c.text(&text))
+    })
+}
+
+fn pair(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        c.app
+            .pair_reply(c.conn, c.msg, c.args, c.reply_to, c.books)
+            .await
+    })
+}
+
+fn users(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move { c.app.users_reply(c.conn, c.msg, c.reply_to, c.books).await })
+}
+
+fn help(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let agent = &c.conn.agent.config;
+        let text = help_text(agent.name.as_deref().unwrap_or(&agent.id));
+        Ok(c.text(&text))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,7 +365,8 @@ mod tests {
         assert_eq!(parse("/help"), Some(("help".into(), None)));
         assert_eq!(parse("/ x"), None);
         assert_eq!(parse("hi /new"), None);
-        assert_eq!(find("new").map(|c| c.action), Some(Action::NewSession));
+        assert_eq!(find("new").map(|c| c.name), Some("new"));
+        assert!(find("compact").is_some_and(|c| c.needs_model));
         let everyone: Vec<&str> = menu(false).iter().map(|c| c.0).collect();
         let owner: Vec<&str> = menu(true).iter().map(|c| c.0).collect();
         assert!(everyone.contains(&"new") && !everyone.contains(&"users"));

@@ -4,8 +4,7 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 
-use super::commands::{self, Action};
-use crate::agent::Agent;
+use super::commands::{self, Command};
 use crate::connector::Connector;
 use crate::telegram::{BotIdentity, ChatKind, Message};
 
@@ -18,34 +17,10 @@ pub enum Decision {
     Stranger(i64),
     /// A fixed reply, no model call.
     Reply(String),
-    /// Start a fresh session, then reply.
-    NewSession(String),
     /// A turn for the agent, with the text it reads.
     Turn(String),
-    /// `/approve`: list this chat's grants (and what waits).
-    Approvals,
-    /// `/revoke`: end this chat's grants.
-    Revoke,
-    /// `/usage`: what this person and chat spent.
-    Usage,
-    /// `/audit`: the last steps in this chat.
-    Audit,
-    /// `/reminders`: this chat's reminders, with cancel buttons.
-    Reminders,
-    /// `/timezone [zone]`: show or set the chat's time zone.
-    TimeZone(String),
-    /// `/model`: the chat's model, with buttons to choose another.
-    Model,
-    /// `/agent [name]`: list the agents this chat may use, or switch to one.
-    Agent(String),
-    /// `/compact`: summarise the older turns now.
-    Compact,
-    /// `/context`: how full the conversation is.
-    Context,
-    /// `/pair CODE`: let in the person the code was given to.
-    Pair(String),
-    /// `/users`: who may talk, with remove buttons.
-    Users,
+    /// A command of the table, and what follows its word.
+    Command(&'static Command, String),
 }
 
 /// The connector's settings a decision depends on.
@@ -55,19 +30,16 @@ pub struct Gate<'a> {
     pub allowed: &'a BTreeSet<i64>,
     /// The sender is paired (read from the Kv before deciding; see [`crate::pairing`]).
     pub paired: bool,
-    /// The assistant's name, for the greeting.
-    pub name: &'a str,
     /// Longer texts are cut (see `limits.max_input_chars`).
     pub max_input_chars: usize,
 }
 
 impl<'a> Gate<'a> {
-    /// What a decision on `conn`'s messages, answered by `agent`, depends on.
-    pub fn of(conn: &'a Connector, agent: &'a Agent, max_input_chars: usize) -> Gate<'a> {
+    /// What a decision on `conn`'s messages depends on.
+    pub fn of(conn: &'a Connector, max_input_chars: usize) -> Gate<'a> {
         Gate {
             allowed: &conn.allowed,
             paired: false,
-            name: agent.config.name.as_deref().unwrap_or(&agent.config.id),
             max_input_chars,
         }
     }
@@ -132,23 +104,7 @@ pub fn decide(msg: &Message, me: Option<&BotIdentity>, gate: &Gate<'_>) -> Decis
         return Decision::Stranger(from.id.0);
     }
     if let Some(cmd) = command.and_then(|(name, _)| commands::find(&name)) {
-        return match cmd.action {
-            Action::Help => Decision::Reply(commands::help_text(gate.name)),
-            Action::NewSession => Decision::NewSession(commands::NEW_SESSION_REPLY.into()),
-            Action::Stop => Decision::Reply(commands::NOTHING_TO_STOP.into()),
-            Action::Approvals => Decision::Approvals,
-            Action::Revoke => Decision::Revoke,
-            Action::Usage => Decision::Usage,
-            Action::Audit => Decision::Audit,
-            Action::Reminders => Decision::Reminders,
-            Action::TimeZone => Decision::TimeZone(commands::args(text).to_owned()),
-            Action::Model => Decision::Model,
-            Action::Agent => Decision::Agent(commands::args(text).to_owned()),
-            Action::Compact => Decision::Compact,
-            Action::Context => Decision::Context,
-            Action::Pair => Decision::Pair(commands::args(text).to_owned()),
-            Action::Users => Decision::Users,
-        };
+        return Decision::Command(cmd, commands::args(text).to_owned());
     }
     let body = body.trim();
     if body.is_empty() && !msg.has_media() {
@@ -201,7 +157,6 @@ mod tests {
         Gate {
             allowed,
             paired: false,
-            name: "Claw",
             max_input_chars: 10,
         }
     }
@@ -239,7 +194,7 @@ mod tests {
         );
         assert_eq!(
             decide(&new, None, &gate(&allowed)),
-            Decision::NewSession(commands::NEW_SESSION_REPLY.into())
+            Decision::Command(commands::find("new").unwrap(), String::new())
         );
     }
 

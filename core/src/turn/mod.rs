@@ -6,6 +6,7 @@
 mod agents;
 pub mod approval;
 mod background;
+pub mod button;
 pub mod commands;
 mod compact;
 pub mod decide;
@@ -34,14 +35,6 @@ use crate::telegram::api::Target;
 use crate::telegram::render::plain_parts;
 use crate::telegram::{BotIdentity, Message, TelegramError, Update};
 use decide::Decision;
-
-/// Whether a tap is on a button [`App::button_tap`] handles (not an approval's).
-pub(super) fn is_side_button(q: &crate::telegram::types::CallbackQuery) -> bool {
-    reminders::is_reminder_button(q)
-        || model::is_model_button(q)
-        || agents::is_agent_button(q)
-        || pairing::is_pairing_button(q)
-}
 
 /// A plain-text reply (no session turn) with `buttons`, one a row, `(label, callback data)`,
 /// under its last part.
@@ -159,16 +152,9 @@ impl App {
             return Ok(Step::Done);
         };
         if let crate::telegram::UpdateKind::CallbackQuery(q) = &update.kind {
-            if !self.button_tap(conn, q).await {
-                if let Err(e) = conn
-                    .bot
-                    // A tap that no waiting turn consumed: a stale or repeated button.
-                    .answer_callback(&q.id, "This request is no longer waiting.", false)
-                    .await
-                {
-                    tracing::debug!(error = %e, "answerCallbackQuery failed");
-                }
-            }
+            // An approval's tap reaches here only when no turn waits for it: a turn waiting
+            // for an answer takes the taps queued behind it (`approval::await_answer`).
+            self.button_tap(conn, q).await;
             self.inbox.finish(key, &job).await?;
             return Ok(Step::Done);
         }
@@ -306,7 +292,7 @@ impl App {
             true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
             false => None,
         };
-        let mut gate = decide::Gate::of(conn, &conn.agent, self.config.limits.max_input_chars);
+        let mut gate = decide::Gate::of(conn, self.config.limits.max_input_chars);
         let mut decision = decide::decide(msg, me.as_ref(), &gate);
         if let Decision::Stranger(user) = decision {
             // Not in the config: one read of their pairing.
@@ -315,19 +301,6 @@ impl App {
             decision = decide::decide(msg, me.as_ref(), &gate);
         }
         let reply_to = (!msg.is_private()).then_some(msg.message_id);
-        // A command is kept in the audit trail, written beside its reply.
-        let mut books = None;
-        if !matches!(decision, Decision::Ignore(_) | Decision::Stranger(_)) {
-            let command = commands::parse(msg.text().unwrap_or(""))
-                .and_then(|(name, _)| commands::find(&name));
-            if let Some(c) = command {
-                let step = crate::audit::Step::Command {
-                    name: c.name.to_owned(),
-                };
-                let now = self.platform.clock.now_ms();
-                books = self.books(msg, Default::default(), 0, vec![(now, step)]);
-            }
-        }
         let text = match decision {
             Decision::Ignore(why) => {
                 tracing::debug!(update_id = job.update_id, why, "not answered");
@@ -338,73 +311,28 @@ impl App {
                     .stranger_reply(conn, msg, job.update_id, reply_to)
                     .await?)
             }
-            Decision::Pair(code) => {
-                return self
-                    .pair_reply(conn, msg, &code, reply_to, books)
-                    .await
-                    .map_err(|e| Answer::Failed(Failure::storage(e)))
-            }
-            Decision::Users => {
-                return self
-                    .users_reply(conn, msg, reply_to, books)
-                    .await
-                    .map_err(|e| Answer::Failed(Failure::storage(e)))
-            }
             Decision::Reply(text) => text,
-            Decision::Audit => self
-                .audit_reply(conn, msg)
-                .await
-                .map_err(Failure::storage)?,
-            Decision::Usage => self
-                .usage_reply(conn, msg)
-                .await
-                .map_err(Failure::storage)?,
-            Decision::Compact => self
-                .compact_reply(conn, msg)
-                .await
-                .map_err(Failure::storage)?,
-            Decision::Context => self
-                .context_reply(conn, msg)
-                .await
-                .map_err(Failure::storage)?,
-            Decision::Model => {
-                return self
-                    .model_reply(conn, msg, reply_to, books)
+            Decision::Command(command, args) => {
+                // A command is kept in the audit trail, written beside its reply.
+                let step = crate::audit::Step::Command {
+                    name: command.name.to_owned(),
+                };
+                let now = self.platform.clock.now_ms();
+                let books = self.books(msg, Default::default(), 0, vec![(now, step)]);
+                let ctx = commands::Ctx {
+                    app: self,
+                    conn,
+                    msg,
+                    args: &args,
+                    reply_to,
+                    books,
+                };
+                if command.needs_model && conn.agent.chain.links.is_empty() {
+                    return Ok(ctx.text(commands::NO_MODEL));
+                }
+                return (command.run)(ctx)
                     .await
-                    .map_err(|e| Answer::Failed(Failure::storage(e)))
-            }
-            Decision::Agent(arg) => {
-                return self
-                    .agent_reply(conn, msg, &arg, reply_to, books)
-                    .await
-                    .map_err(|e| Answer::Failed(Failure::storage(e)))
-            }
-            Decision::Reminders => {
-                return self
-                    .reminders_reply(conn, msg, reply_to, books)
-                    .await
-                    .map_err(|e| Answer::Failed(Failure::storage(e)))
-            }
-            Decision::TimeZone(arg) => self
-                .timezone_reply(conn, msg.chat.id.0, &arg)
-                .await
-                .map_err(Failure::storage)?,
-            Decision::Approvals | Decision::Revoke => self
-                .grants_reply(conn, msg.chat.id.0, decision == Decision::Revoke)
-                .await
-                .map_err(Failure::storage)?,
-            Decision::NewSession(text) => {
-                let key = session::session_key(&conn.id, msg);
-                let old = session::load(&*self.platform.kv, &key)
-                    .await
-                    .map_err(Failure::storage)?;
-                self.lifecycle()
-                    .end_session(&conn.agent.chain, &conn.memory_scope_of(msg), &key, &old)
-                    .await;
-                session::clear(&*self.platform.kv, &key)
-                    .await
-                    .map_err(Failure::storage)?;
-                text
+                    .map_err(|e| Answer::Failed(Failure::storage(e)));
             }
             Decision::Turn(text) => {
                 match self.user_message(key, job, conn, msg, text, lease).await? {
@@ -432,7 +360,7 @@ impl App {
             sent: 0,
             reply_to,
             session_turn: None,
-            books,
+            books: None,
         }))
     }
 
@@ -477,25 +405,30 @@ impl App {
         Ok(reply)
     }
 
-    /// Handles a tap on a button that is not an approval's (a reminder's cancel, a model, a
-    /// `/users` remove); `false` when it is none of those.
+    /// Answers a tap on one of the bot's buttons ([`button::Button`]) that no waiting turn
+    /// took: a reminder's cancel, a model, an agent, a `/users` remove; an approval no turn
+    /// waits for any more; data no button of this bot wrote is refused. Always answered.
     pub(super) async fn button_tap(
         &self,
         conn: &Connector,
         q: &crate::telegram::types::CallbackQuery,
-    ) -> bool {
-        if reminders::is_reminder_button(q) {
-            self.reminder_tap(conn, q).await;
-        } else if model::is_model_button(q) {
-            self.model_tap(conn, q).await;
-        } else if agents::is_agent_button(q) {
-            self.agent_tap(conn, q).await;
-        } else if pairing::is_pairing_button(q) {
-            self.pairing_tap(conn, q).await;
-        } else {
-            return false;
+    ) {
+        use button::Button;
+        let tapped = q.data.as_deref().and_then(Button::decode);
+        let refusal = match &tapped {
+            Some(Button::CancelReminder(id)) => return self.reminder_tap(conn, q, *id).await,
+            Some(b @ (Button::Model { .. } | Button::DefaultModel)) => {
+                return self.model_tap(conn, q, b).await
+            }
+            Some(Button::Agent(index)) => return self.agent_tap(conn, q, *index).await,
+            Some(Button::Unpair(user)) => return self.pairing_tap(conn, q, *user).await,
+            // A stale or repeated approval button.
+            Some(Button::Approval { .. }) => "This request is no longer waiting.",
+            None => "That button is no longer valid.",
+        };
+        if let Err(e) = conn.bot.answer_callback(&q.id, refusal, false).await {
+            tracing::debug!(error = %e, "answerCallbackQuery failed");
         }
-        true
     }
 
     /// Whether the person tapping may talk to the bot (a storage failure: no, logged).

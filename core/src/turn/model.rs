@@ -4,6 +4,7 @@
 
 use clawless_platform::{KvExt, PortError};
 
+use super::button::Button;
 use super::Reply;
 use crate::app::App;
 use crate::connector::{Connector, Routed};
@@ -13,11 +14,6 @@ use crate::llm::ModelChain;
 use crate::telegram::types::CallbackQuery;
 use crate::telegram::Message;
 
-/// Callback data of the model buttons: `md:<index in the chain>:<tag of its label>`, or
-/// `md:-` for the default. The tag tells a tap that the index is of another chain (in a group,
-/// people may talk with different agents) from one that is not.
-const BUTTON: &str = "md:";
-
 /// A short tag of a model's label (FNV-1a, 32 bits, in hex): enough to tell two chains' models
 /// apart in a button, not a secret.
 fn tag(label: &str) -> String {
@@ -25,10 +21,6 @@ fn tag(label: &str) -> String {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });
     format!("{hash:08x}")
-}
-
-pub(super) fn is_model_button(q: &CallbackQuery) -> bool {
-    q.data.as_deref().is_some_and(|d| d.starts_with(BUTTON))
 }
 
 impl App {
@@ -72,28 +64,30 @@ impl App {
         let mut buttons: Vec<(String, String)> = links
             .iter()
             .enumerate()
-            .map(|(i, l)| (l.label.clone(), format!("{BUTTON}{i}:{}", tag(&l.label))))
+            .map(|(index, l)| {
+                let tag = Some(tag(&l.label));
+                (l.label.clone(), Button::Model { index, tag }.encode())
+            })
             .collect();
         if chosen.is_some() {
-            buttons.push(("Default".into(), format!("{BUTTON}-")));
+            buttons.push(("Default".into(), Button::DefaultModel.encode()));
         }
         Ok(super::with_buttons(&text, buttons, reply_to, books))
     }
 
-    /// A tap on a `/model` button.
-    pub(super) async fn model_tap(&self, conn: &Connector, q: &CallbackQuery) {
-        let code = q.data.as_deref().and_then(|d| d.strip_prefix(BUTTON));
+    /// A tap on a `/model` button ([`Button::Model`] or [`Button::DefaultModel`]).
+    pub(super) async fn model_tap(&self, conn: &Connector, q: &CallbackQuery, button: &Button) {
         let chat = q.message.as_ref().map(|m| m.chat.id.0);
         // The chain of the agent that answers where the button is.
         let conn = &self.routed_tap(conn, q).await;
         let links = &conn.agent.chain.links;
         let may = self.may_tap(conn, q).await;
-        let (text, alert) = match (code, chat) {
+        let (text, alert) = match (button, chat) {
             _ if !may => (
                 "Only people this bot serves can choose its model.".to_owned(),
                 true,
             ),
-            (Some("-"), Some(chat)) => {
+            (Button::DefaultModel, Some(chat)) => {
                 match self
                     .platform
                     .kv
@@ -110,7 +104,7 @@ impl App {
                     Err(e) => failed(&e),
                 }
             }
-            (Some(code), Some(chat)) => match picked(links, code) {
+            (Button::Model { index, tag }, Some(chat)) => match picked(links, *index, tag) {
                 Some(link) => {
                     let key = keys::chat_model(&conn.id, chat);
                     match self.platform.kv.put_json(&key, &link.label, None).await {
@@ -131,15 +125,14 @@ impl App {
     }
 }
 
-/// The model a button's `code` (`<index>:<tag>`) names in `links`, if it names one there:
-/// a button of another agent's list (in a group, people may talk with different agents) has
-/// another model at that index, and its tag says so. A button from before tags has none.
-fn picked<'a>(links: &'a [Link], code: &str) -> Option<&'a Link> {
-    let (index, t) = code
-        .split_once(':')
-        .map_or((code, None), |(i, t)| (i, Some(t)));
-    let link = links.get(index.parse::<usize>().ok()?)?;
-    t.is_none_or(|t| t == tag(&link.label)).then_some(link)
+/// The model a button's `index` and `tag` name in `links`, if they name one there: a button
+/// of another agent's list (in a group, people may talk with different agents) has another
+/// model at that index, and its tag says so. A button from before tags has none.
+fn picked<'a>(links: &'a [Link], index: usize, t: &Option<String>) -> Option<&'a Link> {
+    let link = links.get(index)?;
+    t.as_ref()
+        .is_none_or(|t| *t == tag(&link.label))
+        .then_some(link)
 }
 
 fn failed(e: &PortError) -> (String, bool) {

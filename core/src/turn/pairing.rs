@@ -4,6 +4,7 @@
 
 use clawless_platform::PortError;
 
+use super::button::Button;
 use super::{Failure, Reply};
 use crate::app::App;
 use crate::audit::{Entry, Step};
@@ -14,15 +15,8 @@ use crate::telegram::types::CallbackQuery;
 use crate::telegram::Message;
 use crate::usage::Books;
 
-/// Callback data of a remove button: `pu:<user id>` (well under Telegram's 64 bytes).
-const BUTTON: &str = "pu:";
 /// Paired people `/users` lists (with a button each), and configured ids it shows.
 const LISTED: usize = 50;
-
-/// Whether a tap is on a `/users` remove button.
-pub(super) fn is_pairing_button(q: &CallbackQuery) -> bool {
-    q.data.as_deref().is_some_and(|d| d.starts_with(BUTTON))
-}
 
 /// Why `msg` may not manage pairings: only the owner, only in their private chat.
 fn refusal(conn: &Connector, msg: &Message) -> Option<&'static str> {
@@ -197,25 +191,18 @@ impl App {
                     true => format!("Remove {}", p.person.id),
                     false => format!("Remove {name}"),
                 };
-                (label, format!("{BUTTON}{}", p.person.id))
+                (label, Button::Unpair(p.person.id).encode())
             })
             .collect();
         Ok(super::with_buttons(&text, buttons, reply_to, books))
     }
 
-    /// A tap on a `/users` remove button: the owner's ends that pairing. Always answered.
-    pub(super) async fn pairing_tap(&self, conn: &Connector, q: &CallbackQuery) {
-        let user = q
-            .data
-            .as_deref()
-            .and_then(|d| d.strip_prefix(BUTTON))
-            .and_then(|d| d.parse::<i64>().ok());
-        let (text, alert) = match user {
-            _ if conn.owner != Some(q.from.id.0) => {
-                ("Only the bot's owner can remove people.".to_owned(), true)
-            }
-            None => ("That button is no longer valid.".to_owned(), false),
-            Some(user) => match self.pairings().remove(&conn.id, user).await {
+    /// A tap on a `/users` remove button ([`Button::Unpair`]): the owner's ends that
+    /// pairing. Always answered.
+    pub(super) async fn pairing_tap(&self, conn: &Connector, q: &CallbackQuery, user: i64) {
+        let (text, alert) = match conn.owner == Some(q.from.id.0) {
+            false => ("Only the bot's owner can remove people.".to_owned(), true),
+            true => match self.pairings().remove(&conn.id, user).await {
                 Ok(Some(p)) => {
                     self.audit_tap(conn, q, p.step("removed")).await;
                     (

@@ -4,6 +4,7 @@
 
 use clawless_platform::PortError;
 
+use super::button::Button;
 use super::{Checkpoint, Failure, Reply};
 use crate::app::App;
 use crate::connector::{Connector, Routed};
@@ -15,8 +16,6 @@ use crate::telegram::render::plain_parts;
 use crate::telegram::types::CallbackQuery;
 use crate::telegram::{ChatKind, Message};
 
-/// Callback data of a cancel button: `rm:<id>` (well under Telegram's 64 bytes).
-const BUTTON: &str = "rm:";
 /// How much of a reminder's text `/reminders` shows.
 const SHOWN_CHARS: usize = 60;
 
@@ -38,11 +37,6 @@ pub(super) fn origin(connector: &ConnectorId, msg: &Message) -> Origin {
         user: from.map_or(0, |u| u.id.0),
         user_name: from.map(|u| u.first_name.clone()).unwrap_or_default(),
     }
-}
-
-/// Whether a tap is on a reminder's cancel button.
-pub(super) fn is_reminder_button(q: &CallbackQuery) -> bool {
-    q.data.as_deref().is_some_and(|d| d.starts_with(BUTTON))
 }
 
 impl App {
@@ -135,7 +129,12 @@ impl App {
         };
         let buttons = all
             .iter()
-            .map(|r| (format!("Cancel #{}", r.id), format!("{BUTTON}{}", r.id)))
+            .map(|r| {
+                (
+                    format!("Cancel #{}", r.id),
+                    Button::CancelReminder(r.id).encode(),
+                )
+            })
             .collect();
         Ok(super::with_buttons(&text, buttons, reply_to, books))
     }
@@ -170,22 +169,17 @@ impl App {
         ))
     }
 
-    /// A tap on a cancel button: the reminder of the button's chat cancelled if the person
-    /// tapping may talk to the bot. The tap is always answered.
-    pub(super) async fn reminder_tap(&self, conn: &Connector, q: &CallbackQuery) {
-        let id = q
-            .data
-            .as_deref()
-            .and_then(|d| d.strip_prefix(BUTTON))
-            .and_then(|d| d.parse::<u64>().ok());
+    /// A tap on a cancel button ([`Button::CancelReminder`]): the reminder of the button's
+    /// chat cancelled if the person tapping may talk to the bot. The tap is always answered.
+    pub(super) async fn reminder_tap(&self, conn: &Connector, q: &CallbackQuery, id: u64) {
         let chat = q.message.as_ref().map(|m| m.chat.id.0);
         let may = self.may_tap(conn, q).await;
-        let (text, alert) = match (id, chat) {
+        let (text, alert) = match chat {
             _ if !may => (
                 "Only people this bot serves can cancel reminders.".to_owned(),
                 true,
             ),
-            (Some(id), Some(chat)) => match self.schedules().cancel(&conn.id, chat, id).await {
+            Some(chat) => match self.schedules().cancel(&conn.id, chat, id).await {
                 Ok(Some(_)) => (format!("Cancelled reminder #{id}."), false),
                 Ok(None) => ("That reminder is no longer there.".to_owned(), false),
                 Err(e) => {
@@ -196,7 +190,7 @@ impl App {
                     )
                 }
             },
-            _ => ("That reminder is no longer there.".to_owned(), false),
+            None => ("That reminder is no longer there.".to_owned(), false),
         };
         if let Err(e) = conn.bot.answer_callback(&q.id, &text, alert).await {
             tracing::debug!(error = %e, "answerCallbackQuery failed");
