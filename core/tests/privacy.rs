@@ -320,3 +320,33 @@ fn another_person_never_sees_your_workspace_files() {
         h.assert_spec_clean();
     });
 }
+
+/// `/memory` lists and searches only the asker's own memory (no model call), with scores.
+#[test]
+fn the_memory_command_shows_each_person_only_their_own() {
+    block_on(async {
+        let h = two_users(false);
+        owner_saves_pin(&h).await;
+        let calls = h.llm_requests().len();
+
+        h.deliver_raw(&private(OWNER_ID, 2, "/memory")).await;
+        let listed = h.sent_texts().pop().unwrap();
+        assert!(listed.contains("MEMORY.md"), "{listed}");
+        h.deliver_raw(&private(OWNER_ID, 3, "/memory PIN")).await;
+        let found = h.sent_texts().pop().unwrap();
+        assert!(found.contains("4321") && found.contains("score"), "{found}");
+
+        // Bob: nothing of Ada's, listed or found.
+        h.deliver_raw(&private(BOB, 4, "/memory")).await;
+        let his = h.sent_texts().pop().unwrap();
+        assert!(his.contains("nothing in memory about you"), "{his}");
+        h.deliver_raw(&private(BOB, 5, "/memory PIN 4321")).await;
+        let his = h.sent_texts().pop().unwrap();
+        assert!(
+            his.contains("Nothing in my memory matches") && !his.contains("Ada"),
+            "{his}"
+        );
+        assert_eq!(h.llm_requests().len(), calls, "no model call");
+        h.assert_spec_clean();
+    });
+}

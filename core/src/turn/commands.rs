@@ -143,6 +143,13 @@ pub const COMMANDS: &[Command] = &[
         run: agent,
     },
     Command {
+        name: "memory",
+        help: "what I keep in memory about you, or what matches, e.g. /memory dentist",
+        owner_only: false,
+        needs_model: false,
+        run: memory,
+    },
+    Command {
         name: "compact",
         help: "summarise the older part of this conversation now",
         owner_only: false,
@@ -318,6 +325,14 @@ fn agent(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     })
 }
 
+fn memory(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let scope = c.conn.memory_scope_of(c.msg);
+        let text = c.app.memory_reply(&scope, c.args).await?;
+        Ok(c.text(&text))
+    })
+}
+
 fn compact(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
         let text = c.app.compact_reply(c.conn, c.msg).await?;
@@ -390,7 +405,7 @@ mod tests {
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),
-            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/agent: who answers in this chat, to switch to another, e.g. /agent coder\n/compact: summarise the older part of this conversation now\n/context: how much of my context this conversation takes\n/pair: let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)\n/users: who may talk to me, to remove someone (owner only)\n/help: this message"
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/agent: who answers in this chat, to switch to another, e.g. /agent coder\n/memory: what I keep in memory about you, or what matches, e.g. /memory dentist\n/compact: summarise the older part of this conversation now\n/context: how much of my context this conversation takes\n/pair: let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)\n/users: who may talk to me, to remove someone (owner only)\n/help: this message"
         );
     }
 }

@@ -1,5 +1,6 @@
 //! The commands that report or change state kept outside the conversation: `/usage` (the
-//! spend counters), `/approve` and `/revoke` (this chat's grants).
+//! spend counters), `/approve` and `/revoke` (this chat's grants), `/memory` (what is kept
+//! of this person).
 
 use clawless_platform::PortError;
 
@@ -8,11 +9,79 @@ use crate::connector::{Connector, Routed};
 use crate::keys;
 use crate::telegram::Message;
 
+/// How many memory files `/memory` lists, and how much of a found line it shows.
+const MEMORY_LISTED: usize = 30;
+const MEMORY_SHOWN_CHARS: usize = 160;
+
 /// How far back `/audit` looks, and how many steps it shows.
 const AUDIT_WINDOW_MS: u64 = 24 * 3_600_000;
 const AUDIT_SHOWN: usize = 15;
 
 impl App {
+    /// `/memory [words]`: the files of `scope`'s memory (the person's own, or what config
+    /// shares), or the passages that match `words`, best first, with their scores. A search
+    /// that cannot be made (the embedding model failing) is said, not retried.
+    pub(super) async fn memory_reply(
+        &self,
+        scope: &crate::ids::Scope,
+        words: &str,
+    ) -> Result<String, PortError> {
+        use crate::memory::store::{root, MemoryError};
+        let words: String = words.chars().take(200).collect();
+        if words.is_empty() {
+            let dir = root(scope);
+            let files = self.memory.files.list(&dir).await?;
+            if files.is_empty() {
+                return Ok("I keep nothing in memory about you yet. Ask me to remember something; search it later with /memory <words>.".to_owned());
+            }
+            let at = format!("{dir}/");
+            let mut lines: Vec<String> = files
+                .iter()
+                .take(MEMORY_LISTED)
+                .map(|f| format!("• {}", f.strip_prefix(&at).unwrap_or(f)))
+                .collect();
+            if files.len() > MEMORY_LISTED {
+                lines.push(format!("… and {} more", files.len() - MEMORY_LISTED));
+            }
+            return Ok(format!(
+                "My notes about you ({} file(s)):\n{}\nSearch them with /memory <words>.",
+                files.len(),
+                lines.join("\n")
+            ));
+        }
+        let hits = match self.memory.search(scope, &words).await {
+            Ok(hits) => hits,
+            Err(MemoryError::Port(e)) => return Err(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "memory search for /memory failed");
+                return Ok(
+                    "I could not search my memory right now; try again in a while.".to_owned(),
+                );
+            }
+        };
+        if hits.is_empty() {
+            return Ok(format!("Nothing in my memory matches \"{words}\"."));
+        }
+        let lines: Vec<String> = hits
+            .iter()
+            .map(|h| {
+                let text: String = h.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let mut shown: String = text.chars().take(MEMORY_SHOWN_CHARS).collect();
+                if shown.len() < text.len() {
+                    shown.push('…');
+                }
+                format!(
+                    "• {}:{}-{} (score {:.2}): {shown}",
+                    h.path, h.start_line, h.end_line, h.score
+                )
+            })
+            .collect();
+        Ok(format!(
+            "In my memory for \"{words}\", best first:\n{}",
+            lines.join("\n")
+        ))
+    }
+
     /// `/audit`: the owner sees the last steps of this chat in the past day.
     pub(super) async fn audit_reply(
         &self,
