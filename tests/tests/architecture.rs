@@ -1,0 +1,177 @@
+//! ARCHITECTURE.md stays short and true: at most 300 lines, and everything it names in
+//! backticks exists — each repository path, each type (a CamelCase name defined as a struct,
+//! enum, trait, type alias or enum variant in the Rust sources), and each `Type::item` or
+//! `module::item` path's parts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn rust_sources(dir: &Path, out: &mut String) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !matches!(
+                name.as_str(),
+                "target" | "node_modules" | "data" | "build" | "build-test" | ".git"
+            ) {
+                rust_sources(&path, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push_str(&std::fs::read_to_string(&path).unwrap());
+            out.push('\n');
+        }
+    }
+}
+
+/// The backticked spans of `text`, fenced blocks left out (diagrams).
+fn backticked(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        out.extend(line.split('`').skip(1).step_by(2).map(str::to_owned));
+    }
+    out
+}
+
+fn is_camel(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && s.chars().any(|c| c.is_ascii_lowercase())
+        && s.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+fn is_snake(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Whether `name` is defined in `code`: as an item (`struct`, `enum`, `trait`, `type`, `fn`,
+/// `mod`, `const`, `static`, a `macro_rules!`), or as an enum variant or field.
+fn defined(code: &str, name: &str) -> bool {
+    let items = [
+        "struct ", "enum ", "trait ", "type ", "fn ", "mod ", "const ", "static ",
+    ];
+    if items.iter().any(|k| {
+        code.match_indices(&format!("{k}{name}")).any(|(at, m)| {
+            let next = code[at + m.len()..].chars().next();
+            !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    }) {
+        return true;
+    }
+    code.lines().any(|l| {
+        let t = l.trim_start();
+        t.strip_prefix(name)
+            .or_else(|| t.strip_prefix("pub ").and_then(|t| t.strip_prefix(name)))
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([',', '(', ' ', '{', ':']))
+    })
+}
+
+#[test]
+fn architecture_is_short_and_names_only_what_exists() {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let lines = doc.lines().count();
+    assert!(
+        lines <= 300,
+        "ARCHITECTURE.md has {lines} lines; keep it to 300"
+    );
+    let mut code = String::new();
+    for dir in ["core", "platform", "targets", "tests"] {
+        rust_sources(&root().join(dir), &mut code);
+    }
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for span in backticked(&doc) {
+        let span = span.trim();
+        // A repository path: a file or directory that exists.
+        let top = span.split('/').next().unwrap_or("");
+        let repo_dirs = [
+            "core", "platform", "targets", "tests", "config", "fuzz", ".ci",
+        ];
+        if span.contains('/') && repo_dirs.contains(&top) && !span.contains(['<', '*', ' ']) {
+            checked += 1;
+            if !root().join(span.trim_end_matches('/')).exists() {
+                missing.push(format!("path {span}"));
+            }
+            continue;
+        }
+        // `Type`, `Type::item`, `module::Type`, `module::function`.
+        let span = span
+            .trim_end_matches("()")
+            .trim_start_matches("impl ")
+            .trim_start_matches("crate::");
+        let parts: Vec<&str> = span.split("::").collect();
+        let rusty = parts.iter().all(|p| is_camel(p) || is_snake(p));
+        let named = parts.iter().any(|p| is_camel(p)) || parts.len() > 1;
+        if !rusty || !named {
+            continue;
+        }
+        for part in parts {
+            checked += 1;
+            let found = match is_camel(part) {
+                true => defined(&code, part),
+                // A module or function: an item, or a file of that name.
+                false => defined(&code, part) || code_has_file(part),
+            };
+            if !found {
+                missing.push(format!("{part} (in `{span}`)"));
+            }
+        }
+    }
+    assert!(
+        checked >= 40,
+        "only {checked} names checked: is the parser reading the doc?"
+    );
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names what does not exist: {missing:?}"
+    );
+}
+
+/// Whether some Rust file or directory under the crates is called `name`.
+fn code_has_file(name: &str) -> bool {
+    fn walk(dir: &Path, name: &str) -> bool {
+        std::fs::read_dir(dir).unwrap().any(|e| {
+            let path = e.unwrap().path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            if file == "target" || file == "node_modules" || file.starts_with('.') {
+                return false;
+            }
+            file == format!("{name}.rs") || (path.is_dir() && (file == name || walk(&path, name)))
+        })
+    }
+    ["core", "platform", "targets", "tests"]
+        .iter()
+        .any(|d| walk(&root().join(d), name))
+}
+
+#[test]
+fn the_checker_finds_what_is_missing() {
+    let mut code = String::new();
+    rust_sources(&root().join("core/src/turn"), &mut code);
+    assert!(defined(&code, "Button"));
+    assert!(defined(&code, "DefaultModel"), "an enum variant");
+    assert!(!defined(&code, "NoSuchTypeAnywhere"));
+    assert!(code_has_file("button"));
+    assert!(!code_has_file("no_such_module"));
+    assert_eq!(
+        backticked("a `X` b\n```\n`Y`\n```\n`z/w`"),
+        vec!["X".to_owned(), "z/w".to_owned()]
+    );
+}
