@@ -113,7 +113,7 @@ impl App {
             Ok((_, id)) => format!("{connector}/{id}"),
             Err(_) => String::new(),
         };
-        self.events.publish(now, &trace, event);
+        self.events.publish(now, trace, event);
         Ok(admitted.ok().map(|(lane, _)| lane))
     }
 

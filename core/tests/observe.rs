@@ -17,6 +17,7 @@ use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
 use futures::executor::block_on;
 use prometheus_parse::{Scrape, Value as Sample};
 use serde_json::json;
+use std::sync::Arc;
 use support::{Harness, Wire};
 
 const ADMIN: &str = "an-admin-token-of-some-length";
@@ -165,7 +166,11 @@ fn metrics_count_what_a_scenario_did() {
         assert_eq!(plain.status, 401);
 
         // The events of the tool turn, in order, under its trace.
-        let seen: Vec<Stamped> = events.drain();
+        let seen: Vec<Stamped> = events
+            .drain()
+            .into_iter()
+            .map(Arc::unwrap_or_clone)
+            .collect();
         let kinds: Vec<&str> = seen
             .iter()
             .filter(|e| e.trace == "main/2")
@@ -224,7 +229,11 @@ fn a_failed_turn_is_seen_with_its_trace_and_retries() {
             let wait = at - h.clock.now_ms();
             h.clock.advance(std::time::Duration::from_millis(wait));
         }
-        let seen = events.drain();
+        let seen: Vec<Stamped> = events
+            .drain()
+            .into_iter()
+            .map(Arc::unwrap_or_clone)
+            .collect();
         let of_turn: Vec<&Stamped> = seen.iter().filter(|e| e.trace == "main/7").collect();
         let retries = of_turn
             .iter()

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::Event;
+use super::{Event, SHARDS};
 
 /// The longest label value kept (characters).
 pub const MAX_LABEL: usize = 64;
@@ -134,42 +134,54 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    fn add(&mut self, metric: &str, labels: &[(&str, &str)], by: f64) {
-        // On the ack path: a known series is found without allocating the metric's name.
+    fn add(&mut self, metric: &str, labels: &[(&str, &str)], by: f64, scratch: &mut String) {
+        // On the ack path: a known series is found without allocating anything.
         if !self.counters.contains_key(metric) {
             self.counters.insert(metric.to_owned(), BTreeMap::new());
         }
         let Some(series) = self.counters.get_mut(metric) else {
             return;
         };
-        let rendered = render_labels(labels);
-        if let Some(v) = series.get_mut(&rendered) {
+        render_into(scratch, labels);
+        if let Some(v) = series.get_mut(scratch.as_str()) {
             *v += by;
             return;
         }
         *series
-            .entry(bounded(series.len(), rendered, labels))
+            .entry(bounded(series.len(), scratch.clone(), labels))
             .or_default() += by;
     }
 
-    fn observe(&mut self, metric: &str, labels: &[(&str, &str)], bounds: &[f64], value: f64) {
+    fn observe(
+        &mut self,
+        metric: &str,
+        labels: &[(&str, &str)],
+        bounds: &[f64],
+        value: f64,
+        scratch: &mut String,
+    ) {
         if !self.histograms.contains_key(metric) {
             self.histograms.insert(metric.to_owned(), BTreeMap::new());
         }
         let Some(series) = self.histograms.get_mut(metric) else {
             return;
         };
-        let rendered = render_labels(labels);
-        let key = match series.contains_key(&rendered) {
-            true => rendered,
-            false => bounded(series.len(), rendered, labels),
+        render_into(scratch, labels);
+        let h = match series.contains_key(scratch.as_str()) {
+            true => series.get_mut(scratch.as_str()),
+            false => {
+                let key = bounded(series.len(), scratch.clone(), labels);
+                Some(series.entry(key).or_insert_with(|| Histogram {
+                    bounds: bounds.to_vec(),
+                    counts: vec![0; bounds.len()],
+                    count: 0,
+                    sum: 0.0,
+                }))
+            }
         };
-        let h = series.entry(key).or_insert_with(|| Histogram {
-            bounds: bounds.to_vec(),
-            counts: vec![0; bounds.len()],
-            count: 0,
-            sum: 0.0,
-        });
+        let Some(h) = h else {
+            return;
+        };
         if let Some(i) = h.bounds.iter().position(|b| value <= *b) {
             if let Some(c) = h.counts.get_mut(i) {
                 *c += 1;
@@ -267,22 +279,36 @@ impl Snapshot {
     }
 }
 
-/// The process's counts, updated as events are published.
+/// The process's counts, updated as events are published: a thread counts into its own shard
+/// ([`super::shard`]), under a lock no other thread takes but a snapshot; a snapshot sums them.
 #[derive(Default)]
-pub struct Metrics(Mutex<Snapshot>);
+pub struct Metrics([Shard; SHARDS]);
+
+/// One shard's counts and the buffer its label sets are rendered into, on a cache line (two
+/// lines) of its own.
+#[derive(Default)]
+#[repr(align(128))]
+struct Shard(Mutex<(Snapshot, String)>);
 
 impl Metrics {
     pub fn snapshot(&self) -> Snapshot {
-        self.lock().clone()
+        let mut sum = Snapshot::default();
+        for shard in &self.0 {
+            sum.merge(&shard.0.lock().unwrap_or_else(|e| e.into_inner()).0);
+        }
+        sum
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Snapshot> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    /// This thread's shard.
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Snapshot, String)> {
+        let shard = &self.0[super::shard() % SHARDS];
+        shard.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Counts `event`.
     pub fn observe(&self, event: &Event) {
-        let mut s = self.lock();
+        let mut guard = self.lock();
+        let (s, scratch) = &mut *guard;
         match event {
             Event::Accepted {
                 connector, ack_ms, ..
@@ -291,22 +317,28 @@ impl Metrics {
                     "clawless_updates_accepted_total",
                     &[("connector", connector)],
                     1.0,
+                    scratch,
                 );
                 s.observe(
                     "clawless_ack_seconds",
                     &[],
                     ACK_BUCKETS,
                     *ack_ms as f64 / 1000.0,
+                    scratch,
                 );
             }
             Event::Dropped { connector, reason } => s.add(
                 "clawless_updates_dropped_total",
                 &[("connector", connector), ("reason", reason)],
                 1.0,
+                scratch,
             ),
-            Event::Drained { outcome, .. } => {
-                s.add("clawless_lane_drains_total", &[("outcome", outcome)], 1.0)
-            }
+            Event::Drained { outcome, .. } => s.add(
+                "clawless_lane_drains_total",
+                &[("outcome", outcome)],
+                1.0,
+                scratch,
+            ),
             Event::Model {
                 model,
                 input,
@@ -319,24 +351,33 @@ impl Metrics {
                     "clawless_model_calls_total",
                     &[("model", model), ("outcome", outcome)],
                     1.0,
+                    scratch,
                 );
                 s.observe(
                     "clawless_model_seconds",
                     &[],
                     TURN_BUCKETS,
                     *latency_ms as f64 / 1000.0,
+                    scratch,
                 );
                 s.add(
                     "clawless_tokens_total",
                     &[("direction", "input")],
                     *input as f64,
+                    scratch,
                 );
                 s.add(
                     "clawless_tokens_total",
                     &[("direction", "output")],
                     *output as f64,
+                    scratch,
                 );
-                s.add("clawless_cost_usd_total", &[], *cost_micros as f64 / 1e6);
+                s.add(
+                    "clawless_cost_usd_total",
+                    &[],
+                    *cost_micros as f64 / 1e6,
+                    scratch,
+                );
             }
             Event::Tool {
                 tool,
@@ -351,29 +392,44 @@ impl Metrics {
                     ("outcome", if *error { "error" } else { "ok" }),
                 ],
                 1.0,
+                scratch,
             ),
-            Event::ApprovalAsked { .. } => {
-                s.add("clawless_approvals_total", &[("outcome", "asked")], 1.0)
-            }
-            Event::ApprovalAnswered { outcome, .. } => {
-                s.add("clawless_approvals_total", &[("outcome", outcome)], 1.0)
-            }
-            Event::ReplySent { .. } => s.add("clawless_replies_sent_total", &[], 1.0),
-            Event::RetryScheduled { .. } => s.add("clawless_retries_total", &[], 1.0),
+            Event::ApprovalAsked { .. } => s.add(
+                "clawless_approvals_total",
+                &[("outcome", "asked")],
+                1.0,
+                scratch,
+            ),
+            Event::ApprovalAnswered { outcome, .. } => s.add(
+                "clawless_approvals_total",
+                &[("outcome", outcome)],
+                1.0,
+                scratch,
+            ),
+            Event::ReplySent { .. } => s.add("clawless_replies_sent_total", &[], 1.0, scratch),
+            Event::RetryScheduled { .. } => s.add("clawless_retries_total", &[], 1.0, scratch),
             Event::TurnEnded {
                 outcome,
                 latency_ms,
             } => {
-                s.add("clawless_turns_total", &[("outcome", outcome)], 1.0);
+                s.add(
+                    "clawless_turns_total",
+                    &[("outcome", outcome)],
+                    1.0,
+                    scratch,
+                );
                 s.observe(
                     "clawless_turn_seconds",
                     &[],
                     TURN_BUCKETS,
                     *latency_ms as f64 / 1000.0,
+                    scratch,
                 );
             }
-            Event::ReminderFired { .. } => s.add("clawless_reminders_fired_total", &[], 1.0),
-            Event::Compacted { .. } => s.add("clawless_compactions_total", &[], 1.0),
+            Event::ReminderFired { .. } => {
+                s.add("clawless_reminders_fired_total", &[], 1.0, scratch)
+            }
+            Event::Compacted { .. } => s.add("clawless_compactions_total", &[], 1.0, scratch),
         }
     }
 }
@@ -383,13 +439,24 @@ fn bounded(len: usize, rendered: String, labels: &[(&str, &str)]) -> String {
     if len < MAX_SERIES || labels.is_empty() {
         return rendered;
     }
-    let other: Vec<(&str, &str)> = labels.iter().map(|(k, _)| (*k, "other")).collect();
-    render_labels(&other)
+    render_labels(&other(labels))
+}
+
+/// `labels` with every value `other`.
+fn other<'a>(labels: &[(&'a str, &str)]) -> Vec<(&'a str, &'static str)> {
+    labels.iter().map(|(k, _)| (*k, "other")).collect()
 }
 
 /// `a="x",b="y"`, values cut to [`MAX_LABEL`] characters and escaped.
 fn render_labels(labels: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(labels.iter().map(|(k, v)| k.len() + v.len() + 4).sum());
+    let mut out = String::new();
+    render_into(&mut out, labels);
+    out
+}
+
+/// [`render_labels`] into `out` (cleared first), reusing its allocation.
+fn render_into(out: &mut String, labels: &[(&str, &str)]) {
+    out.clear();
     for (i, (k, v)) in labels.iter().enumerate() {
         if i > 0 {
             out.push(',');
@@ -406,7 +473,6 @@ fn render_labels(labels: &[(&str, &str)]) -> String {
         }
         out.push('"');
     }
-    out
 }
 
 fn join(labels: &str, more: &str) -> String {

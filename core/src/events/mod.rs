@@ -1,19 +1,22 @@
 //! The event bus: what happens on the path, as typed [`Event`]s, for what watches beside it —
 //! the metrics ([`metrics`], counted as each event is published), the terminal
 //! cockpit, anything a shell subscribes. It is a sidecar: the path publishes and never waits.
-//! Publishing counts the metrics under their lock and pushes to each [`Subscription`]'s
-//! bounded queue without one (a lock-free ring); each queue is bounded, and
-//! one that is not read fast enough drops what does not fit and counts it (the ack path and
-//! the turn never wait on a subscriber).
+//! Publishing counts the metrics in this thread's shard and pushes one shared copy of the
+//! event to each [`Subscription`]'s bounded queue without a lock (a lock-free ring); one that
+//! is not read fast enough drops what does not fit and counts it (the ack path and the turn
+//! never wait on a subscriber). What publishers on different threads would otherwise contend
+//! for (the metrics, the event numbers, the drop counts) is kept per thread ([`SHARDS`]).
 //!
 //! Every event carries the trace id of the job it belongs to (`<connector>/<update id>`, as
 //! the log's `key` ends), so a turn's events can be followed from its acceptance to its
 //! reply. The audit trail is not fed from here: it is written with the turn's delivery,
 //! exactly once through crashes, which a dropping subscriber could not be.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 use std::task::Poll;
 
 use futures::task::AtomicWaker;
@@ -139,6 +142,10 @@ impl Event {
 }
 
 /// An event as published: its number in this process, when, and its trace.
+///
+/// Numbers are unique and rise in the order one thread published; events of different
+/// threads are ordered only by `at_ms` (each thread numbers from a counter of its own, so
+/// publishers on two threads do not contend for one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stamped {
     pub seq: u64,
@@ -153,27 +160,28 @@ pub struct Stamped {
 /// Where events go: the metrics, then every subscription.
 #[derive(Default)]
 pub struct Bus {
-    seq: AtomicU64,
-    subscriptions: RwLock<Vec<Arc<Subscription>>>,
+    /// Each shard's count of events published (see [`Stamped::seq`]).
+    seq: Sharded,
+    subscriptions: ArcSwap<Vec<Arc<Subscription>>>,
     pub(crate) metrics: Metrics,
 }
 
 impl Bus {
     /// Publishes `event`: counted in the metrics, then offered to every subscription (one that
-    /// is full drops it and counts the drop). Never waits: publishers share the list under a
-    /// read lock and each queue takes a push without a lock.
-    pub fn publish(&self, at_ms: u64, trace: &str, event: Event) {
+    /// is full drops it and counts the drop). Never waits: the list is read without a lock
+    /// (`arc-swap`) and each queue takes a push without one.
+    pub fn publish(&self, at_ms: u64, trace: impl Into<String>, event: Event) {
         self.metrics.observe(&event);
-        let subs = self.subscriptions.read().unwrap_or_else(|e| e.into_inner());
+        let subs = self.subscriptions.load();
         let Some((last, others)) = subs.split_last() else {
             return;
         };
         // Shared, not copied: a reader that takes it last gets it without a copy, and the
         // copies the others need are made on their side, not on the path.
         let stamped = Arc::new(Stamped {
-            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
+            seq: self.seq.next(),
             at_ms,
-            trace: trace.to_owned(),
+            trace: trace.into(),
             event,
         });
         for s in others {
@@ -191,31 +199,33 @@ impl Bus {
             tx,
             rx: Mutex::new(rx),
             waker: AtomicWaker::new(),
-            dropped: AtomicU64::new(0),
+            waiting: AtomicBool::new(false),
+            dropped: Sharded::default(),
         });
-        self.write().push(s.clone());
+        self.subscriptions.rcu(|list| {
+            let mut list = Vec::clone(list);
+            list.push(s.clone());
+            list
+        });
         s
     }
 
     /// Stops `s` from receiving (its drops stay counted in the metrics).
     pub fn unsubscribe(&self, s: &Arc<Subscription>) {
-        self.write().retain(|x| !Arc::ptr_eq(x, s));
+        self.subscriptions.rcu(|list| {
+            let mut list = Vec::clone(list);
+            list.retain(|x| !Arc::ptr_eq(x, s));
+            list
+        });
     }
 
     /// `(subscription name, events it dropped)` for every subscription.
     pub fn drops(&self) -> Vec<(String, u64)> {
         self.subscriptions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .load()
             .iter()
             .map(|s| (s.name.clone(), s.dropped()))
             .collect()
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<Subscription>>> {
-        self.subscriptions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -227,33 +237,50 @@ pub struct Subscription {
     tx: SyncSender<Arc<Stamped>>,
     rx: Mutex<Receiver<Arc<Stamped>>>,
     waker: AtomicWaker,
-    dropped: AtomicU64,
+    /// Set while the reader waits (so a push wakes it only then, not on every event).
+    waiting: AtomicBool,
+    dropped: Sharded,
 }
 
 impl Subscription {
     fn offer(&self, e: Arc<Stamped>) {
         match self.tx.try_send(e) {
-            Ok(()) => self.waker.wake(),
+            Ok(()) => {
+                // Pairs with the fence in `next`: either the reader sees this event, or this
+                // sees it waiting.
+                fence(Ordering::SeqCst);
+                if self.waiting.load(Ordering::Relaxed)
+                    && self.waiting.swap(false, Ordering::AcqRel)
+                {
+                    self.waker.wake();
+                }
+            }
             Err(TrySendError::Full(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.dropped.next();
             }
             // The receiver lives as long as the subscription: not reached.
             Err(TrySendError::Disconnected(_)) => {}
         }
     }
 
-    /// Everything waiting, oldest first.
-    pub fn drain(&self) -> Vec<Stamped> {
-        self.rx().try_iter().map(Arc::unwrap_or_clone).collect()
+    /// Everything waiting, oldest first (shared with the other subscriptions, not copied).
+    pub fn drain(&self) -> Vec<Arc<Stamped>> {
+        self.rx().try_iter().collect()
     }
 
     /// The next event, waiting for one.
-    pub async fn next(&self) -> Stamped {
+    pub async fn next(&self) -> Arc<Stamped> {
         std::future::poll_fn(|cx| {
-            // Registered before looking, so an event offered in between wakes this task.
+            // Registered and marked waiting before looking, so an event offered in between
+            // wakes this task.
             self.waker.register(cx.waker());
+            self.waiting.store(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
             match self.rx().try_recv() {
-                Ok(e) => Poll::Ready(Arc::unwrap_or_clone(e)),
+                Ok(e) => {
+                    self.waiting.store(false, Ordering::Relaxed);
+                    Poll::Ready(e)
+                }
                 Err(_) => Poll::Pending,
             }
         })
@@ -266,7 +293,50 @@ impl Subscription {
 
     /// How many events did not fit.
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.dropped.sum()
+    }
+}
+
+/// Shards of the counts the bus keeps on the path (the publish path runs on every thread at
+/// once): each thread counts in its own, on a cache line of its own, so two threads
+/// acknowledging updates at once neither wait for nor pass one line back and forth.
+pub(crate) const SHARDS: usize = 8;
+
+/// This thread's shard (threads are given one in turn the first time they ask).
+pub(crate) fn shard() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static MINE: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    MINE.with(|m| {
+        if m.get() == usize::MAX {
+            m.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+        }
+        m.get()
+    })
+}
+
+/// A count kept in [`SHARDS`] parts.
+#[derive(Default)]
+struct Sharded([Padded; SHARDS]);
+
+#[derive(Default)]
+#[repr(align(128))]
+struct Padded(AtomicU64);
+
+impl Sharded {
+    /// Counts one on this thread's shard and returns a number no other call returns (this
+    /// shard's count, with the shard in its low digits).
+    fn next(&self) -> u64 {
+        let i = shard();
+        let n = self.0[i].0.fetch_add(1, Ordering::Relaxed) + 1;
+        n * SHARDS as u64 + i as u64
+    }
+
+    fn sum(&self) -> u64 {
+        self.0.iter().map(|p| p.0.load(Ordering::Relaxed)).sum()
     }
 }
 
@@ -296,7 +366,10 @@ mod tests {
         assert_eq!(stalled.dropped(), 8);
         let got = live.drain();
         assert_eq!(got.len(), 10);
-        assert_eq!(got[0].seq + 9, got[9].seq, "numbered in order");
+        assert!(
+            got.windows(2).all(|w| w[0].seq < w[1].seq),
+            "numbered in order"
+        );
         assert_eq!(bus.drops(), [("stalled".into(), 8), ("live".into(), 0)]);
         bus.unsubscribe(&stalled);
         bus.publish(11, "", dropped("x"));
@@ -385,17 +458,39 @@ mod tests {
     }
 
     #[test]
-    fn next_waits_for_an_event() {
+    fn next_waits_for_an_event_and_only_a_waiting_reader_is_woken() {
+        struct Wakes(AtomicU64);
+        impl futures::task::ArcWake for Wakes {
+            fn wake_by_ref(w: &Arc<Self>) {
+                w.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let wakes = Arc::new(Wakes(AtomicU64::new(0)));
+        let woken = || wakes.0.load(Ordering::SeqCst);
+        let waker = futures::task::waker(wakes.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
         let bus = Arc::new(Bus::default());
         let s = bus.subscribe("tui", 8);
         let mut next = std::pin::pin!(s.next());
-        let waker = futures::task::noop_waker();
-        let mut cx = std::task::Context::from_waker(&waker);
         assert!(next.as_mut().poll(&mut cx).is_pending());
         bus.publish(1, "", dropped("edited"));
+        assert_eq!(woken(), 1, "the waiting reader is woken");
         let Poll::Ready(e) = next.as_mut().poll(&mut cx) else {
             panic!("ready after a publish")
         };
         assert_eq!(e.event.kind(), "dropped");
+        bus.publish(2, "", dropped("a"));
+        bus.publish(3, "", dropped("b"));
+        assert_eq!(woken(), 1, "a reader that is not waiting is not woken");
+        let mut again = std::pin::pin!(s.next());
+        assert!(
+            again.as_mut().poll(&mut cx).is_ready(),
+            "what waits is taken at once"
+        );
+        assert_eq!(s.drain().len(), 1);
+        let mut third = std::pin::pin!(s.next());
+        assert!(third.as_mut().poll(&mut cx).is_pending());
+        bus.publish(4, "", dropped("c"));
+        assert_eq!(woken(), 2);
     }
 }

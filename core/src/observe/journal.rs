@@ -35,6 +35,7 @@ impl App {
     /// Writes the events published since the last call, in batches.
     pub(crate) async fn keep_journal(&self) {
         let events = self.journal.drain();
+        let events: Vec<&Stamped> = events.iter().map(|e| &**e).collect();
         let now = self.platform.clock.now_ms();
         for (n, batch) in events.chunks(BATCH).enumerate() {
             let seq = self

@@ -288,10 +288,10 @@ async fn cockpit(
                 None => break Ok(()),
             },
             e = next_event() => {
-                c.take(e);
+                c.take(Arc::unwrap_or_clone(e));
                 if let Some(sub) = &sub {
                     for e in sub.drain() {
-                        c.take(e);
+                        c.take(Arc::unwrap_or_clone(e));
                     }
                 }
             }
