@@ -135,8 +135,13 @@ impl App {
             kv: platform.kv.clone(),
         };
         for (id, agent) in &config.agents {
-            let mut tools = ToolRegistry::for_agent(&agent.tools, agent.tool_timeout_secs, &deps)
-                .map_err(|m| ConfigError {
+            let mut tools = ToolRegistry::for_agent(
+                &agent.tools,
+                agent.tool_timeout_secs,
+                agent.sandbox,
+                &deps,
+            )
+            .map_err(|m| ConfigError {
                 file: format!("agents.d/{id}.yaml"),
                 field: "tools".into(),
                 message: m,

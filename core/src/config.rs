@@ -276,6 +276,9 @@ pub struct AgentConfig {
     pub spawn: SpawnConfig,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_tools: Vec<AgentTool>,
+    /// How its commands are fenced in (`exec`; see [`crate::tools::exec::SandboxConfig`]).
+    #[serde(default)]
+    pub sandbox: crate::tools::exec::SandboxConfig,
     #[serde(skip)]
     pub system_prompt: String,
 }

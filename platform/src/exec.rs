@@ -20,6 +20,10 @@ pub struct ExecRequest {
     pub timeout: Duration,
     /// The most bytes kept of stdout and of stderr each; the rest is read and dropped.
     pub max_output: usize,
+    /// May it reach the network (else, where the shell can, it has none).
+    pub network: bool,
+    /// Refuse to run unless the shell's whole sandbox holds.
+    pub require_sandbox: bool,
 }
 
 impl std::fmt::Debug for ExecRequest {

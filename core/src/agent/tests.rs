@@ -88,6 +88,7 @@ fn agent(provider: Arc<dyn Provider>, max_rounds: u32) -> Agent {
         mcp: vec![],
         spawn: Default::default(),
         agent_tools: Vec::new(),
+        sandbox: Default::default(),
         system_prompt: "sys".into(),
     };
     Agent {

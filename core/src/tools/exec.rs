@@ -1,9 +1,10 @@
 //! `exec` (Unsafe): runs a shell command in the conversation's workspace directory through the
 //! Exec port, which only the native binary has. The command runs with a timeout (its whole
 //! process group killed), its output capped, and an environment without any secret of the
-//! bot's. It runs as the bot's user and can read what the bot can, so under the default policy
-//! every call asks first, and only the connector's owner may allow it
-//! (`turn/approval.rs`).
+//! bot's; where the shell has a sandbox (native on Linux) it writes only its workspace, reads
+//! only the system besides, and has no network unless the agent's `sandbox:` allows it. It
+//! acts on the bot's machine all the same, so under the default policy every call asks first,
+//! and only the connector's owner may allow it (`turn/approval.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +26,21 @@ const MAX_COMMAND: usize = 8 * 1024;
 
 pub struct ExecTool {
     pub exec: Arc<dyn Exec>,
+    pub sandbox: SandboxConfig,
+}
+
+/// `sandbox:` of an agent: how its commands are fenced in where the shell has a sandbox
+/// (native on Linux: Landlock to the workspace, resource limits, no new privileges, a PID
+/// namespace; see the native `sandbox.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Commands may reach the network (off: a network namespace of their own, no network).
+    #[serde(default)]
+    pub network: bool,
+    /// Refuse to run a command where any part of the sandbox is missing on this machine.
+    #[serde(default)]
+    pub require: bool,
 }
 
 #[async_trait]
@@ -37,8 +53,13 @@ impl Tool for ExecTool {
                  machine. Returns the exit status, stdout and stderr (each cut at {} KB). The \
                  default timeout is {DEFAULT_TIMEOUT_SECS} s (at most {MAX_TIMEOUT_SECS}); at \
                  the timeout everything the command started is killed. No secrets are in its \
-                 environment.",
-                MAX_OUTPUT / 1024
+                 environment. It may run sandboxed: writing only in your workspace (also its \
+                 HOME and TMPDIR){}.",
+                MAX_OUTPUT / 1024,
+                match self.sandbox.network {
+                    true => "",
+                    false => ", without network access",
+                }
             ),
             input_schema: json!({
                 "type": "object",
@@ -80,6 +101,8 @@ impl Tool for ExecTool {
                 workdir: super::files::path::root(&ctx.scope),
                 timeout: Duration::from_secs(secs),
                 max_output: MAX_OUTPUT,
+                network: self.sandbox.network,
+                require_sandbox: self.sandbox.require,
             })
             .await
             .map_err(|e| ToolError(format!("the command could not run: {}", e.message)))?;
@@ -158,7 +181,10 @@ mod tests {
             truncated: true,
             timed_out: false,
         }));
-        let tool = ExecTool { exec: rec.clone() };
+        let tool = ExecTool {
+            exec: rec.clone(),
+            sandbox: SandboxConfig::default(),
+        };
         assert_eq!(tool.level(), Level::Unsafe);
         let text =
             block_on(tool.call(&ctx(), json!({"command": "ls", "timeout_secs": 9999}))).unwrap();
@@ -178,7 +204,10 @@ mod tests {
             timed_out: true,
             ..ExecOutput::default()
         }));
-        let tool = ExecTool { exec: rec.clone() };
+        let tool = ExecTool {
+            exec: rec.clone(),
+            sandbox: SandboxConfig::default(),
+        };
         assert_eq!(
             block_on(tool.call(&ctx(), json!({"command": "sleep 99", "timeout_secs": 2}))).unwrap(),
             "killed after 2 s (timeout)"

@@ -234,23 +234,25 @@ impl ToolRegistry {
     pub fn for_agent(
         names: &[String],
         tool_timeout_secs: u64,
+        sandbox: exec::SandboxConfig,
         deps: &ToolDeps,
     ) -> Result<ToolRegistry, String> {
         let timeout = std::time::Duration::from_secs(tool_timeout_secs);
-        Self::with_tool_timeout(names, deps, timeout)
+        Self::with_tool_timeout(names, deps, timeout, sandbox)
     }
 
     /// A registry holding only the named built-ins, for the default tool timeout; unknown
     /// names are returned as errors.
     pub fn builtins(names: &[String], deps: &ToolDeps) -> Result<ToolRegistry, String> {
         let timeout = std::time::Duration::from_secs(DEFAULT_TOOL_TIMEOUT_SECS);
-        Self::with_tool_timeout(names, deps, timeout)
+        Self::with_tool_timeout(names, deps, timeout, exec::SandboxConfig::default())
     }
 
     fn with_tool_timeout(
         names: &[String],
         deps: &ToolDeps,
         timeout: std::time::Duration,
+        sandbox: exec::SandboxConfig,
     ) -> Result<ToolRegistry, String> {
         let mut reg = ToolRegistry::default();
         let workspace = files::Workspace::new(deps.files.clone());
@@ -278,7 +280,10 @@ impl ToolRegistry {
                 // Not offered where the shell cannot run commands (see `App::unoffered_tools`).
                 "exec" => {
                     if let Some(exec) = &deps.exec {
-                        reg.register(Arc::new(exec::ExecTool { exec: exec.clone() }))
+                        reg.register(Arc::new(exec::ExecTool {
+                            exec: exec.clone(),
+                            sandbox,
+                        }))
                     }
                 }
                 // Offered once a search API is set up (see `App::unoffered_tools`).

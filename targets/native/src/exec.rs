@@ -11,6 +11,7 @@ use clawless_platform::{async_trait, Exec, ExecOutput, ExecRequest, PortError};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::fence;
+use crate::sandbox::Limits;
 
 pub struct ShellExec {
     root: PathBuf,
@@ -70,7 +71,22 @@ async fn capped(mut from: impl AsyncRead + Unpin, max: usize) -> (Vec<u8>, bool)
 impl Exec for ShellExec {
     async fn run(&self, req: ExecRequest) -> Result<ExecOutput, PortError> {
         let dir = self.workdir(&req.workdir)?;
-        let mut cmd = fence::command("/bin/sh", &["-c".into(), req.command.clone()], &[]);
+        let limits = Limits {
+            rw: dir.clone(),
+            network: req.network,
+            cpu_secs: req.timeout.as_secs() + 1,
+            require: req.require_sandbox,
+        };
+        if req.require_sandbox {
+            let lacks = fence::missing(&limits);
+            if !lacks.is_empty() {
+                return Err(PortError::unavailable(format!(
+                    "the sandbox is required (sandbox.require) and this machine lacks {}",
+                    lacks.join(", ")
+                )));
+            }
+        }
+        let mut cmd = fence::command("/bin/sh", &["-c".into(), req.command.clone()], &[], &limits);
         cmd.current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -153,6 +169,8 @@ mod tests {
             workdir: "workspace/a/main/user-1".into(),
             timeout,
             max_output: 1000,
+            network: false,
+            require_sandbox: false,
         }
     }
 

@@ -3,13 +3,17 @@
 //! --kill-child --mount-proc`, with a user namespace when this process is not root), so
 //! everything it starts — also what detaches with `setsid` or a double fork — ends when it
 //! ends or is killed, and its `/proc` shows only its own processes (none of this process's
-//! memory or environment). Always: a scrubbed environment ([`PASSED_ENV`] and what the caller
+//! memory or environment); without network unless asked (a network namespace of its own);
+//! and, started through this binary, in the sandbox of [`crate::sandbox`] (Landlock, resource
+//! limits, no new privileges). Always: a scrubbed environment ([`PASSED_ENV`] and what the caller
 //! adds), and a process group of its own, killed whole at the end. Where no namespace can be
 //! made (`unshare` missing, or refused inside a container), the process group alone, said
 //! once in the log.
 
 use std::process::Stdio;
 use std::sync::OnceLock;
+
+use crate::sandbox::{self, Limits};
 
 /// The variables a command gets, when this process has them. Everything else (bot tokens, API
 /// keys, the webhook secret, cloud credentials) stays out.
@@ -27,11 +31,15 @@ pub enum Fence {
     Group,
 }
 
-/// `unshare`'s arguments before the program, for a namespace fence.
-fn unshare_args(user: bool) -> Vec<&'static str> {
+/// `unshare`'s arguments before the program, for a namespace fence; `network`: keep this
+/// machine's network (else a namespace of its own, with only a loopback that is down).
+fn unshare_args(user: bool, network: bool) -> Vec<&'static str> {
     let mut args = vec!["--pid", "--fork", "--kill-child", "--mount-proc"];
     if user {
         args.extend(["--user", "--map-root-user"]);
+    }
+    if !network {
+        args.push("--net");
     }
     args.push("--");
     args
@@ -46,7 +54,7 @@ pub fn fence() -> Fence {
         let tries: &[bool] = if root { &[false, true] } else { &[true] };
         for &user in tries {
             let works = std::process::Command::new("unshare")
-                .args(unshare_args(user))
+                .args(unshare_args(user, false))
                 .arg("true")
                 .env_clear()
                 .stdin(Stdio::null())
@@ -65,18 +73,28 @@ pub fn fence() -> Fence {
     })
 }
 
-/// `program args` fenced in: under `unshare` when the fence is a namespace, with only the
-/// passed variables and `env`, in a process group of its own, killed when dropped. The caller
-/// sets the directory and the standard streams.
+/// `program args` fenced in: under `unshare` when the fence is a namespace, in the sandbox
+/// of `limits` when this is the `clawless` binary ([`crate::sandbox`]), with only the passed
+/// variables and `env` (`HOME` and `TMPDIR` its writable directory when sandboxed), in a
+/// process group of its own, killed when dropped. The caller sets the directory and the
+/// standard streams.
 pub fn command(
     program: &str,
     args: &[String],
     env: &[(String, String)],
+    limits: &Limits,
 ) -> tokio::process::Command {
+    let (program, args): (std::ffi::OsString, Vec<std::ffi::OsString>) = match sandbox::helper() {
+        Some(helper) => (
+            helper.exe.clone().into(),
+            sandbox::args(&helper, limits, program, args),
+        ),
+        None => (program.into(), args.iter().map(Into::into).collect()),
+    };
     let mut cmd = match fence() {
         Fence::Namespace { user } => {
             let mut cmd = tokio::process::Command::new("unshare");
-            cmd.args(unshare_args(user)).arg(program);
+            cmd.args(unshare_args(user, limits.network)).arg(program);
             cmd
         }
         Fence::Group => tokio::process::Command::new(program),
@@ -91,7 +109,54 @@ pub fn command(
         .envs(env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
         .kill_on_drop(true);
+    if sandbox::helper().is_some() {
+        cmd.env("HOME", &limits.rw).env("TMPDIR", &limits.rw);
+    }
     cmd
+}
+
+/// What this machine lacks of the sandbox `limits` ask for (empty: all of it holds).
+pub fn missing(limits: &Limits) -> Vec<&'static str> {
+    let mut lacks = Vec::new();
+    if fence() == Fence::Group {
+        lacks.push("a PID namespace (unshare)");
+        if !limits.network {
+            lacks.push("a network namespace");
+        }
+    }
+    if !sandbox::enforced() {
+        lacks.push("Landlock");
+    }
+    lacks
+}
+
+/// The `doctor` line on this machine's sandbox for commands: all of it, or what it lacks.
+pub fn check() -> clawless_core::doctor::Check {
+    use clawless_core::doctor::{Check, Status};
+    let lacks = missing(&Limits {
+        rw: std::env::temp_dir(),
+        network: false,
+        cpu_secs: 1,
+        require: false,
+    });
+    let (status, detail) = match lacks.is_empty() {
+        true => (
+            Status::Ok,
+            "commands (exec) and local programs run under Landlock (their workspace only), in PID and network namespaces of their own, with resource limits".to_owned(),
+        ),
+        false => (
+            Status::Warn,
+            format!(
+                "commands (exec) run here without {}: they can reach more than their workspace; set `sandbox: {{require: true}}` on an agent to refuse them instead",
+                lacks.join(", ")
+            ),
+        ),
+    };
+    Check {
+        name: "sandbox".into(),
+        status,
+        detail,
+    }
 }
 
 /// Kills the process group `pgid` (the fenced child's id); gone already is fine. With a

@@ -39,6 +39,7 @@ pub mod poll;
 pub mod program;
 pub mod remote;
 pub mod runner;
+pub mod sandbox;
 pub mod server;
 pub mod setup;
 pub mod skills;

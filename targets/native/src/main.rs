@@ -33,6 +33,14 @@ use clawless_native::cli::{
 };
 
 fn main() -> ExitCode {
+    // The sandbox helper (see `sandbox.rs`): fences itself in and becomes the command.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "__sandbox") {
+        return ExitCode::from(clawless_native::sandbox::main(&args[2..]));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        clawless_native::sandbox::set_exe(exe);
+    }
     let cli = Cli::parse(); // exits with 2 on a wrong command line
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
@@ -472,7 +480,11 @@ async fn doctor(json: bool, remote: Option<&str>) -> Result<()> {
     use clawless_core::doctor::{Delivery, Status};
     let checks = match remote {
         Some(base) => clawless_native::remote::doctor(&setup::env(), base).await?,
-        None => build().await?.app.doctor(Delivery::Either).await,
+        None => {
+            let mut checks = build().await?.app.doctor(Delivery::Either).await;
+            checks.push(clawless_native::fence::check());
+            checks
+        }
     };
     let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
     if json {

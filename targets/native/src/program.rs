@@ -43,7 +43,15 @@ pub fn start(
     let Some((program, args)) = argv.split_first() else {
         return Err(PortError::invalid("no program named"));
     };
-    let mut cmd = crate::fence::command(program, args, env);
+    // A server runs as long as the bot and often reaches the network (an API it wraps): no CPU
+    // limit and the network kept; it writes only in `dir`.
+    let limits = crate::sandbox::Limits {
+        rw: dir.to_path_buf(),
+        network: true,
+        cpu_secs: 0,
+        require: false,
+    };
+    let mut cmd = crate::fence::command(program, args, env, &limits);
     cmd.current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -135,6 +135,24 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
         .await
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", index_path.display()))?;
     let files_root = data.join("files");
+    // What no command may read: this bot's data, its config, and where its `.env` is.
+    crate::sandbox::protect(
+        [
+            data.clone(),
+            PathBuf::from(env.get("CLAWLESS_CONFIG").unwrap_or("config")),
+        ]
+        .into_iter()
+        .chain(std::env::current_dir().ok()),
+    );
+    // Said once at start when a part of the sandbox is missing here (see `sandbox.rs`).
+    if crate::sandbox::helper().is_some() {
+        let _ = crate::fence::missing(&crate::sandbox::Limits {
+            rw: files_root.clone(),
+            network: false,
+            cpu_secs: 1,
+            require: false,
+        });
+    }
     // Before any command can run: the bot's environment (its secrets) stays out of their reach.
     if let Err(e) = crate::exec::hide_from_commands() {
         tracing::warn!(error = %e, "could not hide the process from commands (exec)");

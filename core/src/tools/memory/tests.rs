@@ -121,6 +121,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         mcp: vec![],
         spawn: Default::default(),
         agent_tools: Vec::new(),
+        sandbox: Default::default(),
         system_prompt: "sys".into(),
     };
     let deps = ToolDeps {
@@ -135,7 +136,13 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         kv: p.kv.clone(),
     };
     let agent = Agent {
-        tools: ToolRegistry::for_agent(&config.tools, config.tool_timeout_secs, &deps).unwrap(),
+        tools: ToolRegistry::for_agent(
+            &config.tools,
+            config.tool_timeout_secs,
+            config.sandbox,
+            &deps,
+        )
+        .unwrap(),
         config,
         chain: ModelChain {
             links: vec![Link {

@@ -1,0 +1,367 @@
+//! The sandbox a command (`exec`) or a local program (an MCP server's `command:`) runs in, on
+//! Linux, inside the PID namespace of [`crate::fence`]. This binary starts itself as a helper
+//! (`clawless __sandbox …`, a fresh single-threaded process), which fences itself in and then
+//! becomes the program (`exec`), so the program and everything it starts inherit:
+//!
+//! - **Landlock**: read and execute in the system's directories ([`SYSTEM`]), read and write in
+//!   the one directory given (the conversation's workspace) and a few devices ([`DEVICES`]);
+//!   nothing else — not the data directory, the database, the config, another workspace,
+//!   `/tmp`, the disks. A protected path under a system directory (the data or config directory
+//!   kept in `/opt` or `/etc`) is left out: the rule is set on its siblings instead.
+//!   Signals and abstract sockets reach nothing outside (kernels from 6.12).
+//! - **No new privileges** (`PR_SET_NO_NEW_PRIVS`: a set-uid program gains nothing).
+//! - **Resource limits**: CPU seconds, data memory, processes, file size, no core dumps.
+//! - **No network** unless asked: a network namespace of its own (only a loopback that is
+//!   down), made by `unshare --net` in the fence.
+//!
+//! Where the kernel lacks Landlock (before 5.13, or not enabled) the rest still holds and the
+//! log says so once; with `require`, the helper refuses to run the program instead.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Directories read (and executed from), not written.
+pub const SYSTEM: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
+];
+/// Devices read and written.
+pub const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// The bounds of one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The one directory it may write (and read).
+    pub rw: PathBuf,
+    /// May it reach the network.
+    pub network: bool,
+    /// CPU seconds (0: no limit, for a program that runs as long as the bot).
+    pub cpu_secs: u64,
+    /// Refuse to run without the whole sandbox.
+    pub require: bool,
+}
+
+/// Data memory (heap and anonymous mappings), bytes.
+pub const MEMORY: u64 = 1 << 30;
+/// Processes and threads of the user.
+pub const PROCESSES: u64 = 512;
+/// The largest file it may write, bytes.
+pub const FILE_SIZE: u64 = 256 << 20;
+
+/// Where the helper is and what it must never open.
+#[derive(Debug, Clone)]
+pub struct Helper {
+    pub exe: PathBuf,
+    pub protected: Vec<PathBuf>,
+}
+
+static EXE: OnceLock<PathBuf> = OnceLock::new();
+static PROTECTED: std::sync::RwLock<Vec<PathBuf>> = std::sync::RwLock::new(Vec::new());
+
+/// Names the helper: the running `clawless` binary, set by its `main` (tests of the library
+/// run without one: their commands are fenced, not sandboxed).
+pub fn set_exe(exe: PathBuf) {
+    let _ = EXE.set(exe);
+}
+
+/// Adds paths no command may read (the data and config directories, where `.env` is).
+pub fn protect(paths: impl IntoIterator<Item = PathBuf>) {
+    let mut list = PROTECTED.write().unwrap_or_else(|e| e.into_inner());
+    for p in paths {
+        let p = std::fs::canonicalize(&p).unwrap_or(p);
+        if !list.contains(&p) {
+            list.push(p);
+        }
+    }
+}
+
+/// The helper, when this is the `clawless` binary.
+pub fn helper() -> Option<Helper> {
+    Some(Helper {
+        exe: EXE.get()?.clone(),
+        protected: PROTECTED.read().unwrap_or_else(|e| e.into_inner()).clone(),
+    })
+}
+
+/// The helper's arguments: `__sandbox --rw DIR [--protect P]… [--require] --cpu N -- program
+/// args…`.
+pub fn args(helper: &Helper, limits: &Limits, program: &str, args: &[String]) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec!["__sandbox".into(), "--rw".into(), limits.rw.clone().into()];
+    for p in &helper.protected {
+        out.push("--protect".into());
+        out.push(p.clone().into());
+    }
+    if limits.require {
+        out.push("--require".into());
+    }
+    out.push("--cpu".into());
+    out.push(limits.cpu_secs.to_string().into());
+    out.push("--".into());
+    out.push(program.into());
+    out.extend(args.iter().map(OsString::from));
+    out
+}
+
+/// What the helper was asked, read back from its arguments (after `__sandbox`).
+#[derive(Debug, Default, PartialEq)]
+struct Asked {
+    rw: Option<PathBuf>,
+    protect: Vec<PathBuf>,
+    require: bool,
+    cpu: u64,
+    program: Vec<OsString>,
+}
+
+fn parse(args: &[OsString]) -> Result<Asked, String> {
+    let mut asked = Asked::default();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match a.to_str() {
+            Some("--rw") => asked.rw = Some(value("--rw")?.into()),
+            Some("--protect") => asked.protect.push(value("--protect")?.into()),
+            Some("--require") => asked.require = true,
+            Some("--cpu") => {
+                asked.cpu = value("--cpu")?
+                    .to_str()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--cpu needs a number of seconds")?
+            }
+            Some("--") => {
+                asked.program = it.cloned().collect();
+                break;
+            }
+            _ => return Err(format!("unknown argument {a:?}")),
+        }
+    }
+    if asked.program.is_empty() {
+        return Err("no program after --".into());
+    }
+    Ok(asked)
+}
+
+/// The paths to give read access to: each of `roots`, or, where a protected path lies
+/// inside one, its parts that hold no protected path (depth-bounded).
+pub fn readable(roots: &[&str], protected: &[PathBuf]) -> Vec<PathBuf> {
+    fn walk(dir: &Path, protected: &[PathBuf], depth: usize, out: &mut Vec<PathBuf>) {
+        if protected.iter().any(|p| p == dir) {
+            return;
+        }
+        if !protected.iter().any(|p| p.starts_with(dir)) {
+            out.push(dir.to_path_buf());
+            return;
+        }
+        // A protected path deeper down: give the siblings on the way to it.
+        if depth == 0 {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten().take(10_000) {
+            walk(&entry.path(), protected, depth - 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    for root in roots {
+        walk(Path::new(root), protected, 8, &mut out);
+    }
+    out
+}
+
+/// The helper's main (`clawless __sandbox …`): fences this process in and becomes the program.
+/// Returns only on failure, with the exit code to end with (126: it could not be sandboxed
+/// or started).
+pub fn main(args: &[OsString]) -> u8 {
+    let asked = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("clawless sandbox: {e}");
+            return 126;
+        }
+    };
+    if let Err(e) = limit(asked.cpu) {
+        eprintln!("clawless sandbox: resource limits: {e}");
+        return 126;
+    }
+    match restrict(&asked) {
+        Ok(true) => {}
+        Ok(false) if asked.require => {
+            eprintln!(
+                "clawless sandbox: this kernel does not enforce Landlock fully, and the sandbox is required (sandbox.require)"
+            );
+            return 126;
+        }
+        Ok(false) => {}
+        Err(e) => {
+            eprintln!("clawless sandbox: {e}");
+            return 126;
+        }
+    }
+    use std::os::unix::process::CommandExt;
+    let (program, rest) = match asked.program.split_first() {
+        Some(p) => p,
+        None => return 126,
+    };
+    let err = std::process::Command::new(program).args(rest).exec();
+    eprintln!("clawless sandbox: cannot start {program:?}: {err}");
+    126
+}
+
+/// CPU time, data memory, processes, file size; no core dumps.
+fn limit(cpu: u64) -> std::io::Result<()> {
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    let cpu = (cpu > 0).then_some((Resource::Cpu, cpu));
+    for (resource, value) in cpu.into_iter().chain([
+        (Resource::Data, MEMORY),
+        (Resource::Nproc, PROCESSES),
+        (Resource::Fsize, FILE_SIZE),
+        (Resource::Core, 0),
+    ]) {
+        setrlimit(
+            resource,
+            Rlimit {
+                current: Some(value),
+                maximum: Some(value),
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// No new privileges, then the Landlock rules; says whether the kernel enforced them fully.
+#[cfg(target_os = "linux")]
+fn restrict(asked: &Asked) -> Result<bool, String> {
+    use landlock::{
+        path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        RulesetStatus, Scope, ABI,
+    };
+    rustix::thread::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))?;
+    let Some(rw) = &asked.rw else {
+        return Err("--rw is required".into());
+    };
+    let abi = ABI::V6;
+    let read = readable(SYSTEM, &asked.protect);
+    let status = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .and_then(|r| r.scope(Scope::from_all(abi)))
+        .and_then(|r| r.create())
+        .and_then(|r| r.add_rules(path_beneath_rules(&read, AccessFs::from_read(abi))))
+        .and_then(|r| r.add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(abi))))
+        .and_then(|r| r.add_rules(path_beneath_rules([rw], AccessFs::from_all(abi))))
+        .and_then(|r| r.restrict_self())
+        .map_err(|e| format!("landlock: {e}"))?;
+    Ok(status.ruleset == RulesetStatus::FullyEnforced)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn restrict(_: &Asked) -> Result<bool, String> {
+    Ok(false)
+}
+
+/// Whether this kernel enforces the sandbox fully, probed once by running `true` through the
+/// helper with `require` (false without a helper).
+pub fn enforced() -> bool {
+    static ENFORCED: OnceLock<bool> = OnceLock::new();
+    *ENFORCED.get_or_init(|| {
+        let Some(helper) = helper() else {
+            return false;
+        };
+        let limits = Limits {
+            rw: std::env::temp_dir(),
+            network: false,
+            cpu_secs: 5,
+            require: true,
+        };
+        let works = std::process::Command::new(&helper.exe)
+            .args(args(&helper, &limits, "true", &[]))
+            .env_clear()
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !works {
+            tracing::warn!(
+                "commands run without Landlock (this kernel lacks it or it is not enabled): they can read what the bot's user can"
+            );
+        }
+        works
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn arguments_read_back_as_written() {
+        let helper = Helper {
+            exe: "/x/clawless".into(),
+            protected: vec!["/etc/clawless".into()],
+        };
+        let limits = Limits {
+            rw: "/data/files/workspace/a".into(),
+            network: false,
+            cpu_secs: 31,
+            require: true,
+        };
+        let written = args(
+            &helper,
+            &limits,
+            "/bin/sh",
+            &["-c".into(), "echo --rw".into()],
+        );
+        assert_eq!(written[0], "__sandbox");
+        let asked = parse(&written[1..]).unwrap();
+        assert_eq!(
+            asked,
+            Asked {
+                rw: Some(limits.rw.clone()),
+                protect: vec!["/etc/clawless".into()],
+                require: true,
+                cpu: 31,
+                program: vec!["/bin/sh".into(), "-c".into(), "echo --rw".into()],
+            }
+        );
+        assert!(parse(&["--rw".into()]).is_err());
+        assert!(parse(&["--rw".into(), "/a".into()]).is_err(), "no program");
+        assert!(parse(&["--bogus".into(), "--".into(), "true".into()]).is_err());
+    }
+
+    #[test]
+    fn a_protected_path_inside_a_system_directory_is_left_out_and_its_siblings_kept() {
+        let root = std::env::temp_dir().join(format!("clawless-readable-{}", std::process::id()));
+        let secret = root.join("opt/clawless/data");
+        std::fs::create_dir_all(&secret).unwrap();
+        std::fs::create_dir_all(root.join("opt/clawless/bin")).unwrap();
+        std::fs::create_dir_all(root.join("opt/other")).unwrap();
+        let opt = root.join("opt");
+        let got = readable(&[opt.to_str().unwrap()], std::slice::from_ref(&secret));
+        let mut got: Vec<String> = got
+            .iter()
+            .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+            .collect();
+        got.sort();
+        assert_eq!(got, ["opt/clawless/bin", "opt/other"]);
+        assert_eq!(
+            readable(&[opt.to_str().unwrap()], &[]),
+            vec![opt.clone()],
+            "nothing protected: the directory itself"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

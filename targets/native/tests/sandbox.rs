@@ -1,0 +1,167 @@
+//! The sandbox of `exec`, through the real binary as its helper: a command writes its own
+//! workspace and reads the system, and cannot read the data directory, another workspace or
+//! the bot's environment, nor reach a socket on loopback unless its agent allows the network.
+//! Where this machine lacks a part (no Landlock, no namespaces), that part is said and not
+//! checked, unless `CLAWLESS_REQUIRE_SANDBOX` is set (CI sets it: its machine has them all).
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clawless_native::exec::ShellExec;
+use clawless_native::{fence, sandbox};
+use clawless_platform::{Exec, ExecRequest};
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("clawless-sandbox-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+async fn run(exec: &ShellExec, command: &str, network: bool) -> (Option<i32>, String) {
+    let out = exec
+        .run(ExecRequest {
+            command: command.into(),
+            workdir: "workspace/a/main/user-1".into(),
+            timeout: Duration::from_secs(20),
+            max_output: 64 * 1024,
+            network,
+            require_sandbox: false,
+        })
+        .await
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status, text)
+}
+
+fn required() -> bool {
+    std::env::var_os("CLAWLESS_REQUIRE_SANDBOX").is_some()
+}
+
+/// Whether a connection reached `listener` (non-blocking).
+fn reached(listener: &std::net::TcpListener) -> bool {
+    listener.set_nonblocking(true).unwrap();
+    listener.accept().is_ok()
+}
+
+#[tokio::test]
+async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
+    let root = dir();
+    let data = root.join("data");
+    let files = data.join("files");
+    std::fs::create_dir_all(files.join("workspace/a/main/user-2")).unwrap();
+    std::fs::write(data.join("clawless.db"), "the database").unwrap();
+    std::fs::write(
+        files.join("workspace/a/main/user-2/note.txt"),
+        "someone else's note",
+    )
+    .unwrap();
+    sandbox::set_exe(PathBuf::from(env!("CARGO_BIN_EXE_clawless")));
+    sandbox::protect([data.clone()]);
+    // Read by a command that reads its parent's environment, were it visible.
+    std::env::set_var("CLAWLESS_SANDBOX_CANARY", "bot-environment-canary");
+    let exec = ShellExec::new(&files);
+
+    let landlock = sandbox::enforced();
+    let namespaces = matches!(fence::fence(), fence::Fence::Namespace { .. });
+    if required() {
+        assert!(landlock, "this machine must enforce Landlock");
+        assert!(namespaces, "this machine must allow namespaces");
+    }
+    if !landlock {
+        eprintln!("NOTE: this kernel does not enforce Landlock: the file checks are skipped");
+    }
+
+    // Its own workspace: written and read; the system: read and run.
+    let (status, out) = run(
+        &exec,
+        "echo kept > mine.txt && cat mine.txt && ls /usr/bin >/dev/null && echo ok",
+        false,
+    )
+    .await;
+    assert_eq!(status, Some(0), "{out}");
+    assert!(out.contains("kept") && out.contains("ok"), "{out}");
+    let mine = files.join("workspace/a/main/user-1/mine.txt");
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "kept\n");
+
+    // Its limits are set.
+    let (_, limits) = run(&exec, "cat /proc/self/limits", false).await;
+    let line = |name: &str| {
+        limits
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in {limits}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(line("Max cpu time").contains(" 21 21 "), "{limits}");
+    assert!(
+        line("Max file size").contains(&format!(" {} ", sandbox::FILE_SIZE)),
+        "{limits}"
+    );
+    assert!(
+        line("Max processes").contains(&format!(" {} ", sandbox::PROCESSES)),
+        "{limits}"
+    );
+
+    if landlock {
+        for path in [
+            data.join("clawless.db"),
+            files.join("workspace/a/main/user-2/note.txt"),
+        ] {
+            let (status, out) = run(&exec, &format!("cat {}", path.display()), false).await;
+            assert_ne!(status, Some(0), "{} was read: {out}", path.display());
+            assert!(
+                !out.contains("the database") && !out.contains("someone else"),
+                "{out}"
+            );
+        }
+        let (status, out) = run(&exec, "ls /tmp", false).await;
+        assert_ne!(status, Some(0), "/tmp is not its own: {out}");
+        let (status, out) = run(
+            &exec,
+            &format!("echo x > {}/planted", data.display()),
+            false,
+        )
+        .await;
+        assert_ne!(status, Some(0), "{out}");
+        assert!(!data.join("planted").exists());
+    }
+
+    if namespaces {
+        // The bot's process and environment are out of sight.
+        let me = std::process::id();
+        let (_, out) = run(
+            &exec,
+            &format!("cat /proc/{me}/environ; cat /proc/*/environ 2>/dev/null; true"),
+            true,
+        )
+        .await;
+        assert!(!out.contains("bot-environment-canary"), "{out}");
+
+        // No network unless allowed: a socket on loopback sees nothing; allowed, it does.
+        let canary = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = canary.local_addr().unwrap().port();
+        let connect = format!("bash -c 'echo hello > /dev/tcp/127.0.0.1/{port}' 2>&1; echo done");
+        let (_, out) = run(&exec, &connect, false).await;
+        assert!(
+            !reached(&canary),
+            "reached loopback without the network: {out}"
+        );
+        let (_, out) = run(&exec, &connect, true).await;
+        assert!(
+            reached(&canary),
+            "the network allowed, the socket is reached: {out}"
+        );
+    } else {
+        eprintln!("NOTE: no namespaces here: the process and network checks are skipped");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
