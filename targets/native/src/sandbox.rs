@@ -10,7 +10,9 @@
 //!   kept in `/opt` or `/etc`) is left out: the rule is set on its siblings instead.
 //!   Signals and abstract sockets reach nothing outside (kernels from 6.12).
 //! - **No new privileges** (`PR_SET_NO_NEW_PRIVS`: a set-uid program gains nothing).
-//! - **Resource limits**: CPU seconds, data memory, processes, file size, no core dumps.
+//! - **Resource limits**: CPU seconds, data memory, file size, no core dumps. Not the number of
+//!   processes: `RLIMIT_NPROC` counts every process of the user (a desktop session passes any
+//!   useful bound) and does not bind root; a PID cgroup would, and is not made here.
 //! - **No network** unless asked: a network namespace of its own (only a loopback that is
 //!   down), made by `unshare --net` in the fence.
 //!
@@ -50,8 +52,6 @@ pub struct Limits {
 
 /// Data memory (heap and anonymous mappings), bytes.
 pub const MEMORY: u64 = 1 << 30;
-/// Processes and threads of the user.
-pub const PROCESSES: u64 = 512;
 /// The largest file it may write, bytes.
 pub const FILE_SIZE: u64 = 256 << 20;
 
@@ -219,13 +219,12 @@ pub fn main(args: &[OsString]) -> u8 {
     126
 }
 
-/// CPU time, data memory, processes, file size; no core dumps.
+/// CPU time, data memory, file size; no core dumps.
 fn limit(cpu: u64) -> std::io::Result<()> {
     use rustix::process::{setrlimit, Resource, Rlimit};
     let cpu = (cpu > 0).then_some((Resource::Cpu, cpu));
     for (resource, value) in cpu.into_iter().chain([
         (Resource::Data, MEMORY),
-        (Resource::Nproc, PROCESSES),
         (Resource::Fsize, FILE_SIZE),
         (Resource::Core, 0),
     ]) {

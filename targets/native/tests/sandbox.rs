@@ -107,7 +107,7 @@ async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
         "{limits}"
     );
     assert!(
-        line("Max processes").contains(&format!(" {} ", sandbox::PROCESSES)),
+        line("Max data size").contains(&format!(" {} ", sandbox::MEMORY)),
         "{limits}"
     );
 
