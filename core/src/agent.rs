@@ -337,7 +337,12 @@ impl Agent {
                 let level = registry
                     .get(name)
                     .map_or(Level::Unsafe, |t| t.level_for(ctx, input));
+                // A call that would carry a secret out is refused below, never asked about.
                 let mut rule = match registry.get(name) {
+                    Some(t) if self.leak(t.as_ref(), name, input).is_some() => {
+                        rules.push(Rule::Allow);
+                        continue;
+                    }
                     Some(_) => self.rule(name, level),
                     None => Rule::Allow,
                 };
@@ -373,13 +378,18 @@ impl Agent {
                     continue;
                 }
                 let verdict = state.verdicts.get(&id).copied();
+                let leak = registry
+                    .get(&name)
+                    .and_then(|t| self.leak(t.as_ref(), &name, &input));
                 let refusal = match rule {
+                    _ if leak.is_some() => leak.clone(),
                     Rule::Deny => Some(format!(
                         "{name} is not allowed for this assistant; it was not run."
                     )),
                     _ => verdict.and_then(|v| v.refusal(&name)),
                 };
                 let mut decision = match (rule, verdict) {
+                    _ if leak.is_some() => "refused: it would carry a secret out",
                     (Rule::Deny, _) => "refused by policy",
                     (_, Some(Verdict::Approved)) => "approved",
                     (_, Some(Verdict::Denied)) => "denied",
@@ -389,7 +399,10 @@ impl Agent {
                     (Rule::Ask, None) => "granted",
                     (_, None) => "allowed",
                 };
-                let args = crate::audit::shown_args(&input, crate::audit::MAX_DETAIL);
+                let args = match leak {
+                    Some(_) => "(withheld: they held a secret)".to_owned(),
+                    None => crate::audit::shown_args(&input, crate::audit::MAX_DETAIL),
+                };
                 let level = registry
                     .get(&name)
                     .map_or(Level::Unsafe, |t| t.level_for(ctx, &input));

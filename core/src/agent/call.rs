@@ -7,7 +7,7 @@ use futures::future::{select, Either};
 use serde_json::Value;
 
 use super::{Agent, MAX_TOOL_RESULT};
-use crate::tools::{Report, ToolContext, ToolRegistry};
+use crate::tools::{Report, Tool, ToolContext, ToolRegistry};
 
 impl Agent {
     /// The tools of a turn starting now: the built-ins, and the tools of each MCP server that
@@ -40,6 +40,21 @@ impl Agent {
         registry
     }
 
+    /// Why a call of `tool` with `input` must not run because of what it would carry out: one
+    /// of the bot's own secrets (to any tool), or a key-shaped text (to a tool that can send
+    /// it out). Asked before approvals, so a leak is never put to the owner either.
+    pub(super) fn leak(&self, tool: &dyn Tool, name: &str, input: &Value) -> Option<String> {
+        if self.secrets.found_in(input) {
+            tracing::warn!(tool = %name, "tool call refused: its arguments hold one of the assistant's secrets");
+            return Some(format!("Refused: the arguments of {name} hold one of the assistant's own secrets (its bot token, a key or a password), which never leave it. Do not try again with it."));
+        }
+        if !tool.stays_inside() && crate::secret::key_shaped_in(input) {
+            tracing::warn!(tool = %name, "tool call refused: its arguments hold a key-shaped text");
+            return Some(format!("Refused: the arguments of {name} hold what looks like an access key or token (sk-…, AKIA…, ghp_…, a bot token, …), which is never sent out by a tool. Do not try again with it."));
+        }
+        None
+    }
+
     /// Runs one tool of `tools` with the agent's timeout (or the tool's own); returns
     /// `(content, is_error)`. What it did on the turn's behalf is in `report`.
     pub(super) async fn call_tool(
@@ -59,12 +74,8 @@ impl Agent {
                 true,
             );
         };
-        if self.secrets.found_in(&input) {
-            tracing::warn!(tool = %name, "tool call refused: its arguments hold one of the assistant's secrets");
-            return (
-                format!("Refused: the arguments of {name} hold one of the assistant's own secrets (its bot token, a key or a password), which never leave it. Do not try again with it."),
-                true,
-            );
+        if let Some(refusal) = self.leak(tool.as_ref(), name, &input) {
+            return (refusal, true);
         }
         let timeout = tool
             .time_limit()

@@ -66,6 +66,10 @@ pub struct ReadFile(pub Workspace);
 
 #[async_trait]
 impl Tool for ReadFile {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }
@@ -153,6 +157,10 @@ pub struct WriteFile(pub Workspace);
 
 #[async_trait]
 impl Tool for WriteFile {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }
@@ -199,6 +207,10 @@ pub struct EditFile(pub Workspace);
 
 #[async_trait]
 impl Tool for EditFile {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }
@@ -296,6 +308,10 @@ pub struct ListDir(pub Workspace);
 
 #[async_trait]
 impl Tool for ListDir {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }
@@ -392,6 +408,10 @@ pub struct DeleteFile(pub Workspace);
 
 #[async_trait]
 impl Tool for DeleteFile {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }

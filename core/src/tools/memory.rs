@@ -60,6 +60,10 @@ pub struct MemorySearch(pub Arc<MemoryStore>);
 
 #[async_trait]
 impl Tool for MemorySearch {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Safe
     }
@@ -104,6 +108,10 @@ pub struct MemoryGet(pub Arc<MemoryStore>);
 
 #[async_trait]
 impl Tool for MemoryGet {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Safe
     }
@@ -190,6 +198,10 @@ fn too_large(rel: &str, replace: bool, size: usize, after: usize, limit: usize) 
 
 #[async_trait]
 impl Tool for MemoryWrite {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }

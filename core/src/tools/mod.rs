@@ -163,6 +163,13 @@ pub trait Tool: Send + Sync {
     fn rerunnable(&self, _input: &Value) -> bool {
         self.level() == Level::Safe
     }
+    /// Whether what it is given stays inside the assistant (its memory, workspace,
+    /// reminders): then text shaped like someone's key may pass (a person may keep a note of
+    /// theirs); to a tool that can send it out, it may not
+    /// ([`crate::secret::key_shaped`]). The bot's own secrets pass to none.
+    fn stays_inside(&self) -> bool {
+        false
+    }
 }
 
 /// What a tool call did on the turn's behalf beside its result: the model calls and audit

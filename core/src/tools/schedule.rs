@@ -23,6 +23,10 @@ fn storage(e: impl std::fmt::Display) -> ToolError {
 
 #[async_trait]
 impl Tool for Schedule {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }

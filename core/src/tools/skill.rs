@@ -22,6 +22,10 @@ pub struct SkillTool(pub Arc<Offer>);
 
 #[async_trait]
 impl Tool for SkillTool {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Safe
     }

@@ -16,6 +16,10 @@ pub struct CurrentTime {
 
 #[async_trait]
 impl Tool for CurrentTime {
+    fn stays_inside(&self) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Safe
     }
