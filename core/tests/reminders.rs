@@ -507,3 +507,56 @@ fn refusals_are_sentences_for_the_model() {
         }
     });
 }
+
+#[test]
+fn a_scheduled_task_recurs_at_most_every_15_minutes_and_a_chat_has_a_daily_bound() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let next = |h: &Harness| h.llm_requests().len() as i64 + 1;
+        for cron in ["*/5 * * * *", "0,5 9 * * *", "* * * * *"] {
+            let said = set(
+                &h,
+                next(&h),
+                json!({"action": "create", "cron": cron, "prompt": "check the news"}),
+            )
+            .await;
+            assert!(said.contains("at most every 15 minutes"), "{cron}: {said}");
+        }
+        // A text reminder asks no model: as often as a minute.
+        let said = set(
+            &h,
+            next(&h),
+            json!({"action": "create", "cron": "*/5 * * * *", "text": "blink"}),
+        )
+        .await;
+        assert!(said.starts_with("Scheduled."), "{said}");
+        // Every 15 minutes is 96 runs a day; another task every half hour would pass 100.
+        let said = set(
+            &h,
+            next(&h),
+            json!({"action": "create", "cron": "*/15 * * * *", "prompt": "check the news"}),
+        )
+        .await;
+        assert!(said.starts_with("Scheduled."), "{said}");
+        let said = set(
+            &h,
+            next(&h),
+            json!({"action": "create", "cron": "*/30 * * * *", "prompt": "check the mail"}),
+        )
+        .await;
+        assert!(
+            said.contains("would run 144 times in the coming day"),
+            "{said}"
+        );
+        let said = set(
+            &h,
+            next(&h),
+            json!({"action": "create", "cron": "0 9 * * *", "prompt": "plan my day"}),
+        )
+        .await;
+        assert!(
+            said.starts_with("Scheduled."),
+            "one more a day still fits: {said}"
+        );
+    });
+}

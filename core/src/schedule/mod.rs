@@ -46,6 +46,10 @@ use zone::Zone;
 pub const MAX_PER_CHAT: usize = 50;
 /// A reminder's text or prompt is at most this many characters.
 pub const MAX_TEXT_CHARS: usize = 2000;
+/// A scheduled task (a prompt: a model turn each time) recurs at most this often.
+pub const MIN_TASK_INTERVAL_S: i64 = 15 * 60;
+/// A chat's scheduled tasks run at most this many times in any coming day, all together.
+pub const MAX_TASK_RUNS_PER_DAY: usize = 100;
 /// A one-off is at most this far ahead.
 pub const MAX_AHEAD_MS: u64 = 366 * 86_400_000;
 /// Ids stay below this, so [`fire_update_id`] is unique.

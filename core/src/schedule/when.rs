@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::cron::Cron;
 use super::zone::Zone;
-use super::MAX_AHEAD_MS;
+use super::{Reminder, What, MAX_AHEAD_MS, MAX_TASK_RUNS_PER_DAY, MIN_TASK_INTERVAL_S};
 use crate::calendar::{days_from_civil, month_days};
 
 /// The first firing of a new reminder, and its cron expression when it recurs.
@@ -15,6 +15,68 @@ pub struct First {
     /// A whole second, in ms.
     pub next_ms: u64,
     pub cron: Option<String>,
+}
+
+/// The firings of `cron` in `zone` after `from_s` and before `to_s`, at most `cap`.
+fn firings(cron: &Cron, from_s: i64, to_s: i64, zone: &Zone, cap: usize) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut at = from_s;
+    while out.len() < cap {
+        match cron.next_after(at, zone) {
+            Some(next) if next < to_s => {
+                out.push(next);
+                at = next;
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// Why a new scheduled task (`what` is a prompt) may not be set: it recurs more often than
+/// every [`MIN_TASK_INTERVAL_S`] (any two firings in the coming week), or the chat's tasks
+/// (`held`, with this one) would run more than [`MAX_TASK_RUNS_PER_DAY`] times in the coming
+/// day. An injected page could otherwise set a task that asks the model every minute.
+pub fn task_bounds(
+    what: &What,
+    first: &First,
+    zone: &Zone,
+    held: &[Reminder],
+    now_ms: u64,
+) -> Result<(), String> {
+    if !matches!(what, What::Prompt(_)) {
+        return Ok(());
+    }
+    let now_s = (now_ms / 1000) as i64;
+    let day = now_s + 86_400;
+    let runs = |cron: Option<&str>, next_ms: u64, zone: &Zone| -> usize {
+        match cron.map(Cron::parse) {
+            Some(Ok(c)) => firings(&c, now_s, day, zone, MAX_TASK_RUNS_PER_DAY + 1).len(),
+            _ => usize::from(((next_ms / 1000) as i64) < day),
+        }
+    };
+    if let Some(expr) = &first.cron {
+        let cron = Cron::parse(expr)?;
+        let week = firings(&cron, now_s, now_s + 7 * 86_400, zone, 2_000);
+        let shortest = week.windows(2).map(|w| w[1] - w[0]).min();
+        if shortest.is_some_and(|s| s < MIN_TASK_INTERVAL_S) {
+            return Err(format!(
+                "a scheduled task may recur at most every {} minutes (each run asks the model); {expr:?} runs more often. Use a text reminder for that, or a longer interval",
+                MIN_TASK_INTERVAL_S / 60
+            ));
+        }
+    }
+    let mut total = runs(first.cron.as_deref(), first.next_ms, zone);
+    for r in held.iter().filter(|r| matches!(r.what, What::Prompt(_))) {
+        let zone = Zone::find(&r.zone).unwrap_or_else(Zone::utc);
+        total += runs(r.cron.as_deref(), r.next_ms, &zone);
+    }
+    if total > MAX_TASK_RUNS_PER_DAY {
+        return Err(format!(
+            "this chat's scheduled tasks would run {total} times in the coming day, more than the {MAX_TASK_RUNS_PER_DAY} allowed: cancel some or make them less frequent"
+        ));
+    }
+    Ok(())
 }
 
 /// Reads exactly one of `at`, `in_minutes` and `cron` from `input`.

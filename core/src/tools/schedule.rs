@@ -115,6 +115,8 @@ impl Tool for Schedule {
                     None => store.zone_of(&connector, chat).await.map_err(storage)?,
                 };
                 let first = sched::when::first(&input, now, &zone).map_err(ToolError)?;
+                let held = store.list(&connector, chat).await.map_err(storage)?;
+                sched::when::task_bounds(&what, &first, &zone, &held, now).map_err(ToolError)?;
                 // Keyed by the call: made again after a restart, it is one reminder.
                 let r = store
                     .create_once(&ctx.call, origin, what, first, &zone)
