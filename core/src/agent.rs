@@ -187,6 +187,7 @@ impl Agent {
             results: Vec::new(),
             running: None,
             unsure: Default::default(),
+            tainted: None,
         }
     }
 
@@ -349,11 +350,22 @@ impl Agent {
                 // A crash left an earlier call of this tool with an unknown outcome: an
                 // unsafe one is the user's to decide again, whatever the policy or grant.
                 let unsure = level == Level::Unsafe && state.unsure.contains(name);
-                if unsure && rule != Rule::Deny {
+                // After untrusted text, what acts outside or later is the user's to allow.
+                let tainted = match &state.tainted {
+                    Some(source)
+                        if self.config.policy.ask_after_untrusted
+                            && (level == Level::Unsafe
+                                || registry.get(name).is_some_and(|t| t.acts_beyond(input))) =>
+                    {
+                        Some(format!("this turn read {source}, which may say anything"))
+                    }
+                    _ => None,
+                };
+                if (unsure || tainted.is_some()) && rule != Rule::Deny {
                     rule = Rule::Ask;
                 }
                 if rule == Rule::Ask
-                    && (unsure || !ctx.granted.contains(name))
+                    && (unsure || tainted.is_some() || !ctx.granted.contains(name))
                     && !state.verdicts.contains_key(id)
                 {
                     if let Some(closing) = state.closing {
@@ -364,6 +376,7 @@ impl Agent {
                             name: name.clone(),
                             input: input.clone(),
                             level,
+                            why: tainted,
                         };
                         return Ok(Step::Ask {
                             state: Box::new(state),
@@ -409,6 +422,8 @@ impl Agent {
                 let started = self.clock.now_ms();
                 let report = Report::default();
                 let tool = registry.get(&name);
+                let brings = tool.and_then(|t| t.brings_untrusted(&input));
+                let mut ran = false;
                 let interrupted = state.running.as_deref() == Some(id.as_str());
                 let (content, is_error) = match refusal {
                     Some(text) => (text, true),
@@ -443,10 +458,14 @@ impl Agent {
                                     return Ok(Step::Lost);
                                 }
                             }
+                            ran = true;
                             self.call_tool(&registry, ctx, &name, input, &report).await
                         }
                     }
                 };
+                if ran && state.tainted.is_none() {
+                    state.tainted = brings;
+                }
                 // A sub-agent's steps first, then the call that ran it.
                 state.absorb(&report, opts.report, opts.on_step);
                 let now = self.clock.now_ms();

@@ -82,6 +82,9 @@ pub struct RunState {
     /// asks the user again, even under a grant.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub unsure: BTreeSet<String>,
+    /// The first untrusted text this turn read (`the page https://…`), once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tainted: Option<String>,
 }
 
 impl RunState {
@@ -196,4 +199,7 @@ pub struct PendingCall {
     pub name: String,
     pub input: Value,
     pub level: Level,
+    /// Why it asks although a grant or the policy would have let it run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }

@@ -38,6 +38,9 @@ pub struct PolicyConfig {
     pub unsafe_: Rule,
     /// Tool name → rule, over its level's.
     pub tools: BTreeMap<String, Rule>,
+    /// Once a turn has read untrusted text (a page, a search, an MCP answer, a file), its
+    /// unsafe calls and the calls that act later or elsewhere ask, even under a grant.
+    pub ask_after_untrusted: bool,
     /// The policy of the agent that spawned this one (see [`crate::spawn`]): a call needs at
     /// least what it would need there. Set at run time, never from a file.
     #[serde(skip)]
@@ -51,6 +54,7 @@ impl Default for PolicyConfig {
             guarded: Rule::Allow,
             unsafe_: Rule::Ask,
             tools: BTreeMap::new(),
+            ask_after_untrusted: true,
             outer: None,
         }
     }

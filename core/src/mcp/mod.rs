@@ -431,6 +431,10 @@ impl Tool for McpTool {
         self.spec.clone()
     }
 
+    fn brings_untrusted(&self, _input: &Value) -> Option<String> {
+        Some(format!("the answer of the MCP tool {}", self.spec.name))
+    }
+
     fn level(&self) -> Level {
         self.server.config.level
     }

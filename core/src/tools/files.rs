@@ -70,6 +70,10 @@ impl Tool for ReadFile {
         true
     }
 
+    fn brings_untrusted(&self, input: &Value) -> Option<String> {
+        Some(format!("the file {}", crate::tools::named(input, "path")))
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }

@@ -170,6 +170,27 @@ pub trait Tool: Send + Sync {
     fn stays_inside(&self) -> bool {
         false
     }
+    /// What untrusted text this call brings into the turn (`the page https://…`), if any: a
+    /// fetched page, a search result, an MCP server's answer, a file. After it, the turn is
+    /// tainted: its unsafe calls, and calls that act later or elsewhere, ask even under a
+    /// grant (`policy.ask_after_untrusted`).
+    fn brings_untrusted(&self, _input: &Value) -> Option<String> {
+        None
+    }
+    /// Whether this call sets something that acts later or in another chat on its own (a
+    /// scheduled task), which a tainted turn asks about.
+    fn acts_beyond(&self, _input: &Value) -> bool {
+        false
+    }
+}
+
+/// `value`'s string field `key`, cut to 100 characters, for a sentence naming a source.
+pub fn named(input: &Value, key: &str) -> String {
+    let text = input.get(key).and_then(Value::as_str).unwrap_or("?");
+    match text.char_indices().nth(100) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
 }
 
 /// What a tool call did on the turn's behalf beside its result: the model calls and audit

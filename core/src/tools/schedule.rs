@@ -27,6 +27,12 @@ impl Tool for Schedule {
         true
     }
 
+    /// A scheduled task runs the model later, on its own.
+    fn acts_beyond(&self, input: &Value) -> bool {
+        input.get("action").and_then(Value::as_str) == Some("create")
+            && input.get("prompt").is_some_and(|p| !p.is_null())
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }

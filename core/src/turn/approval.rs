@@ -373,8 +373,12 @@ pub fn approval_text(call: &PendingCall, expiry_minutes: u64) -> String {
         crate::tools::Level::Guarded => "writes my own data or reads the web",
         crate::tools::Level::Unsafe => "acts outside the assistant",
     };
+    let why = match &call.why {
+        Some(why) => format!("\n\n⚠️ Asked because {why}."),
+        None => String::new(),
+    };
     format!(
-        "🔐 Approval needed\nI want to run {} ({level}) with:\n{}\n\nNot answered within {expiry_minutes} min counts as Deny.",
+        "🔐 Approval needed\nI want to run {} ({level}) with:\n{}{why}\n\nNot answered within {expiry_minutes} min counts as Deny.",
         call.name,
         crate::audit::shown_args(&call.input, MAX_SHOWN_ARGS)
     )

@@ -107,6 +107,10 @@ impl Tool for WebFetch {
         }
     }
 
+    fn brings_untrusted(&self, input: &Value) -> Option<String> {
+        Some(format!("the page {}", crate::tools::named(input, "url")))
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }

@@ -160,6 +160,13 @@ impl Tool for WebSearch {
         }
     }
 
+    fn brings_untrusted(&self, input: &Value) -> Option<String> {
+        Some(format!(
+            "web search results for {:?}",
+            crate::tools::named(input, "query")
+        ))
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }
