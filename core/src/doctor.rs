@@ -11,6 +11,8 @@ use serde_json::Value;
 use crate::app::App;
 use crate::telegram::api::TelegramError;
 
+mod security;
+
 /// A pending job older than this is a failure of the backlog check: something stopped
 /// draining (a sweep that never runs, a lane stuck behind a failing job).
 const STUCK_AFTER_MS: u64 = 10 * 60_000;

@@ -298,3 +298,59 @@ fn a_tool_call_carrying_a_secret_in_any_form_is_refused_and_audited() {
         assert!(!trail.contains(support::TOKEN) && !trail.contains(support::SECRET));
     });
 }
+
+#[test]
+fn doctor_security_names_each_risky_setting_with_its_fix() {
+    let quiet = Harness::new(Wire::Anthropic);
+    let checks = quiet.app.security_checks();
+    assert_eq!(checks.len(), 1, "{checks:?}");
+    assert_eq!(checks[0].status, clawless_core::doctor::Status::Ok);
+
+    let mut config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
+    config.web.allow_private = true;
+    let agent = config.agents.get_mut("assistant").unwrap();
+    agent.tools.push("exec".into());
+    agent.policy.unsafe_ = clawless_core::config::Rule::Allow;
+    agent.policy.ask_after_untrusted = false;
+    for c in config.connectors.values_mut() {
+        c.shared_memory = true;
+    }
+    struct NoExec;
+    #[clawless_platform::async_trait]
+    impl clawless_platform::Exec for NoExec {
+        async fn run(
+            &self,
+            _: clawless_platform::ExecRequest,
+        ) -> Result<clawless_platform::ExecOutput, clawless_platform::PortError> {
+            Err(clawless_platform::PortError::unavailable("not here"))
+        }
+    }
+    let h = Harness::with_ports_env(
+        Wire::Anthropic,
+        config,
+        &[
+            ("TELEGRAM_WEBHOOK_SECRET", ""),
+            ("CLAWLESS_ADMIN_TOKEN", "aaaaaaaabbbbbbbb"),
+        ],
+        |p, _, _| p.exec = Some(std::sync::Arc::new(NoExec)),
+    );
+    let said: Vec<String> = h
+        .app
+        .security_checks()
+        .iter()
+        .map(|c| format!("{:?} {}: {}", c.status, c.name, c.detail))
+        .collect();
+    for expected in [
+        "Warn web: web.allow_private is on",
+        "Warn webhook secret: connector main has no webhook secret (TELEGRAM_WEBHOOK_SECRET)",
+        "Warn memory: connector main shares one memory",
+        "Warn admin token: CLAWLESS_ADMIN_TOKEN has only 2 different characters",
+        "Warn policy: agent \"assistant\" runs exec (unsafe) without asking; set policy.tools.exec: ask",
+        "Warn policy: agent \"assistant\" has ask_after_untrusted off",
+    ] {
+        assert!(
+            said.iter().any(|s| s.starts_with(expected)),
+            "{expected}\nin {said:#?}"
+        );
+    }
+}

@@ -77,6 +77,11 @@ pub enum Command {
         /// The checks as one JSON object.
         #[arg(long)]
         json: bool,
+        /// The risky settings instead, each with its fix: the config (private addresses,
+        /// shared memory, unsafe tools that do not ask), the secrets (webhook, admin token),
+        /// and this machine (root, the sandbox, readable data or .env).
+        #[arg(long, conflicts_with = "remote")]
+        security: bool,
         /// Ask a deployed Worker or Lambda instead (its base URL): its `/admin/doctor`, with
         /// the token in CLAWLESS_ADMIN_TOKEN.
         #[arg(long)]

@@ -122,7 +122,11 @@ async fn dispatch(command: Command) -> Result<()> {
         Command::Config {
             action: ConfigAction::Check,
         } => config_check().await,
-        Command::Doctor { json, remote } => doctor(json, remote.as_deref()).await,
+        Command::Doctor {
+            json,
+            remote,
+            security,
+        } => doctor(json, remote.as_deref(), security).await,
         Command::Init {
             token,
             owner,
@@ -476,9 +480,16 @@ async fn audit(chat: Option<i64>, since: u64, json: bool, connector: Option<&str
 }
 
 /// `clawless doctor`: the checks here, or a deployment's; exit code 1 on a failure.
-async fn doctor(json: bool, remote: Option<&str>) -> Result<()> {
+async fn doctor(json: bool, remote: Option<&str>, security: bool) -> Result<()> {
     use clawless_core::doctor::{Delivery, Status};
     let checks = match remote {
+        _ if security => {
+            let env = setup::env();
+            let app = build().await?.app;
+            let mut checks = app.security_checks();
+            checks.extend(setup::machine_checks(&env, app.offers("exec")));
+            checks
+        }
         Some(base) => clawless_native::remote::doctor(&setup::env(), base).await?,
         None => {
             let mut checks = build().await?.app.doctor(Delivery::Either).await;

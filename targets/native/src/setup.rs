@@ -178,3 +178,44 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
 
 #[cfg(test)]
 mod tests;
+
+/// What `doctor --security` finds on this machine: the bot running as root while it runs
+/// commands, the sandbox's missing parts, and a data directory or `.env` others can read.
+pub fn machine_checks(env: &Env, runs_commands: bool) -> Vec<clawless_core::doctor::Check> {
+    use clawless_core::doctor::{Check, Status};
+    let mut out = Vec::new();
+    if runs_commands {
+        if rustix::process::geteuid().is_root() {
+            out.push(Check {
+                name: "root".into(),
+                status: Status::Warn,
+                detail: "the bot runs as root and offers exec: a command that escapes its sandbox is root; run it as a user of its own".into(),
+            });
+        }
+        out.push(crate::fence::check());
+    }
+    let data = PathBuf::from(env.get("CLAWLESS_DATA").unwrap_or("data"));
+    for (path, fix) in [
+        (data.as_path(), "chmod 700"),
+        (Path::new(ENV_FILE), "chmod 600"),
+    ] {
+        if others_read(path) {
+            out.push(Check {
+                name: "files".into(),
+                status: Status::Warn,
+                detail: format!(
+                    "{} can be read by every user of this machine (the bot's data or its secrets): {fix} {}",
+                    path.display(),
+                    path.display()
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Whether users other than its owner and group may read `path`.
+fn others_read(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o004 != 0)
+}

@@ -167,3 +167,28 @@ async fn an_install_from_before_index_db_indexes_its_memory_again() {
     );
     let _ = std::fs::remove_dir_all(&data);
 }
+
+#[test]
+fn a_data_directory_others_can_read_is_named_with_its_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let data = std::env::temp_dir().join(format!("clawless-modes-{}", std::process::id()));
+    std::fs::create_dir_all(&data).unwrap();
+    let env = Env::from_pairs([("CLAWLESS_DATA", data.to_str().unwrap())]);
+    let about_data = |checks: Vec<clawless_core::doctor::Check>| {
+        checks
+            .into_iter()
+            .filter(|c| c.detail.starts_with(data.to_str().unwrap()))
+            .map(|c| c.detail)
+            .collect::<Vec<_>>()
+    };
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let found = about_data(machine_checks(&env, false));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].ends_with(&format!("chmod 700 {}", data.display())),
+        "{found:?}"
+    );
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(about_data(machine_checks(&env, false)).is_empty());
+    std::fs::remove_dir_all(&data).unwrap();
+}
