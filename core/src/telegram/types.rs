@@ -100,6 +100,10 @@ pub struct Message {
     /// A channel post copied into the channel's discussion group by Telegram.
     #[serde(default)]
     pub is_automatic_forward: bool,
+    /// Where a forwarded message came from (Bot API 7.0 `MessageOrigin`; only its presence
+    /// is read: someone else's words, untrusted).
+    #[serde(default)]
+    pub forward_origin: Option<serde_json::Value>,
     pub message_thread_id: Option<i64>,
     #[serde(default)]
     pub is_topic_message: bool,
@@ -166,6 +170,17 @@ impl Message {
 
     pub fn is_private(&self) -> bool {
         self.chat.kind == ChatKind::Private
+    }
+
+    /// What untrusted text this message brings into its turn: a forwarded message (also a
+    /// forwarded voice note, once transcribed) is someone else's words.
+    pub fn untrusted_source(&self) -> Option<String> {
+        self.forward_origin.as_ref().map(|origin| {
+            match origin.get("type").and_then(serde_json::Value::as_str) {
+                Some("channel") => "a message forwarded from a channel".to_owned(),
+                _ => "a forwarded message".to_owned(),
+            }
+        })
     }
 
     /// A linked channel's post forwarded into its discussion group by Telegram: not a person

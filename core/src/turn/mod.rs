@@ -346,7 +346,8 @@ impl App {
                             conn.agent.skills_block(&scope),
                         )
                         .await;
-                        let run = conn.agent.begin(user, &recall, &skills);
+                        let mut run = conn.agent.begin(user, &recall, &skills);
+                        run.tainted = msg.untrusted_source();
                         let progress = progress::Progress::new(self, key, job, lease);
                         return self.run_agent(conn, msg, run, Some(&progress)).await;
                     }
