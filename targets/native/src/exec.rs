@@ -229,7 +229,9 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[tokio::test]
-    async fn nothing_it_started_outlives_it_not_even_through_setsid() {
+    async fn nothing_it_started_outlives_it_through_setsid_nohup_double_fork_disown_or_daemon() {
+        // Each way out: setsid, nohup, a double fork, bash's disown, a daemon (setsid, cd /,
+        // streams closed, forked again).
         assert!(
             matches!(fence::fence(), fence::Fence::Namespace { .. }),
             "this machine gives commands no PID namespace: {:?}",
@@ -238,7 +240,7 @@ mod tests {
         let root = temp_root();
         let tag = format!("{}", 40_000 + std::process::id() % 20_000);
         let command = format!(
-            "setsid sleep {tag} >/dev/null 2>&1 </dev/null & nohup sh -c 'sleep {tag}' >/dev/null 2>&1 & echo ok; ls /proc | grep -c '^[0-9]'"
+            "setsid sleep {tag} >/dev/null 2>&1 </dev/null & nohup sh -c 'sleep {tag}' >/dev/null 2>&1 & ( ( sleep {tag} >/dev/null 2>&1 & ) & ) ; bash -c 'sleep {tag} >/dev/null 2>&1 & disown' ; setsid sh -c 'cd /; ( exec sleep {tag} </dev/null >/dev/null 2>&1 & )' ; echo ok; ls /proc | grep -c '^[0-9]'"
         );
         let out = ShellExec::new(&root)
             .run(req(&command, Duration::from_secs(10)))
