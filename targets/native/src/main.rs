@@ -426,6 +426,14 @@ async fn config_check() -> Result<()> {
     for note in n.app.unoffered_tools() {
         println!("note: {note}");
     }
+    if n.app.offers("exec") {
+        let sandbox = clawless_native::fence::check();
+        let mark = match sandbox.status {
+            clawless_core::doctor::Status::Ok => "note",
+            _ => "warning",
+        };
+        println!("{mark}: {}", sandbox.detail);
+    }
     let missing = n.app.missing_settings();
     if missing.is_empty() {
         println!("environment OK");

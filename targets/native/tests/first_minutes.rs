@@ -414,3 +414,29 @@ async fn a_failing_turn_is_retried_on_its_schedule() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_security_names_the_risky_settings_of_a_bot() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_f, tg, llm) = fakes().await;
+    let data = common::temp_dir("doctor-security");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = clawless(&data, &tg, &llm)
+        .env("TELEGRAM_WEBHOOK_SECRET", "")
+        .args(["doctor", "--security"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "warnings only: {said}");
+    assert!(said.contains("no webhook secret"), "{said}");
+    assert!(
+        said.contains(&format!("chmod 700 {}", data.display())),
+        "{said}"
+    );
+    let out = clawless(&data, &tg, &llm)
+        .args(["doctor", "--security", "--remote", "https://x.example"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "--security is a local check");
+}
