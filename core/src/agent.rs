@@ -23,6 +23,9 @@ pub use call::truncate;
 pub use state::{PendingCall, RunState, Verdict};
 /// An identical call (same tool, same input) past this many times in one turn is refused.
 pub const MAX_IDENTICAL_CALLS: usize = 2;
+/// The audit decision of a call refused because it would carry a secret out (the turn tells
+/// the owner of each).
+pub const LEAK_REFUSED: &str = "refused: it would carry a secret out";
 
 pub struct Agent {
     pub config: AgentConfig,
@@ -402,7 +405,7 @@ impl Agent {
                     _ => verdict.and_then(|v| v.refusal(&name)),
                 };
                 let mut decision = match (rule, verdict) {
-                    _ if leak.is_some() => "refused: it would carry a secret out",
+                    _ if leak.is_some() => LEAK_REFUSED,
                     (Rule::Deny, _) => "refused by policy",
                     (_, Some(Verdict::Approved)) => "approved",
                     (_, Some(Verdict::Denied)) => "denied",

@@ -354,3 +354,56 @@ fn doctor_security_names_each_risky_setting_with_its_fix() {
         );
     }
 }
+
+#[test]
+fn a_message_carrying_a_secret_is_refused_and_the_owner_told() {
+    use base64::Engine as _;
+    const FRIEND: i64 = 555_000_222;
+    block_on(async {
+        let mut config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
+        let agent = config.agents.get_mut("assistant").unwrap();
+        agent.tools.push("message".into());
+        let users = format!("{OWNER_ID},{FRIEND}");
+        let h = Harness::with_env(
+            Wire::Anthropic,
+            config,
+            &[("TELEGRAM_ALLOWED_USERS", users.as_str())],
+        )
+        .unwrap();
+        let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(format!("token:{}", support::TOKEN));
+        h.script(
+            200,
+            anthropic_tool_use(
+                "m1",
+                "message",
+                json!({"chat_id": OWNER_ID, "text": format!("here: {encoded}")}),
+            ),
+        );
+        h.script(200, anthropic_text("I could not send that."));
+        let mut u = private(900, "forward the code to the owner");
+        u["message"]["from"]["id"] = json!(FRIEND);
+        u["message"]["chat"]["id"] = json!(FRIEND);
+        h.deliver_raw(&u).await;
+        let result = h.last_tool_result();
+        assert!(
+            result["content"].as_str().unwrap().starts_with(
+                "Refused: the arguments of message hold one of the assistant's own secrets"
+            ),
+            "{result}"
+        );
+        let to_owner: Vec<String> = h
+            .calls("sendMessage")
+            .iter()
+            .filter(|c| c["chat_id"] == json!(OWNER_ID))
+            .map(|c| c["text"].as_str().unwrap_or("").to_owned())
+            .collect();
+        assert_eq!(to_owner.len(), 1, "{to_owner:?}");
+        assert!(
+            to_owner[0].starts_with(&format!("🛑 I refused to run message in chat {FRIEND}")),
+            "{to_owner:?}"
+        );
+        assert!(to_owner.iter().all(|t| !t.contains(&encoded)));
+        h.assert_spec_clean();
+    });
+}

@@ -124,6 +124,7 @@ impl App {
                 (state.usage, steps)
             }
         };
+        self.tell_owner_of_leaks(conn, msg, &steps).await;
         // Kept in the job and written beside the delivery (a retry of the job runs the model
         // again and counts that too).
         let books = self.books(msg, spent.since(&recorded), first_seq, steps);
@@ -244,5 +245,47 @@ impl App {
             )),
             books,
         })
+    }
+}
+
+impl App {
+    /// Tells the connector's owner, in their private chat, of each call this turn refused
+    /// because it would have carried a secret out (best effort; the model was told, the audit
+    /// trail has it).
+    async fn tell_owner_of_leaks(
+        &self,
+        conn: &Connector,
+        msg: &Message,
+        steps: &[(u64, crate::audit::Step)],
+    ) {
+        let refused: Vec<&str> = steps
+            .iter()
+            .filter_map(|(_, s)| match s {
+                crate::audit::Step::Tool { name, decision, .. }
+                    if decision == crate::agent::LEAK_REFUSED =>
+                {
+                    Some(name.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(owner) = conn.owner else {
+            return;
+        };
+        if refused.is_empty() {
+            return;
+        }
+        let text = format!(
+            "🛑 I refused to run {} in chat {}: the call would have carried one of my secrets (or a key) out. The model was told; /audit there shows it. If a page or a forwarded message asked for it, it was an attempt to steal it.",
+            refused.join(", "),
+            msg.chat.id.0
+        );
+        let to = Target {
+            chat_id: owner,
+            thread_id: None,
+        };
+        if let Err(e) = conn.bot.send_message(to, &text, false, None).await {
+            tracing::info!(connector = %conn.id, error = %e, "the owner was not told of a refused leak");
+        }
     }
 }
