@@ -69,8 +69,13 @@ pub trait Exec: Send + Sync {
     /// of [`Exec::run`] plus `env`; its stderr goes to this process's log. It is killed when
     /// the last handle to it is dropped. One that cannot be started is `Unavailable`; this
     /// default starts nothing.
-    async fn start(&self, argv: &[String], env: &[(String, String)]) -> Result<Arc<dyn Program>> {
-        let _ = (argv, env);
+    async fn start(
+        &self,
+        argv: &[String],
+        env: &[(String, String)],
+        network: bool,
+    ) -> Result<Arc<dyn Program>> {
+        let _ = (argv, env, network);
         Err(crate::PortError::unavailable(
             "this shell does not run programs",
         ))

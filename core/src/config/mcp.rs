@@ -28,6 +28,10 @@ pub struct McpServerConfig {
     /// no other secret).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The program may reach the network (off: where the shell can take it away, it has
+    /// none — native on Linux gives it a network namespace of its own).
+    #[serde(default)]
+    pub network: bool,
     /// The server's tools offered, by the server's names; absent: all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,

@@ -324,6 +324,7 @@ fn transport(
             exec,
             argv: argv.clone(),
             env: vars,
+            network: config.network,
             program: futures::lock::Mutex::new(None),
             exchange: futures::lock::Mutex::new(()),
         });

@@ -64,6 +64,8 @@ pub enum Transport {
         exec: Arc<dyn Exec>,
         argv: Vec<String>,
         env: Vec<(String, Secret)>,
+        /// May it reach the network (`network:` of its config).
+        network: bool,
         program: futures::lock::Mutex<Option<Arc<dyn Program>>>,
         /// Held from a request's line to its response: the lines of two requests in flight
         /// at once would be read by either (and the other's response skipped).
@@ -288,6 +290,7 @@ impl Endpoint {
             exec,
             argv,
             env,
+            network,
             program,
             ..
         } = &self.transport
@@ -303,7 +306,7 @@ impl Endpoint {
             .map(|(k, v)| (k.clone(), v.expose().to_owned()))
             .collect();
         let started = exec
-            .start(argv, &env)
+            .start(argv, &env, *network)
             .await
             .map_err(|e| McpError::Down(e.to_string()))?;
         *running = Some(started.clone());

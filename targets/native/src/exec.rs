@@ -136,9 +136,10 @@ impl Exec for ShellExec {
         &self,
         argv: &[String],
         env: &[(String, String)],
+        network: bool,
     ) -> Result<std::sync::Arc<dyn clawless_platform::Program>, PortError> {
         let dir = self.workdir("")?;
-        crate::program::start(&dir, argv, env)
+        crate::program::start(&dir, argv, env, network)
     }
 }
 

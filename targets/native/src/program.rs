@@ -39,15 +39,16 @@ pub fn start(
     dir: &Path,
     argv: &[String],
     env: &[(String, String)],
+    network: bool,
 ) -> Result<Arc<dyn Program>, PortError> {
     let Some((program, args)) = argv.split_first() else {
         return Err(PortError::invalid("no program named"));
     };
-    // A server runs as long as the bot and often reaches the network (an API it wraps): no CPU
-    // limit and the network kept; it writes only in `dir`.
+    // A server runs as long as the bot: no CPU limit; the network only when its config says
+    // so; it writes only in `dir`.
     let limits = crate::sandbox::Limits {
         rw: dir.to_path_buf(),
-        network: true,
+        network,
         cpu_secs: 0,
         require: false,
     };
@@ -136,6 +137,7 @@ mod tests {
             &std::env::temp_dir(),
             &argv,
             &[("GREETING".into(), "hi".into())],
+            false,
         )
         .unwrap()
     }

@@ -160,6 +160,23 @@ async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
             reached(&canary),
             "the network allowed, the socket is reached: {out}"
         );
+
+        // A local program (an MCP server's `command:`) likewise, by its `network:`.
+        let line = format!("echo hello > /dev/tcp/127.0.0.1/{port}; echo tried; sleep 5");
+        for network in [false, true] {
+            let argv = ["bash".to_owned(), "-c".to_owned(), line.clone()];
+            let program = exec.start(&argv, &[], network).await.unwrap();
+            let mut got = false;
+            for _ in 0..50 {
+                if reached(&canary) {
+                    got = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(40)).await;
+            }
+            drop(program);
+            assert_eq!(got, network, "a program with network: {network}");
+        }
     } else {
         eprintln!("NOTE: no namespaces here: the process and network checks are skipped");
     }
