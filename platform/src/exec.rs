@@ -73,13 +73,22 @@ pub trait Exec: Send + Sync {
         &self,
         argv: &[String],
         env: &[(String, String)],
-        network: bool,
+        reach: &Reach,
     ) -> Result<Arc<dyn Program>> {
-        let _ = (argv, env, network);
+        let _ = (argv, env, reach);
         Err(crate::PortError::unavailable(
             "this shell does not run programs",
         ))
     }
+}
+
+/// What a started program may reach beyond its directory, where the shell can fence it in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reach {
+    /// The network (else none).
+    pub network: bool,
+    /// Absolute directories it may read and write besides its own.
+    pub paths: Vec<String>,
 }
 
 /// A program started with [`Exec::start`].

@@ -40,7 +40,7 @@ use std::sync::Arc;
 pub use async_trait::async_trait;
 pub use clock::{Clock, FakeClock};
 pub use error::{ErrorKind, PortError, Result};
-pub use exec::{Exec, ExecOutput, ExecRequest, Program};
+pub use exec::{Exec, ExecOutput, ExecRequest, Program, Reach};
 pub use files::{Files, MemoryFiles};
 pub use http::{
     BodyStream, FakeHttp, FakeStream, Http, HttpRequest, HttpResponse, HttpStreamResponse, Method,

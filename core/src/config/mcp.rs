@@ -32,6 +32,10 @@ pub struct McpServerConfig {
     /// none — native on Linux gives it a network namespace of its own).
     #[serde(default)]
     pub network: bool,
+    /// Absolute directories the program may read and write besides the files directory
+    /// (where the shell sandboxes it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// The server's tools offered, by the server's names; absent: all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
@@ -100,6 +104,22 @@ impl McpServerConfig {
         }
         if self.command.is_none() && !self.env.is_empty() {
             return Err((field("env"), "only a program (command:) takes env:".into()));
+        }
+        if self.command.is_none() && (self.network || !self.paths.is_empty()) {
+            return Err((
+                field("network"),
+                "only a program (command:) takes network: and paths:".into(),
+            ));
+        }
+        if let Some(p) = self
+            .paths
+            .iter()
+            .find(|p| !p.starts_with('/') || p.contains(".."))
+        {
+            return Err((
+                field("paths"),
+                format!("{p:?} must be an absolute path without .."),
+            ));
         }
         if !(1..=300).contains(&self.timeout_secs) {
             return Err((field("timeout_secs"), "must be 1 to 300".into()));

@@ -400,3 +400,28 @@ fn skills_survive_the_json_the_worker_embeds() {
     assert_eq!(back, cfg);
     assert!(back.skills.contains_key("summarize-url/SKILL.md"));
 }
+
+#[test]
+fn a_local_programs_reach_is_checked() {
+    let agent = |mcp: &str| {
+        with(
+            "agents.d/assistant.yaml",
+            &format!("id: assistant\nmodels: [openai/x]\nmcp:\n{mcp}"),
+        )
+    };
+    let ok = Config::load(&agent(
+        "  - name: files\n    command: [fs-server]\n    paths: [/srv/shared]\n    network: true\n",
+    ));
+    assert!(ok.is_ok(), "{ok:?}");
+    let e = Config::load(&agent(
+        "  - name: files\n    command: [fs-server]\n    paths: [srv/shared]\n",
+    ))
+    .unwrap_err();
+    assert!(e.field.ends_with("mcp.files.paths"), "{e}");
+    assert!(e.message.contains("absolute"), "{e}");
+    let e = Config::load(&agent(
+        "  - name: web\n    url: https://mcp.example/mcp\n    network: true\n",
+    ))
+    .unwrap_err();
+    assert!(e.message.contains("only a program"), "{e}");
+}

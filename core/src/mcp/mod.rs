@@ -324,7 +324,10 @@ fn transport(
             exec,
             argv: argv.clone(),
             env: vars,
-            network: config.network,
+            reach: clawless_platform::Reach {
+                network: config.network,
+                paths: config.paths.clone(),
+            },
             program: futures::lock::Mutex::new(None),
             exchange: futures::lock::Mutex::new(()),
         });

@@ -64,8 +64,8 @@ pub enum Transport {
         exec: Arc<dyn Exec>,
         argv: Vec<String>,
         env: Vec<(String, Secret)>,
-        /// May it reach the network (`network:` of its config).
-        network: bool,
+        /// The network and the directories it may reach (`network:`, `paths:` of its config).
+        reach: clawless_platform::Reach,
         program: futures::lock::Mutex<Option<Arc<dyn Program>>>,
         /// Held from a request's line to its response: the lines of two requests in flight
         /// at once would be read by either (and the other's response skipped).
@@ -290,7 +290,7 @@ impl Endpoint {
             exec,
             argv,
             env,
-            network,
+            reach,
             program,
             ..
         } = &self.transport
@@ -306,7 +306,7 @@ impl Endpoint {
             .map(|(k, v)| (k.clone(), v.expose().to_owned()))
             .collect();
         let started = exec
-            .start(argv, &env, *network)
+            .start(argv, &env, reach)
             .await
             .map_err(|e| McpError::Down(e.to_string()))?;
         *running = Some(started.clone());

@@ -73,6 +73,7 @@ impl Exec for ShellExec {
         let dir = self.workdir(&req.workdir)?;
         let limits = Limits {
             rw: dir.clone(),
+            also: Vec::new(),
             network: req.network,
             cpu_secs: req.timeout.as_secs() + 1,
             require: req.require_sandbox,
@@ -136,10 +137,10 @@ impl Exec for ShellExec {
         &self,
         argv: &[String],
         env: &[(String, String)],
-        network: bool,
+        reach: &clawless_platform::Reach,
     ) -> Result<std::sync::Arc<dyn clawless_platform::Program>, PortError> {
         let dir = self.workdir("")?;
-        crate::program::start(&dir, argv, env, network)
+        crate::program::start(&dir, argv, env, reach)
     }
 }
 

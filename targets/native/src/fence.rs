@@ -135,6 +135,7 @@ pub fn check() -> clawless_core::doctor::Check {
     use clawless_core::doctor::{Check, Status};
     let lacks = missing(&Limits {
         rw: std::env::temp_dir(),
+        also: Vec::new(),
         network: false,
         cpu_secs: 1,
         require: false,

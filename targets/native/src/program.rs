@@ -39,16 +39,17 @@ pub fn start(
     dir: &Path,
     argv: &[String],
     env: &[(String, String)],
-    network: bool,
+    reach: &clawless_platform::Reach,
 ) -> Result<Arc<dyn Program>, PortError> {
     let Some((program, args)) = argv.split_first() else {
         return Err(PortError::invalid("no program named"));
     };
-    // A server runs as long as the bot: no CPU limit; the network only when its config says
-    // so; it writes only in `dir`.
+    // A server runs as long as the bot: no CPU limit; the network and directories beyond
+    // `dir` only when its config says so.
     let limits = crate::sandbox::Limits {
         rw: dir.to_path_buf(),
-        network,
+        also: reach.paths.iter().map(std::path::PathBuf::from).collect(),
+        network: reach.network,
         cpu_secs: 0,
         require: false,
     };
@@ -137,7 +138,7 @@ mod tests {
             &std::env::temp_dir(),
             &argv,
             &[("GREETING".into(), "hi".into())],
-            false,
+            &Default::default(),
         )
         .unwrap()
     }

@@ -40,8 +40,10 @@ pub const DEVICES: &[&str] = &[
 /// The bounds of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
-    /// The one directory it may write (and read).
+    /// The directory it may write (and read).
     pub rw: PathBuf,
+    /// More directories it may write and read (a local program's `paths:`).
+    pub also: Vec<PathBuf>,
     /// May it reach the network.
     pub network: bool,
     /// CPU seconds (0: no limit, for a program that runs as long as the bot).
@@ -94,6 +96,10 @@ pub fn helper() -> Option<Helper> {
 /// args…`.
 pub fn args(helper: &Helper, limits: &Limits, program: &str, args: &[String]) -> Vec<OsString> {
     let mut out: Vec<OsString> = vec!["__sandbox".into(), "--rw".into(), limits.rw.clone().into()];
+    for p in &limits.also {
+        out.push("--rw".into());
+        out.push(p.clone().into());
+    }
     for p in &helper.protected {
         out.push("--protect".into());
         out.push(p.clone().into());
@@ -112,7 +118,7 @@ pub fn args(helper: &Helper, limits: &Limits, program: &str, args: &[String]) ->
 /// What the helper was asked, read back from its arguments (after `__sandbox`).
 #[derive(Debug, Default, PartialEq)]
 struct Asked {
-    rw: Option<PathBuf>,
+    rw: Vec<PathBuf>,
     protect: Vec<PathBuf>,
     require: bool,
     cpu: u64,
@@ -129,7 +135,7 @@ fn parse(args: &[OsString]) -> Result<Asked, String> {
                 .ok_or_else(|| format!("{name} needs a value"))
         };
         match a.to_str() {
-            Some("--rw") => asked.rw = Some(value("--rw")?.into()),
+            Some("--rw") => asked.rw.push(value("--rw")?.into()),
             Some("--protect") => asked.protect.push(value("--protect")?.into()),
             Some("--require") => asked.require = true,
             Some("--cpu") => {
@@ -247,9 +253,9 @@ fn restrict(asked: &Asked) -> Result<bool, String> {
         RulesetStatus, Scope, ABI,
     };
     rustix::thread::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))?;
-    let Some(rw) = &asked.rw else {
+    if asked.rw.is_empty() {
         return Err("--rw is required".into());
-    };
+    }
     let abi = ABI::V6;
     let read = readable(SYSTEM, &asked.protect);
     let status = Ruleset::default()
@@ -258,7 +264,7 @@ fn restrict(asked: &Asked) -> Result<bool, String> {
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(path_beneath_rules(&read, AccessFs::from_read(abi))))
         .and_then(|r| r.add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(abi))))
-        .and_then(|r| r.add_rules(path_beneath_rules([rw], AccessFs::from_all(abi))))
+        .and_then(|r| r.add_rules(path_beneath_rules(&asked.rw, AccessFs::from_all(abi))))
         .and_then(|r| r.restrict_self())
         .map_err(|e| format!("landlock: {e}"))?;
     Ok(status.ruleset == RulesetStatus::FullyEnforced)
@@ -279,6 +285,7 @@ pub fn enforced() -> bool {
         };
         let limits = Limits {
             rw: std::env::temp_dir(),
+            also: Vec::new(),
             network: false,
             cpu_secs: 5,
             require: true,
@@ -314,6 +321,7 @@ mod tests {
         };
         let limits = Limits {
             rw: "/data/files/workspace/a".into(),
+            also: vec!["/srv/shared".into()],
             network: false,
             cpu_secs: 31,
             require: true,
@@ -329,7 +337,7 @@ mod tests {
         assert_eq!(
             asked,
             Asked {
-                rw: Some(limits.rw.clone()),
+                rw: vec![limits.rw.clone(), "/srv/shared".into()],
                 protect: vec!["/etc/clawless".into()],
                 require: true,
                 cpu: 31,

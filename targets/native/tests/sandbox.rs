@@ -161,11 +161,23 @@ async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
             "the network allowed, the socket is reached: {out}"
         );
 
-        // A local program (an MCP server's `command:`) likewise, by its `network:`.
-        let line = format!("echo hello > /dev/tcp/127.0.0.1/{port}; echo tried; sleep 5");
-        for network in [false, true] {
+        // A local program (an MCP server's `command:`) likewise, by its `network:`, and it
+        // reaches a directory of its own only when its `paths:` name it.
+        let shared = root.join("shared");
+        std::fs::create_dir_all(&shared).unwrap();
+        let mark = shared.join("from-program");
+        let line = format!(
+            "echo hello > /dev/tcp/127.0.0.1/{port}; echo x > {}; sleep 5",
+            mark.display()
+        );
+        for (network, paths) in [(false, vec![]), (true, vec![shared.display().to_string()])] {
+            let _ = std::fs::remove_file(&mark);
             let argv = ["bash".to_owned(), "-c".to_owned(), line.clone()];
-            let program = exec.start(&argv, &[], network).await.unwrap();
+            let reach = clawless_platform::Reach {
+                network,
+                paths: paths.clone(),
+            };
+            let program = exec.start(&argv, &[], &reach).await.unwrap();
             let mut got = false;
             for _ in 0..50 {
                 if reached(&canary) {
@@ -176,6 +188,9 @@ async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
             }
             drop(program);
             assert_eq!(got, network, "a program with network: {network}");
+            if landlock {
+                assert_eq!(mark.exists(), !paths.is_empty(), "paths: {paths:?}");
+            }
         }
     } else {
         eprintln!("NOTE: no namespaces here: the process and network checks are skipped");
