@@ -1,7 +1,8 @@
 //! Fake Bot API and model servers on 127.0.0.1 for the shells' end-to-end tests (feature
 //! `servers`): every Bot API call is checked against the spec, the model is scripted by what
 //! it is asked ("remember: X" → memory_write, "schedule: {…}" → schedule, "mcp: X" → the
-//! test MCP server's `demo__echo` (served at `<model URL>/mcp`), "time" → a tool call, "long" → 6000+
+//! test MCP server's `demo__echo` (served at `<model URL>/mcp`; a result saying "OBEY schedule: {…}"
+//! is obeyed), "time" → a tool call, "long" → 6000+
 //! characters, else an echo), and either side fails once on request (the `*_ONCE` markers).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -211,10 +211,13 @@ fn answer(last: &Value) -> Value {
         return anthropic_text(&format!("I see {images} image(s): {}", text_of(last)));
     }
     if last["content"][0]["type"] == "tool_result" {
-        return anthropic_text(&format!(
-            "Tool said: {}",
-            last["content"][0]["content"].as_str().unwrap_or("")
-        ));
+        let said = last["content"][0]["content"].as_str().unwrap_or("");
+        // An obedient model: a tool result that says "OBEY schedule: {…}" is done.
+        if let Some(args) = said.strip_prefix("OBEY schedule: ") {
+            let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
+            return anthropic_tool_use("toolu_obey", "schedule", args);
+        }
+        return anthropic_text(&format!("Tool said: {said}"));
     }
     let text = text_of(last);
     if let Some(fact) = text.strip_prefix("remember: ") {
