@@ -71,12 +71,18 @@ async fn capped(mut from: impl AsyncRead + Unpin, max: usize) -> (Vec<u8>, bool)
 impl Exec for ShellExec {
     async fn run(&self, req: ExecRequest) -> Result<ExecOutput, PortError> {
         let dir = self.workdir(&req.workdir)?;
+        // Its processes capped in a cgroup of its own, removed once all have ended.
+        let group = crate::sandbox::helper()
+            .is_some()
+            .then(crate::sandbox::PidsGroup::new)
+            .flatten();
         let limits = Limits {
             rw: dir.clone(),
             also: Vec::new(),
             network: req.network,
             cpu_secs: req.timeout.as_secs() + 1,
             require: req.require_sandbox,
+            cgroup: group.as_ref().map(|g| g.path().to_path_buf()),
         };
         if req.require_sandbox {
             let lacks = fence::missing(&limits);
@@ -117,20 +123,20 @@ impl Exec for ShellExec {
                 timed_out: false,
             }
         };
-        match tokio::time::timeout(req.timeout, output).await {
+        let ended = match tokio::time::timeout(req.timeout, output).await {
             // What the command left running in the background (`cmd &`) ends with it.
-            Ok(done) => {
-                fence::kill_group(pgid);
-                Ok(done)
-            }
-            Err(_) => {
-                fence::kill_group(pgid);
-                Ok(ExecOutput {
-                    timed_out: true,
-                    ..ExecOutput::default()
-                })
-            }
+            Ok(done) => done,
+            Err(_) => ExecOutput {
+                timed_out: true,
+                ..ExecOutput::default()
+            },
+        };
+        fence::kill_group(pgid);
+        // Removed off the runtime's threads: it waits for the last process to be reaped.
+        if let Some(group) = group {
+            tokio::task::spawn_blocking(move || drop(group));
         }
+        Ok(ended)
     }
 
     async fn start(

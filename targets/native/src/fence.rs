@@ -127,6 +127,9 @@ pub fn missing(limits: &Limits) -> Vec<&'static str> {
     if !sandbox::enforced() {
         lacks.push("Landlock");
     }
+    if !sandbox::PidsGroup::available() {
+        lacks.push("a cap on its processes (a pids cgroup)");
+    }
     lacks
 }
 
@@ -139,6 +142,7 @@ pub fn check() -> clawless_core::doctor::Check {
         network: false,
         cpu_secs: 1,
         require: false,
+        cgroup: None,
     });
     let (status, detail) = match lacks.is_empty() {
         true => (

@@ -52,6 +52,7 @@ pub fn start(
         network: reach.network,
         cpu_secs: 0,
         require: false,
+        cgroup: None,
     };
     let mut cmd = crate::fence::command(program, args, env, &limits);
     cmd.current_dir(dir)

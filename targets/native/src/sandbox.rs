@@ -10,9 +10,10 @@
 //!   kept in `/opt` or `/etc`) is left out: the rule is set on its siblings instead.
 //!   Signals and abstract sockets reach nothing outside (kernels from 6.12).
 //! - **No new privileges** (`PR_SET_NO_NEW_PRIVS`: a set-uid program gains nothing).
-//! - **Resource limits**: CPU seconds, data memory, file size, no core dumps. Not the number of
-//!   processes: `RLIMIT_NPROC` counts every process of the user (a desktop session passes any
-//!   useful bound) and does not bind root; a PID cgroup would, and is not made here.
+//! - **Resource limits**: CPU seconds, data memory, file size, no core dumps; the number of
+//!   processes in a cgroup of its own ([`PidsGroup`], where one can be made: as root, cgroup
+//!   v1's `pids` or a v2 root that delegates it). Not `RLIMIT_NPROC`: it counts every process
+//!   of the user (a desktop session passes any useful bound) and does not bind root.
 //! - **No network** unless asked: a network namespace of its own (only a loopback that is
 //!   down), made by `unshare --net` in the fence.
 //!
@@ -50,6 +51,72 @@ pub struct Limits {
     pub cpu_secs: u64,
     /// Refuse to run without the whole sandbox.
     pub require: bool,
+    /// The cgroup capping its processes, when one was made ([`PidsGroup`]).
+    pub cgroup: Option<PathBuf>,
+}
+
+/// Processes and threads one command may have at once (its cgroup's `pids.max`).
+pub const PROCESSES: u64 = 256;
+
+/// A cgroup of its own that caps a command's processes at [`PROCESSES`]; removed when dropped
+/// (after the command and all it started are gone).
+#[derive(Debug)]
+pub struct PidsGroup(PathBuf);
+
+impl PidsGroup {
+    /// A new group under the `pids` controller (cgroup v1's `/sys/fs/cgroup/pids`, or a v2
+    /// root whose `cgroup.subtree_control` holds `pids`); none where one cannot be made.
+    pub fn new() -> Option<PidsGroup> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let v2_pids = || {
+            std::fs::read_to_string("/sys/fs/cgroup/cgroup.subtree_control")
+                .is_ok_and(|s| s.split_whitespace().any(|c| c == "pids"))
+        };
+        let bases = [
+            (Path::new("/sys/fs/cgroup/pids"), true),
+            (Path::new("/sys/fs/cgroup"), false),
+        ];
+        for (base, v1) in bases {
+            if !base.join("cgroup.procs").exists() || !(v1 || v2_pids()) {
+                continue;
+            }
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let dir = base.join(format!("clawless-{}-{n}", std::process::id()));
+            if std::fs::create_dir(&dir).is_err() {
+                continue;
+            }
+            if std::fs::write(dir.join("pids.max"), PROCESSES.to_string()).is_err() {
+                let _ = std::fs::remove_dir(&dir);
+                continue;
+            }
+            return Some(PidsGroup(dir));
+        }
+        None
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Whether a group can be made here (probed once).
+    pub fn available() -> bool {
+        static AVAILABLE: OnceLock<bool> = OnceLock::new();
+        *AVAILABLE.get_or_init(|| PidsGroup::new().is_some())
+    }
+}
+
+impl Drop for PidsGroup {
+    fn drop(&mut self) {
+        // Its processes end with their PID namespace a moment after the command's end.
+        for _ in 0..40 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        tracing::warn!(group = %self.0.display(), "a command's cgroup could not be removed");
+    }
 }
 
 /// Data memory (heap and anonymous mappings), bytes.
@@ -107,6 +174,10 @@ pub fn args(helper: &Helper, limits: &Limits, program: &str, args: &[String]) ->
     if limits.require {
         out.push("--require".into());
     }
+    if let Some(group) = &limits.cgroup {
+        out.push("--cgroup".into());
+        out.push(group.clone().into());
+    }
     out.push("--cpu".into());
     out.push(limits.cpu_secs.to_string().into());
     out.push("--".into());
@@ -122,6 +193,7 @@ struct Asked {
     protect: Vec<PathBuf>,
     require: bool,
     cpu: u64,
+    cgroup: Option<PathBuf>,
     program: Vec<OsString>,
 }
 
@@ -138,6 +210,7 @@ fn parse(args: &[OsString]) -> Result<Asked, String> {
             Some("--rw") => asked.rw.push(value("--rw")?.into()),
             Some("--protect") => asked.protect.push(value("--protect")?.into()),
             Some("--require") => asked.require = true,
+            Some("--cgroup") => asked.cgroup = Some(value("--cgroup")?.into()),
             Some("--cpu") => {
                 asked.cpu = value("--cpu")?
                     .to_str()
@@ -200,6 +273,15 @@ pub fn main(args: &[OsString]) -> u8 {
     if let Err(e) = limit(asked.cpu) {
         eprintln!("clawless sandbox: resource limits: {e}");
         return 126;
+    }
+    // Joined before Landlock, which would not let it write there; everything it starts
+    // stays in the group.
+    if let Some(group) = &asked.cgroup {
+        let me = std::process::id().to_string();
+        if let Err(e) = std::fs::write(group.join("cgroup.procs"), me) {
+            eprintln!("clawless sandbox: joining {}: {e}", group.display());
+            return 126;
+        }
     }
     match restrict(&asked) {
         Ok(true) => {}
@@ -289,6 +371,7 @@ pub fn enforced() -> bool {
             network: false,
             cpu_secs: 5,
             require: true,
+            cgroup: None,
         };
         let works = std::process::Command::new(&helper.exe)
             .args(args(&helper, &limits, "true", &[]))
@@ -325,6 +408,7 @@ mod tests {
             network: false,
             cpu_secs: 31,
             require: true,
+            cgroup: Some("/sys/fs/cgroup/pids/clawless-1-0".into()),
         };
         let written = args(
             &helper,
@@ -341,6 +425,7 @@ mod tests {
                 protect: vec!["/etc/clawless".into()],
                 require: true,
                 cpu: 31,
+                cgroup: limits.cgroup.clone(),
                 program: vec!["/bin/sh".into(), "-c".into(), "echo --rw".into()],
             }
         );

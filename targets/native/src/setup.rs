@@ -155,6 +155,7 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
                 network: false,
                 cpu_secs: 1,
                 require: false,
+                cgroup: None,
             })
         });
     }

@@ -111,6 +111,59 @@ async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
         "{limits}"
     );
 
+    // Its processes are capped, in a cgroup of its own that is gone after it.
+    let capped = sandbox::PidsGroup::available();
+    if required() {
+        assert!(capped, "this machine must allow a pids cgroup");
+    }
+    if capped {
+        // 400 sleeps at once, seen from outside through the group's own counts.
+        let mine = format!("clawless-{}-", std::process::id());
+        let groups = || -> Vec<PathBuf> {
+            ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]
+                .iter()
+                .filter_map(|b| std::fs::read_dir(b).ok())
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
+                .map(|e| e.path())
+                .collect()
+        };
+        let read = |p: PathBuf| -> u64 {
+            std::fs::read_to_string(p)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let watch = async {
+            let (mut max, mut peak) = (0, 0);
+            for _ in 0..100 {
+                for g in groups() {
+                    max = max.max(read(g.join("pids.max")));
+                    peak = peak.max(read(g.join("pids.current")));
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (max, peak)
+        };
+        let command = run(
+            &exec,
+            "grep -c clawless- /proc/self/cgroup; seq 400 | xargs -P 400 -I{} sleep 1 2>/dev/null; echo done",
+            false,
+        );
+        let ((_, out), (max, peak)) = tokio::join!(command, watch);
+        assert!(out.starts_with("1\n"), "in a group of its own: {out}");
+        assert_eq!(max, sandbox::PROCESSES, "its pids.max");
+        assert!(
+            peak > 100 && peak <= sandbox::PROCESSES,
+            "{peak} processes at once"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(groups().is_empty(), "groups left: {:?}", groups());
+    } else {
+        eprintln!("NOTE: no pids cgroup can be made here: the process cap is not checked");
+    }
+
     if landlock {
         for path in [
             data.join("clawless.db"),
