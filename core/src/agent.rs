@@ -332,7 +332,7 @@ impl Agent {
             for (id, name, input) in &calls {
                 if state.result_of(id).is_some() || state.running.as_deref() == Some(id) {
                     // Done (or begun) before a crash: neither asked about nor run again.
-                    rules.push(Rule::Allow);
+                    rules.push((Rule::Allow, None));
                     continue;
                 }
                 // A tool this agent does not have is not asked about: the call gets the
@@ -342,11 +342,14 @@ impl Agent {
                     .get(name)
                     .map_or(Level::Unsafe, |t| t.level_for(ctx, input));
                 // A call that would carry a secret out is refused below, never asked about.
+                let leak = registry
+                    .get(name)
+                    .and_then(|t| self.leak(t.as_ref(), name, input));
+                if leak.is_some() {
+                    rules.push((Rule::Allow, leak));
+                    continue;
+                }
                 let mut rule = match registry.get(name) {
-                    Some(t) if self.leak(t.as_ref(), name, input).is_some() => {
-                        rules.push(Rule::Allow);
-                        continue;
-                    }
                     Some(_) => self.rule(name, level),
                     None => Rule::Allow,
                 };
@@ -387,16 +390,16 @@ impl Agent {
                         });
                     }
                 }
-                rules.push(rule);
+                rules.push((rule, None));
             }
-            for ((id, name, input), rule) in calls.into_iter().zip(rules) {
+            for ((id, name, input), (rule, leak)) in calls.into_iter().zip(rules) {
                 if state.result_of(&id).is_some() {
                     continue;
                 }
                 let verdict = state.verdicts.get(&id).copied();
-                let leak = registry
-                    .get(&name)
-                    .and_then(|t| self.leak(t.as_ref(), &name, &input));
+                if leak.is_some() {
+                    tracing::warn!(tool = %name, "tool call refused: it would carry a secret out");
+                }
                 let refusal = match rule {
                     _ if leak.is_some() => leak.clone(),
                     Rule::Deny => Some(format!(

@@ -42,14 +42,13 @@ impl Agent {
 
     /// Why a call of `tool` with `input` must not run because of what it would carry out: one
     /// of the bot's own secrets (to any tool), or a key-shaped text (to a tool that can send
-    /// it out). Asked before approvals, so a leak is never put to the owner either.
+    /// it out). Asked with the policy, before approvals, so a leak is never put to the owner
+    /// either; the round refuses it as it refuses a denied call.
     pub(super) fn leak(&self, tool: &dyn Tool, name: &str, input: &Value) -> Option<String> {
         if self.secrets.found_in(input) {
-            tracing::warn!(tool = %name, "tool call refused: its arguments hold one of the assistant's secrets");
             return Some(format!("Refused: the arguments of {name} hold one of the assistant's own secrets (its bot token, a key or a password), which never leave it. Do not try again with it."));
         }
         if !tool.stays_inside() && crate::secret::key_shaped_in(input) {
-            tracing::warn!(tool = %name, "tool call refused: its arguments hold a key-shaped text");
             return Some(format!("Refused: the arguments of {name} hold what looks like an access key or token (sk-…, AKIA…, ghp_…, a bot token, …), which is never sent out by a tool. Do not try again with it."));
         }
         None
@@ -74,9 +73,6 @@ impl Agent {
                 true,
             );
         };
-        if let Some(refusal) = self.leak(tool.as_ref(), name, &input) {
-            return (refusal, true);
-        }
         let timeout = tool
             .time_limit()
             .unwrap_or(Duration::from_secs(self.config.tool_timeout_secs));

@@ -85,7 +85,7 @@ impl Exec for ShellExec {
             cgroup: group.as_ref().map(|g| g.path().to_path_buf()),
         };
         if req.require_sandbox {
-            let lacks = fence::missing(&limits);
+            let lacks = fence::missing(limits.network);
             if !lacks.is_empty() {
                 return Err(PortError::unavailable(format!(
                     "the sandbox is required (sandbox.require) and this machine lacks {}",

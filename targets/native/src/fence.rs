@@ -115,12 +115,13 @@ pub fn command(
     cmd
 }
 
-/// What this machine lacks of the sandbox `limits` ask for (empty: all of it holds).
-pub fn missing(limits: &Limits) -> Vec<&'static str> {
+/// What this machine lacks of the sandbox, for a command without the network unless
+/// `network` (empty: all of it holds). The first call probes and logs what is missing.
+pub fn missing(network: bool) -> Vec<&'static str> {
     let mut lacks = Vec::new();
     if fence() == Fence::Group {
         lacks.push("a PID namespace (unshare)");
-        if !limits.network {
+        if !network {
             lacks.push("a network namespace");
         }
     }
@@ -136,14 +137,7 @@ pub fn missing(limits: &Limits) -> Vec<&'static str> {
 /// The `doctor` line on this machine's sandbox for commands: all of it, or what it lacks.
 pub fn check() -> clawless_core::doctor::Check {
     use clawless_core::doctor::{Check, Status};
-    let lacks = missing(&Limits {
-        rw: std::env::temp_dir(),
-        also: Vec::new(),
-        network: false,
-        cpu_secs: 1,
-        require: false,
-        cgroup: None,
-    });
+    let lacks = missing(false);
     let (status, detail) = match lacks.is_empty() {
         true => (
             Status::Ok,

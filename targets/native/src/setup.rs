@@ -145,19 +145,9 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
         .chain(std::env::current_dir().ok()),
     );
     // Said once at start when a part of the sandbox is missing here (see `sandbox.rs`).
-    // Off the start's path: two short processes.
+    // Off the start's path: a few short processes.
     if crate::sandbox::helper().is_some() {
-        let rw = files_root.clone();
-        std::thread::spawn(move || {
-            crate::fence::missing(&crate::sandbox::Limits {
-                rw,
-                also: Vec::new(),
-                network: false,
-                cpu_secs: 1,
-                require: false,
-                cgroup: None,
-            })
-        });
+        std::thread::spawn(|| crate::fence::missing(false));
     }
     // Before any command can run: the bot's environment (its secrets) stays out of their reach.
     if let Err(e) = crate::exec::hide_from_commands() {
