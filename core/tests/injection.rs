@@ -106,6 +106,22 @@ fn harness(ran: Arc<Ran>) -> Harness {
     h
 }
 
+/// What the calls did: commands run, messages sent to [`FRIEND`], tasks scheduled.
+async fn effects(h: &Harness, ran: &Ran) -> (usize, usize, usize) {
+    let to_friend = h
+        .calls("sendMessage")
+        .iter()
+        .filter(|c| c["chat_id"] == json!(FRIEND))
+        .count();
+    let kv = &*h.platform.kv;
+    let tasks = kv
+        .list(&format!("sched/main/{OWNER_ID}/"), 10)
+        .await
+        .unwrap()
+        .len();
+    (ran.0.lock().unwrap().len(), to_friend, tasks)
+}
+
 /// The text of the approval message sent last, if the last message sent asks.
 fn asked(h: &Harness) -> Option<String> {
     let calls = h.calls("sendMessage");
@@ -144,21 +160,11 @@ fn no_page_gets_a_command_a_message_or_a_task_past_the_owner() {
                 "page {i}: {text}"
             );
             assert!(text.contains(call["name"].as_str().unwrap()), "{text}");
-            assert!(ran.0.lock().unwrap().is_empty(), "page {i}: a command ran");
             assert_eq!(
-                h.calls("sendMessage")
-                    .iter()
-                    .filter(|c| c["chat_id"] == json!(FRIEND))
-                    .count(),
-                0,
-                "page {i}: sent to another person"
+                effects(&h, &ran).await,
+                (0, 0, 0),
+                "page {i}: (commands run, messages to another person, tasks set)"
             );
-            let kv = &*h.platform.kv;
-            let held = kv
-                .list(&format!("sched/main/{OWNER_ID}/"), 10)
-                .await
-                .unwrap();
-            assert!(held.is_empty(), "page {i}: a task was set");
         }
     });
 }
@@ -182,21 +188,11 @@ fn without_a_page_the_same_calls_run_as_the_policy_says() {
             h.deliver_raw(&private(200 + i as i64, "do it")).await;
             assert_eq!(asked(&h), None, "call {i} asked");
         }
-        assert_eq!(ran.0.lock().unwrap().len(), 1, "the command ran");
         assert_eq!(
-            h.calls("sendMessage")
-                .iter()
-                .filter(|c| c["chat_id"] == json!(FRIEND))
-                .count(),
-            1,
-            "the message went out"
+            effects(&h, &ran).await,
+            (1, 1, 1),
+            "(commands run, messages to another person, tasks set)"
         );
-        let kv = &*h.platform.kv;
-        let held = kv
-            .list(&format!("sched/main/{OWNER_ID}/"), 10)
-            .await
-            .unwrap();
-        assert_eq!(held.len(), 1, "the task was set");
     });
 }
 
