@@ -7,12 +7,12 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_core::config::Rule;
 use clawless_core::Config;
-use clawless_platform::{async_trait, Exec, ExecOutput, ExecRequest, HttpResponse, PortError};
+use clawless_platform::HttpResponse;
 use clawless_testkit::fixtures::{self, OWNER_ID};
 use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
 use futures::executor::block_on;
@@ -21,19 +21,7 @@ use support::{Harness, Wire};
 
 const FRIEND: i64 = 555_000_111;
 
-#[derive(Default)]
-struct Ran(Mutex<Vec<String>>);
-
-#[async_trait]
-impl Exec for Ran {
-    async fn run(&self, r: ExecRequest) -> Result<ExecOutput, PortError> {
-        self.0.lock().unwrap().push(r.command);
-        Ok(ExecOutput {
-            status: Some(0),
-            ..ExecOutput::default()
-        })
-    }
-}
+use support::Ran;
 
 fn private(update_id: i64, text: &str) -> Value {
     let mut u = fixtures::update("private_text", update_id);

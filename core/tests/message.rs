@@ -138,22 +138,9 @@ fn to_another_person_it_asks_first_and_only_people_the_bot_serves() {
 /// person's own chat.
 #[test]
 fn only_the_owner_approves_exec() {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
-    use clawless_platform::{async_trait, Exec, ExecOutput, ExecRequest, PortError};
-
-    #[derive(Default)]
-    struct Ran(Mutex<Vec<String>>);
-    #[async_trait]
-    impl Exec for Ran {
-        async fn run(&self, r: ExecRequest) -> Result<ExecOutput, PortError> {
-            self.0.lock().unwrap().push(r.command);
-            Ok(ExecOutput {
-                status: Some(0),
-                ..ExecOutput::default()
-            })
-        }
-    }
+    use support::Ran;
 
     block_on(async {
         let mut config = Config::load(&clawless_core::config::embedded()).unwrap();

@@ -331,3 +331,21 @@ pub async fn daily(h: &Harness) -> String {
         .unwrap_or_default();
     String::from_utf8(bytes).unwrap()
 }
+
+/// An Exec port that keeps each command it is asked to run and answers exit status 0.
+#[derive(Default)]
+pub struct Ran(pub Mutex<Vec<String>>);
+
+#[clawless_platform::async_trait]
+impl clawless_platform::Exec for Ran {
+    async fn run(
+        &self,
+        r: clawless_platform::ExecRequest,
+    ) -> Result<clawless_platform::ExecOutput, clawless_platform::PortError> {
+        self.0.lock().unwrap().push(r.command);
+        Ok(clawless_platform::ExecOutput {
+            status: Some(0),
+            ..clawless_platform::ExecOutput::default()
+        })
+    }
+}
