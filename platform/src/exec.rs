@@ -66,9 +66,10 @@ pub trait Exec: Send + Sync {
     ///
     /// # Behavior
     /// It runs in the Files root, in a process group of its own, with the safe few variables
-    /// of [`Exec::run`] plus `env`; its stderr goes to this process's log. It is killed when
-    /// the last handle to it is dropped. One that cannot be started is `Unavailable`; this
-    /// default starts nothing.
+    /// of [`Exec::run`] plus `env`; its stderr goes to this process's log. Where the shell can
+    /// fence it in, it reaches the network only when `reach.network` and no directory beyond
+    /// the Files root but `reach.paths`. It is killed when the last handle to it is dropped.
+    /// One that cannot be started is `Unavailable`; this default starts nothing.
     async fn start(
         &self,
         argv: &[String],
