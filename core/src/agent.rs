@@ -9,6 +9,7 @@ use std::sync::Arc;
 use clawless_platform::Clock;
 use serde_json::Value;
 
+use crate::allowance::Work;
 use crate::audit::Step as AuditStep;
 use crate::config::{AgentConfig, Rule};
 use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
@@ -62,6 +63,10 @@ pub struct RunOptions<'a> {
     pub on_step: Option<OnStep<'a>>,
     /// Told of each tool call's result: `(tool, result, is_error)` (the terminal chat).
     pub on_result: Option<OnResult<'a>>,
+    /// What the invocation may still spend: a model or tool call that would not fit is not
+    /// begun, and a model call still under way at its end is given up; the run pauses
+    /// ([`Step::Pause`]) to go on in another invocation (see [`crate::allowance`]).
+    pub allowance: Option<&'a crate::allowance::Allowance>,
 }
 
 /// See [`RunOptions::on_result`].
@@ -112,6 +117,8 @@ pub enum Step {
     },
     /// Another worker took the turn over (see [`Saver`]); nothing more was done.
     Lost,
+    /// The invocation's allowance is spent: the run goes on from this state elsewhere.
+    Pause(Box<RunState>),
 }
 
 /// A run that ended on a failed model call: the error, and the state with what the run did
@@ -149,6 +156,8 @@ impl Agent {
                 Ok(Agent::cancel(*state, "Stopped: this needs an approval."))
             }
             Step::Lost => Err(LlmError::Transient("the turn was taken over".into())),
+            // No allowance is given here; refuse rather than panic.
+            Step::Pause(_) => Err(LlmError::Transient("the turn was paused".into())),
         }
     }
 
@@ -236,6 +245,11 @@ impl Agent {
                         return Ok(Step::Done(state.closed_with(reply)));
                     }
                 }
+                if let Some(a) = opts.allowance {
+                    if !a.may_begin(self.clock.now_ms(), Work::Model) {
+                        return Ok(Step::Pause(Box::new(state)));
+                    }
+                }
                 let mut messages = history.to_vec();
                 messages.extend(state.messages.iter().cloned());
                 let request = ChatRequest {
@@ -246,10 +260,22 @@ impl Agent {
                     max_tokens: self.config.max_tokens,
                 };
                 let started = self.clock.now_ms();
-                let answer = match opts.on_text {
-                    Some(on_text) => chain.chat_stream(&request, on_text).await,
-                    None => chain.chat(&request).await,
+                let call = async {
+                    match opts.on_text {
+                        Some(on_text) => chain.chat_stream(&request, on_text).await,
+                        None => chain.chat(&request).await,
+                    }
                 };
+                let Some(answer) = self.unless_out_of_time(opts.allowance, call).await else {
+                    tracing::info!(
+                        round = state.round,
+                        "model call given up at the invocation's end; it goes on elsewhere"
+                    );
+                    return Ok(Step::Pause(Box::new(state)));
+                };
+                if let Some(a) = opts.allowance {
+                    a.took(Work::Model, self.clock.now_ms().saturating_sub(started));
+                }
                 let response = match answer {
                     Ok(response) => response,
                     Err(error) => {
@@ -439,6 +465,16 @@ impl Agent {
                         (UNKNOWN_OUTCOME.to_owned(), true)
                     }
                     None => {
+                        let work = Work::Tool {
+                            name: &name,
+                            timeout: self.timeout_of(tool),
+                        };
+                        if opts
+                            .allowance
+                            .is_some_and(|a| !a.may_begin(self.clock.now_ms(), work))
+                        {
+                            return Ok(Step::Pause(Box::new(state)));
+                        }
                         let count = state.seen.entry(format!("{name}\u{0}{input}")).or_default();
                         if !interrupted {
                             *count += 1;
@@ -475,6 +511,13 @@ impl Agent {
                 // A sub-agent's steps first, then the call that ran it.
                 state.absorb(&report, opts.report, opts.on_step);
                 let now = self.clock.now_ms();
+                if let (true, Some(a)) = (ran, opts.allowance) {
+                    let work = Work::Tool {
+                        name: &name,
+                        timeout: self.timeout_of(tool),
+                    };
+                    a.took(work, now.saturating_sub(started));
+                }
                 record(
                     &mut state,
                     now,

@@ -49,6 +49,8 @@ pub struct App {
     /// The events not yet written to the journal (`observe/journal.rs`), and its batches.
     pub(crate) journal: Arc<crate::events::Subscription>,
     pub(crate) journal_seq: AtomicU64,
+    /// Outbound requests sent so far (see [`crate::allowance`]).
+    pub(crate) outbound: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for App {
@@ -75,6 +77,16 @@ impl App {
 }
 
 impl App {
+    /// Outbound requests this app has sent so far (every Http port call).
+    pub fn outbound_requests(&self) -> u64 {
+        self.outbound.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// What an invocation with `limits` may spend from now (see [`crate::allowance`]).
+    pub fn allowance(&self, limits: crate::allowance::Limits) -> crate::allowance::Allowance {
+        crate::allowance::Allowance::new(limits, self.platform.clock.now_ms(), &self.outbound)
+    }
+
     /// The event bus: subscribe to see what happens (see [`crate::events`]).
     pub fn events(&self) -> &Arc<crate::events::Bus> {
         &self.events
@@ -185,17 +197,29 @@ impl App {
     /// the earliest of the next retry and the next reminder (ms). The first run of an instance
     /// also sets the command menus where they changed ([`App::register_menus`]).
     pub async fn scheduled(&self) -> Option<u64> {
+        self.scheduled_within(crate::allowance::Limits::default())
+            .await
+            .next
+    }
+
+    /// [`App::scheduled`] within an invocation's `limits` (a Worker's cron): lanes whose
+    /// work did not fit are handed on (see [`crate::allowance`]).
+    pub async fn scheduled_within(
+        &self,
+        limits: crate::allowance::Limits,
+    ) -> crate::drain::Swept {
+        let allowance = self.allowance(limits);
         match self.platform.kv.purge_expired().await {
             Ok(0) => {}
             Ok(rows) => tracing::debug!(rows, "purged expired Kv rows"),
             Err(e) => tracing::warn!(error = %e, "purging expired Kv rows failed"),
         }
         self.enqueue_due().await;
-        let next = match self.sweep().await {
-            Ok(next) => next,
+        let swept = match self.sweep_with(&allowance).await {
+            Ok(swept) => swept,
             Err(e) => {
                 tracing::warn!(error = %e, "sweep failed");
-                None
+                crate::drain::Swept::default()
             }
         };
         for c in self.connectors.values() {
@@ -212,9 +236,13 @@ impl App {
             self.register_menus().await;
         }
         self.keep_observations().await;
-        match (next, self.next_due().await) {
+        let next = match (swept.next, self.next_due().await) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        };
+        crate::drain::Swept {
+            next,
+            handed_on: swept.handed_on,
         }
     }
 

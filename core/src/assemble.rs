@@ -25,6 +25,16 @@ use crate::telegram::{api, BotApi};
 use crate::tools::skill::SkillTool;
 use crate::tools::{ToolDeps, ToolRegistry};
 
+/// `platform` with every outbound request counted (see [`crate::allowance`]), and the count.
+fn counted(mut platform: Platform) -> (Platform, Arc<std::sync::atomic::AtomicU64>) {
+    let outbound = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    platform.http = Arc::new(crate::allowance::Counted {
+        inner: platform.http,
+        count: outbound.clone(),
+    });
+    (platform, outbound)
+}
+
 impl App {
     /// Assembles the app, memory embedded as `memory.embedder` says. `instance` names this
     /// process or invocation in leases.
@@ -34,8 +44,9 @@ impl App {
         env: &Env,
         instance: impl Into<String>,
     ) -> Result<App, ConfigError> {
+        let (platform, outbound) = counted(platform);
         let embedder = embedder_from_config(&platform, &config, env)?;
-        Self::with_embedder(platform, config, env, instance, embedder)
+        Self::assemble(platform, outbound, config, env, instance, embedder)
     }
 
     /// Whether voice notes can be transcribed (a service is set).
@@ -53,6 +64,18 @@ impl App {
     /// indexed by another embedder are re-indexed as they are met (their manifests name it).
     pub fn with_embedder(
         platform: Platform,
+        config: Config,
+        env: &Env,
+        instance: impl Into<String>,
+        embedder: Arc<dyn EmbeddingProvider>,
+    ) -> Result<App, ConfigError> {
+        let (platform, outbound) = counted(platform);
+        Self::assemble(platform, outbound, config, env, instance, embedder)
+    }
+
+    fn assemble(
+        platform: Platform,
+        outbound: Arc<std::sync::atomic::AtomicU64>,
         config: Config,
         env: &Env,
         instance: impl Into<String>,
@@ -262,6 +285,7 @@ impl App {
             events,
             metrics_kept: Default::default(),
             journal_seq: Default::default(),
+            outbound,
         })
     }
 }

@@ -30,8 +30,10 @@ impl App {
     /// shells fire from [`App::scheduled`] each minute.
     pub async fn fire_due(&self) -> Option<u64> {
         let lanes = self.enqueue_due().await;
+        // Native only: nothing bounds the work.
+        let allowance = &crate::allowance::Allowance::unbounded();
         let drains = lanes.into_iter().map(|lane| async move {
-            if let Err(e) = self.drain_and_follow(&lane).await {
+            if let Err(e) = self.drain_and_follow(&lane, allowance).await {
                 tracing::warn!(%lane, error = %e, "drain after a firing failed; the sweep retries");
             }
         });

@@ -37,6 +37,8 @@ pub const LEASE_TTL: Duration = Duration::from_secs(20);
 pub struct Lease<'a> {
     pub lane: &'a Lane,
     pub owner: &'a str,
+    /// What the holder's invocation may still spend.
+    pub allowance: &'a crate::allowance::Allowance,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,6 +197,10 @@ pub enum Drained {
     Busy,
     /// The head job waits for a retry at this instant (ms).
     RetryAt(u64),
+    /// The invocation's allowance is spent with work left: its turn is kept in the job, and
+    /// the shell should drain the lane again at once in a fresh invocation (see
+    /// [`crate::allowance`]).
+    HandOff,
 }
 
 pub struct Inbox {

@@ -39,6 +39,7 @@
 pub mod admin;
 pub mod admin_http;
 pub mod agent;
+pub mod allowance;
 pub mod app;
 pub mod assemble;
 pub mod audit;

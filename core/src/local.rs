@@ -142,6 +142,10 @@ impl App {
                 Ok(Step::Lost) => {
                     return Err(LlmError::Transient("the turn was taken over".into()))
                 }
+                // No allowance is given in the terminal; refuse rather than panic.
+                Ok(Step::Pause(_)) => {
+                    return Err(LlmError::Transient("the turn was paused".into()))
+                }
                 Err(failed) => return Err(failed.error),
             }
         }

@@ -376,6 +376,7 @@ fn model_down_retries_then_tells_the_user() {
                 }
                 Drained::Idle => break,
                 Drained::Busy => panic!("lease left behind"),
+                Drained::HandOff => panic!("nothing limits this drain"),
             }
         }
         assert_eq!(rounds, 3, "max_attempts 4 = 3 retries");

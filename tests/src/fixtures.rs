@@ -49,8 +49,8 @@ pub const GROUP_ID: i64 = -1_001_234_567_890;
 pub const MCP_URL_ENV: &str = "CLAWLESS_TEST_MCP_URL";
 
 /// Writes into `dir` the repository's `config/` with two changes: `memory_write` asks first,
-/// and the agent has the fakes' MCP server as `demo` (the config the approval scenarios run
-/// on). Panics when `assistant.yaml`'s policy block has changed shape, so the change cannot
+/// and the agent has the fakes' MCP server as `demo` and its `wait` as `slow` (the config the
+/// approval scenarios and the long turns run on). Panics when `assistant.yaml`'s policy block has changed shape, so the change cannot
 /// silently not happen.
 pub fn asking_config(dir: &std::path::Path) {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
@@ -59,7 +59,8 @@ pub fn asking_config(dir: &std::path::Path) {
     let text = std::fs::read_to_string(&agent).unwrap_or_default();
     let asking = text.replace("  tools: {}", "  tools: { memory_write: ask }");
     // The test MCP server of the fakes (unsafe by default, so its calls ask too).
-    let asking = format!("{asking}\nmcp:\n  - name: demo\n    url_env: {MCP_URL_ENV}\n");
+    // And its `wait` alone, safe, as `slow` (long turns: `scenarios::long_turn`).
+    let asking = format!("{asking}\nmcp:\n  - name: demo\n    url_env: {MCP_URL_ENV}\n  - name: slow\n    url_env: {MCP_URL_ENV}\n    level: safe\n    tools: [wait]\n");
     assert_ne!(
         text, asking,
         "the policy block of assistant.yaml changed shape"

@@ -13,7 +13,8 @@
 //!
 //! Tools: `add` (`a` + `b`, text and structured content), `echo` (`text`), `fail` (an
 //! `isError` result), `private` (for allow lists), `notes.search` (a valid MCP name the model
-//! APIs refuse, read-only by its annotations) and `broken` (a schema the model APIs refuse).
+//! APIs refuse, read-only by its annotations), `broken` (a schema the model APIs refuse) and
+//! `wait` (read-only; the server it is served by takes `seconds` first, see [`waits`]).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -164,6 +165,10 @@ impl McpFake {
                     "fail" => {
                         json!({"content": [{"type": "text", "text": "it failed on purpose"}], "isError": true})
                     }
+                    // The wait itself is the server's to take (`servers::fakes` sleeps).
+                    "wait" => {
+                        json!({"content": [{"type": "text", "text": format!("waited {} s", wait_secs(&args))}]})
+                    }
                     _ => {
                         let error =
                             json!({"code": -32602, "message": format!("unknown tool {name}")});
@@ -192,7 +197,21 @@ pub fn tools() -> Vec<Value> {
         json!({"name": "private", "description": "Left out by allow lists.", "inputSchema": {"type": "object"}}),
         json!({"name": "broken", "description": "A schema the model APIs refuse.", "inputSchema": {"type": "object",
             "properties": {"a": {"type": "nope"}}, "required": "a"}}),
+        json!({"name": "wait", "description": "Waits some seconds (a slow tool).", "inputSchema": {"type": "object",
+            "properties": {"seconds": num}}, "annotations": {"readOnlyHint": true}}),
     ]
+}
+
+/// How long a `wait` call with `args` takes: its `seconds`, at most 20.
+pub fn wait_secs(args: &Value) -> u64 {
+    args["seconds"].as_u64().unwrap_or(0).min(20)
+}
+
+/// The seconds a `tools/call` of `wait` in `body` (a JSON-RPC request) takes, if it is one.
+pub fn waits(body: &[u8]) -> Option<u64> {
+    let msg: Value = serde_json::from_slice(body).ok()?;
+    (msg["method"] == "tools/call" && msg["params"]["name"] == "wait")
+        .then(|| wait_secs(&msg["params"]["arguments"]))
 }
 
 fn plain(status: u16, text: &str) -> Answer {

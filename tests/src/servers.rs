@@ -364,6 +364,9 @@ async fn mcp(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
+    if let Some(secs) = crate::mcp::waits(&body) {
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+    }
     let (status, answer_headers, body) = f.mcp.handle(header, &body);
     let mut out = axum::http::HeaderMap::new();
     for (k, v) in answer_headers {

@@ -54,6 +54,30 @@ impl Agent {
         None
     }
 
+    /// How long a call of `tool` may take: its own limit, else the agent's.
+    pub(super) fn timeout_of(&self, tool: Option<&std::sync::Arc<dyn Tool>>) -> Duration {
+        tool.and_then(|t| t.time_limit())
+            .unwrap_or(Duration::from_secs(self.config.tool_timeout_secs))
+    }
+
+    /// `work`, unless the invocation's `allowance` ends first (less its reserve): `None`
+    /// then, the work dropped as an ended invocation would drop it.
+    pub(super) async fn unless_out_of_time<T>(
+        &self,
+        allowance: Option<&crate::allowance::Allowance>,
+        work: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        let Some(end) = allowance.and_then(|a| a.give_up_at()) else {
+            return Some(work.await);
+        };
+        let left = Duration::from_millis(end.saturating_sub(self.clock.now_ms()));
+        let sleep = self.clock.sleep(left);
+        match select(std::pin::pin!(work), sleep).await {
+            Either::Left((out, _)) => Some(out),
+            Either::Right(((), _)) => None,
+        }
+    }
+
     /// Runs one tool of `tools` with the agent's timeout (or the tool's own); returns
     /// `(content, is_error)`. What it did on the turn's behalf is in `report`.
     pub(super) async fn call_tool(
@@ -73,9 +97,7 @@ impl Agent {
                 true,
             );
         };
-        let timeout = tool
-            .time_limit()
-            .unwrap_or(Duration::from_secs(self.config.tool_timeout_secs));
+        let timeout = self.timeout_of(Some(tool));
         let call = tool.call_reporting(ctx, input, report);
         let sleep = self.clock.sleep(timeout);
         match select(call, sleep).await {

@@ -211,8 +211,9 @@ impl Spawn {
             Either::Left((Ok(Step::Ask { .. }), _)) => Err(refuse(format!(
                 "The sub-agent {id} stopped for an approval nobody can give here."
             ))),
-            // A sub-agent's run is not kept between steps: nothing can take it over.
-            Either::Left((Ok(Step::Lost), _)) => Err(refuse(format!(
+            // A sub-agent's run is not kept between steps and has no allowance: nothing
+            // can take it over or pause it.
+            Either::Left((Ok(Step::Lost | Step::Pause(_)), _)) => Err(refuse(format!(
                 "The sub-agent {id} was stopped."
             ))),
             Either::Left((Err(failed), _)) => Err(refuse(format!(

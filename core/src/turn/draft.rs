@@ -19,6 +19,7 @@ use futures::channel::mpsc;
 use futures::future::{select, Either};
 use futures::StreamExt;
 
+use crate::allowance::Allowance;
 use crate::app::App;
 use crate::connector::Connector;
 use crate::keys;
@@ -81,6 +82,16 @@ impl Drafts {
     }
 }
 
+/// What runs beside a turn: "typing…" in `target`, the previews of `drafts` for the message
+/// `message_id`, within `allowance`.
+pub(super) struct Beside<'a> {
+    pub(super) conn: &'a Connector,
+    pub(super) target: Target,
+    pub(super) message_id: i64,
+    pub(super) drafts: Option<&'a Drafts>,
+    pub(super) allowance: Option<&'a Allowance>,
+}
+
 impl App {
     /// How `msg`'s reply shows while it is written, if at all (`streaming:` in main.yaml).
     pub(super) fn drafts_for(&self, msg: &Message) -> Option<Drafts> {
@@ -91,26 +102,33 @@ impl App {
         }
     }
 
-    /// Runs `turn` with "typing…" and the previews of `drafts` beside it. When the turn ends
-    /// while a placeholder is being sent, waits for that send (and its id to be kept), so
-    /// delivery edits it instead of leaving a stray partial message.
+    /// Runs `turn` with "typing…" and the previews of `beside.drafts` beside it. When the
+    /// turn ends while a placeholder is being sent, waits for that send (and its id to be
+    /// kept), so delivery edits it instead of leaving a stray partial message.
     pub(super) async fn beside_turn<T>(
         &self,
-        conn: &Connector,
-        target: Target,
-        message_id: i64,
-        drafts: Option<&Drafts>,
+        beside: Beside<'_>,
         turn: impl Future<Output = T>,
     ) -> T {
+        let Beside {
+            conn,
+            target,
+            message_id,
+            drafts,
+            allowance,
+        } = beside;
+        let unbounded = Allowance::unbounded();
+        let allowance = allowance.unwrap_or(&unbounded);
         let Some(d) = drafts else {
-            return match select(pin!(self.keep_typing(conn, target)), pin!(turn)).await {
+            let typing = pin!(self.keep_typing(conn, target, allowance));
+            return match select(typing, pin!(turn)).await {
                 Either::Left((never, _)) => match never {},
                 Either::Right((out, _)) => out,
             };
         };
         let settles = d.settles.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let typing = pin!(self.keep_typing(conn, target));
-        let previews = pin!(self.show_previews(conn, target, message_id, d));
+        let typing = pin!(self.keep_typing(conn, target, allowance));
+        let previews = pin!(self.show_previews(conn, target, message_id, d, allowance));
         let mut beside = pin!(select(typing, previews));
         let out = match select(beside.as_mut(), pin!(turn)).await {
             Either::Left((either, _)) => match either.factor_first().0 {},
@@ -137,6 +155,7 @@ impl App {
         target: Target,
         message_id: i64,
         drafts: &Drafts,
+        allowance: &Allowance,
     ) -> std::convert::Infallible {
         let taken = drafts
             .wakes
@@ -159,6 +178,11 @@ impl App {
                 if text == shown {
                     continue;
                 }
+                // Previews spend only the requests the turn's steps leave, spread out.
+                let Some(every) = allowance.preview_every(every, self.platform.clock.now_ms())
+                else {
+                    continue;
+                };
                 match drafts.show {
                     Show::Draft => {
                         if let Err(e) = conn.bot.send_draft(target, message_id.max(1), &text).await

@@ -105,6 +105,8 @@ enum Answer {
     Failed(Failure),
     /// Another drainer took the lane.
     Lost,
+    /// The invocation's allowance is spent: the turn is kept in the job to go on elsewhere.
+    HandOff,
 }
 
 impl From<Failure> for Answer {
@@ -131,6 +133,8 @@ pub(crate) enum Step {
     RetryAt(u64),
     /// Another drainer took the lane; nothing more was written or sent.
     LostLease,
+    /// The turn is kept in the job for a fresh invocation (see [`crate::allowance`]).
+    HandOff,
 }
 
 impl App {
@@ -189,6 +193,13 @@ impl App {
             };
             let answer = match answer {
                 Err(Answer::Lost) => return Ok(Step::LostLease),
+                Err(Answer::HandOff) => {
+                    if !self.inbox.hold(lease).await? {
+                        return Ok(Step::LostLease);
+                    }
+                    self.inbox.save(key, &job).await?;
+                    return Ok(Step::HandOff);
+                }
                 Err(Answer::Failed(f)) => Err(f),
                 Ok(reply) => Ok(reply),
             };
@@ -445,11 +456,19 @@ impl App {
     }
 
     /// Shows "typing…" in the chat until dropped: at once, then every [`TYPING_EVERY`]
-    /// (Telegram shows it for about 5 s). Failures are only logged.
-    async fn keep_typing(&self, conn: &Connector, target: Target) -> std::convert::Infallible {
+    /// (Telegram shows it for about 5 s), while `allowance` spares the request. Failures are
+    /// only logged.
+    async fn keep_typing(
+        &self,
+        conn: &Connector,
+        target: Target,
+        allowance: &crate::allowance::Allowance,
+    ) -> std::convert::Infallible {
         loop {
-            if let Err(e) = conn.bot.send_typing(target).await {
-                tracing::debug!(error = %e, "sendChatAction failed");
+            if allowance.may_spare() {
+                if let Err(e) = conn.bot.send_typing(target).await {
+                    tracing::debug!(error = %e, "sendChatAction failed");
+                }
             }
             crate::task::yield_now().await;
             self.platform.clock.sleep(TYPING_EVERY).await;

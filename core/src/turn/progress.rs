@@ -40,6 +40,11 @@ impl<'a> Progress<'a> {
         }
     }
 
+    /// What the drain's invocation may still spend.
+    pub(super) fn allowance(&self) -> &'a crate::allowance::Allowance {
+        self.lease.allowance
+    }
+
     /// Puts `state` in the job without writing it: the job's next save (a retry's) keeps it.
     pub(super) fn keep(&self, state: RunState) {
         let mut job = self.job.lock().unwrap_or_else(|e| e.into_inner());

@@ -66,6 +66,7 @@ impl App {
             thread_id: msg.topic(),
         };
         let round = run.round;
+        let allowance = progress.map(|p| p.allowance());
         // The reply shows as it is written (a draft, or a placeholder in groups).
         let drafts = self.drafts_for(msg);
         let on_text = |text: &str| {
@@ -88,12 +89,18 @@ impl App {
                 .is_some()
                 .then_some(&on_text as crate::llm::OnText<'_>),
             saver: progress.map(|p| p as &dyn crate::agent::Saver),
+            allowance,
             ..Default::default()
         };
         let turn = conn.agent.run(&history, run, &ctx, opts);
-        let step = self
-            .beside_turn(conn, target, msg.message_id, drafts.as_ref(), turn)
-            .await;
+        let beside = super::draft::Beside {
+            conn,
+            target,
+            message_id: msg.message_id,
+            drafts: drafts.as_ref(),
+            allowance,
+        };
+        let step = self.beside_turn(beside, turn).await;
         let mut step = match step {
             Ok(step) => step,
             Err(failed) => {
@@ -115,8 +122,19 @@ impl App {
                 return Err(Answer::Failed(Failure::model(&error, &chain)));
             }
         };
+        if let AgentStep::Pause(state) = step {
+            // Its steps stay in the state, unwritten, for the invocation that goes on (their
+            // books are written with the answer, once).
+            return match progress {
+                Some(p) => {
+                    p.keep(*state);
+                    Err(Answer::HandOff)
+                }
+                None => Err(Answer::Lost),
+            };
+        }
         let (spent, steps) = match &mut step {
-            AgentStep::Lost => return Err(Answer::Lost),
+            AgentStep::Lost | AgentStep::Pause(_) => return Err(Answer::Lost),
             AgentStep::Done(out) => (out.usage, std::mem::take(&mut out.log)),
             AgentStep::Ask { state, .. } => {
                 let steps = std::mem::take(&mut state.log);
@@ -129,7 +147,7 @@ impl App {
         // again and counts that too).
         let books = self.books(msg, spent.since(&recorded), first_seq, steps);
         match step {
-            AgentStep::Lost => Err(Answer::Lost),
+            AgentStep::Lost | AgentStep::Pause(_) => Err(Answer::Lost),
             AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages, books)),
             AgentStep::Ask { state, call } => {
                 let mut state = *state;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
-use clawless_core::{App, Lane};
+use clawless_core::allowance::Limits;
+use clawless_core::{App, Drained, Lane};
 use serde_json::{json, Value};
 
 use crate::invoke::Invoker;
@@ -49,17 +50,28 @@ pub fn classify(event: &Value) -> Event<'_> {
 }
 
 impl Shell {
-    /// Handles one event; the value is the invocation's response.
+    /// Handles one event without a deadline; the value is the invocation's response.
     pub async fn handle(&self, event: Value) -> Value {
+        self.handle_until(event, None).await
+    }
+
+    /// Handles one event of an invocation that ends at `deadline_ms` (Unix ms, the Runtime
+    /// API's `Lambda-Runtime-Deadline-Ms`): work that would not fit before it is handed on
+    /// to a fresh invocation (see `clawless_core::allowance`).
+    pub async fn handle_until(&self, event: Value, deadline_ms: Option<u64>) -> Value {
+        let limits = limits(deadline_ms, now_ms());
         match classify(&event) {
             Event::Http { method, path } => self.http(method, path, &event).await,
             Event::Drain(lane) => {
-                self.drain(&Lane::new(lane)).await;
+                self.drain(&Lane::new(lane), limits).await;
                 json!({"drained": lane})
             }
             Event::Schedule => {
-                let next = self.app.scheduled().await;
-                tracing::info!(next_retry_or_reminder = ?next, "scheduled job done");
+                let swept = self.app.scheduled_within(limits).await;
+                tracing::info!(next_retry_or_reminder = ?swept.next, "scheduled job done");
+                for lane in &swept.handed_on {
+                    self.hand_on(lane).await;
+                }
                 json!({"swept": true})
             }
             Event::Unknown => {
@@ -126,11 +138,35 @@ impl Shell {
         response(reply.status, reply.body)
     }
 
-    async fn drain(&self, lane: &Lane) {
-        if let Err(e) = self.app.drain_within(lane, MAX_INLINE_WAIT).await {
-            tracing::error!(%lane, error = %e, "drain failed; the sweep will retry");
+    async fn drain(&self, lane: &Lane, limits: Limits) {
+        match self.app.drain_within(lane, MAX_INLINE_WAIT, limits).await {
+            Ok(Drained::HandOff) => self.hand_on(lane).await,
+            Ok(_) => {}
+            Err(e) => tracing::error!(%lane, error = %e, "drain failed; the sweep will retry"),
         }
     }
+
+    /// Asks a fresh invocation to go on with `lane`.
+    async fn hand_on(&self, lane: &Lane) {
+        if let Err(e) = self.invoker.drain_later(lane.as_str()).await {
+            tracing::error!(%lane, error = %e, "hand-off failed; the sweep will pick it up");
+        }
+    }
+}
+
+/// What an invocation ending at `deadline_ms` may spend from `now_ms`: the time to its
+/// deadline; Lambda counts no requests.
+pub fn limits(deadline_ms: Option<u64>, now_ms: u64) -> Limits {
+    Limits {
+        wall: deadline_ms.map(|d| Duration::from_millis(d.saturating_sub(now_ms))),
+        requests: None,
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A Function URL response. `isBase64Encoded` and `cookies` are optional for AWS, but

@@ -19,7 +19,8 @@ async fn main() -> Result<(), Error> {
     let shell = Arc::new(clawless_lambda::setup::build().await?);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let shell = shell.clone();
-        async move { Ok::<Value, Error>(shell.handle(event.payload).await) }
+        let deadline = Some(event.context.deadline);
+        async move { Ok::<Value, Error>(shell.handle_until(event.payload, deadline).await) }
     }))
     .await
 }

@@ -113,3 +113,51 @@ pub async fn run() -> Result<Response> {
         "turn_ms": turn,
     }))
 }
+
+/// What each invocation used, as JSON lines: `{"kind", "ms", "requests", "cut"}`.
+static INVOCATIONS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Runs `work` as one invocation: ended at the shell's cut (`CLAWLESS_TEST_CUT_MS`), as
+/// Cloudflare ends wait-until work 30 s after the response (Miniflare does not), and kept with
+/// its wall time and the outbound requests made meanwhile.
+pub async fn invocation(
+    shell: &crate::setup::Shell,
+    kind: &str,
+    work: impl std::future::Future<Output = ()>,
+) {
+    use futures::future::{select, Either};
+    let started = js_sys::Date::now();
+    let before = shell.app.outbound_requests();
+    let cut = match shell.cut {
+        Some(cut) => {
+            let work = std::pin::pin!(work);
+            match select(work, worker::Delay::from(cut)).await {
+                Either::Left(_) => false,
+                Either::Right(_) => {
+                    worker::console_error!("{kind} invocation cut after {} ms", cut.as_millis());
+                    true
+                }
+            }
+        }
+        None => {
+            work.await;
+            false
+        }
+    };
+    let line = json!({
+        "kind": kind,
+        "ms": (js_sys::Date::now() - started).max(0.0) as u64,
+        "requests": shell.app.outbound_requests().saturating_sub(before),
+        "cut": cut,
+    });
+    INVOCATIONS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(line.to_string());
+}
+
+/// `GET /__invocations`: what each invocation of this isolate used, one JSON line each.
+pub fn invocations() -> Result<Response> {
+    let lines = INVOCATIONS.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
+    Response::ok(lines)
+}

@@ -1,18 +1,33 @@
 //! `fetch` and `scheduled` handlers.
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use clawless_core::allowance::Limits;
 use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
-use clawless_core::{App, Lane};
+use clawless_core::{Drained, Lane};
 use futures::StreamExt;
-use worker::{event, Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent};
+use worker::{
+    event, Context, Env, MessageBatch, MessageExt, Request, Response, Result, ScheduleContext,
+    ScheduledEvent,
+};
 
-use crate::setup::shell;
+use crate::setup::{shell, Shell};
 
 /// `ctx.wait_until` work may run about 30 s past the response: a drain waits inline for a retry
 /// due within this long, later ones are left to the cron sweep.
 pub const MAX_INLINE_WAIT: Duration = Duration::from_secs(15);
+
+/// How long Cloudflare lets wait-until work run after the response.
+pub const WAIT_UNTIL: Duration = Duration::from_secs(30);
+
+/// The wall time of a queue consumer's or a cron trigger's invocation.
+pub const LONG_INVOCATION: Duration = Duration::from_secs(15 * 60);
+
+/// A lane handed on through the queue.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct HandOff {
+    lane: String,
+}
 
 #[event(start)]
 fn start() {
@@ -29,6 +44,10 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     #[cfg(feature = "test-routes")]
     if path == "/__bench" {
         return crate::bench::run().await;
+    }
+    #[cfg(feature = "test-routes")]
+    if path == "/__invocations" {
+        return crate::bench::invocations();
     }
     match route(req.method().as_ref(), &path) {
         Route::Webhook(connector) => webhook(req, connector, &env, ctx).await,
@@ -103,8 +122,11 @@ async fn webhook(mut req: Request, connector: &str, env: &Env, ctx: Context) -> 
         .handle_webhook(connector, secret.as_deref(), &body)
         .await;
     if let Some(lane) = reply.lane {
-        let app = shell.app.clone();
-        ctx.wait_until(async move { drain(app, lane).await });
+        let shell = shell.clone();
+        ctx.wait_until(async move {
+            let limits = limits(&shell, WAIT_UNTIL, 0);
+            invocation(&shell, "webhook", drain(&shell, lane, limits)).await;
+        });
     }
     let response = Response::ok(reply.body)?.with_status(reply.status);
     // The test build tells how many D1 statements the ack sent (the drain comes after).
@@ -150,12 +172,93 @@ async fn read_capped(req: &mut Request) -> std::result::Result<Vec<u8>, Result<R
     Ok(body)
 }
 
-/// Drains one lane after the response; whatever is left (a crash, a later retry) is picked up
-/// by the cron sweep.
-async fn drain(app: Arc<App>, lane: Lane) {
-    if let Err(e) = app.drain_within(&lane, MAX_INLINE_WAIT).await {
-        worker::console_error!("lane {lane}: drain failed, the sweep will retry: {e}");
+/// What an invocation of `wall` may spend, `used` requests of it already made: the test
+/// build's cut shortens it as it shortens the invocation.
+fn limits(shell: &Shell, wall: Duration, used: u64) -> Limits {
+    let wall = shell.cut.map_or(wall, |cut| wall.min(cut));
+    Limits {
+        wall: Some(wall),
+        requests: Some(shell.subrequests.saturating_sub(used)),
     }
+}
+
+/// Drains one lane within `limits`; a lane with work left is handed on. Whatever else is
+/// left (a crash, a later retry) is picked up by the cron sweep.
+async fn drain(shell: &Shell, lane: Lane, limits: Limits) {
+    match shell
+        .app
+        .drain_within(&lane, MAX_INLINE_WAIT, limits)
+        .await
+    {
+        Ok(Drained::HandOff) => hand_on(shell, &lane).await,
+        Ok(_) => {}
+        Err(e) => worker::console_error!("lane {lane}: drain failed, the sweep will retry: {e}"),
+    }
+}
+
+/// Asks a fresh invocation to go on with `lane`: through the queue when one is bound (its
+/// consumer runs at once), else the next cron minute's sweep finds it.
+async fn hand_on(shell: &Shell, lane: &Lane) {
+    let Some(queue) = &shell.queue else {
+        worker::console_log!("lane {lane}: handed on to the next cron minute");
+        return;
+    };
+    let message = HandOff {
+        lane: lane.to_string(),
+    };
+    if let Err(e) = queue.send(message).await {
+        worker::console_error!("lane {lane}: hand-off failed, the cron sweep will go on: {e}");
+    }
+}
+
+/// Runs one invocation's `work`. The test build ends it at its cut, as Cloudflare ends
+/// wait-until work, and keeps what it used for `GET /__invocations`.
+async fn invocation(shell: &Shell, kind: &str, work: impl std::future::Future<Output = ()>) {
+    #[cfg(feature = "test-routes")]
+    {
+        crate::bench::invocation(shell, kind, work).await;
+    }
+    #[cfg(not(feature = "test-routes"))]
+    {
+        let _ = (shell, kind);
+        work.await;
+    }
+}
+
+/// The queue's consumer: each message names a lane handed on, drained within the consumer's
+/// wall time and the requests the batch has left.
+#[event(queue)]
+async fn queue(batch: MessageBatch<HandOff>, env: Env, _ctx: Context) -> Result<()> {
+    let shell = match shell(&env).await {
+        Ok(shell) => shell,
+        Err(e) => {
+            worker::console_error!("start-up failed: {e}");
+            batch.retry_all();
+            return Ok(());
+        }
+    };
+    let messages = match batch.messages() {
+        Ok(messages) => messages,
+        Err(e) => {
+            // Not ours to read: the cron sweep drains every lane with work anyway.
+            worker::console_error!("unreadable hand-off batch dropped: {e}");
+            batch.ack_all();
+            return Ok(());
+        }
+    };
+    let start = js_sys::Date::now();
+    let before = shell.app.outbound_requests();
+    let work = async {
+        for message in messages {
+            let spent = Duration::from_millis((js_sys::Date::now() - start).max(0.0) as u64);
+            let used = shell.app.outbound_requests().saturating_sub(before);
+            let limits = limits(&shell, LONG_INVOCATION.saturating_sub(spent), used);
+            drain(&shell, Lane::new(&message.body().lane), limits).await;
+            message.ack();
+        }
+    };
+    invocation(&shell, "queue", work).await;
+    Ok(())
 }
 
 #[event(scheduled)]
@@ -167,6 +270,18 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
             return;
         }
     };
-    let next = shell.app.scheduled().await;
-    worker::console_log!("scheduled job done; next retry or reminder at {next:?}");
+    let work = async {
+        let swept = shell
+            .app
+            .scheduled_within(limits(&shell, LONG_INVOCATION, 0))
+            .await;
+        for lane in &swept.handed_on {
+            hand_on(&shell, lane).await;
+        }
+        worker::console_log!(
+            "scheduled job done; next retry or reminder at {:?}",
+            swept.next
+        );
+    };
+    invocation(&shell, "cron", work).await;
 }

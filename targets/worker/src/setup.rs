@@ -23,8 +23,22 @@ pub const AI_BINDING: &str = "AI";
 /// `config/`, validated and turned into JSON by build.rs.
 pub(crate) const CONFIG_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/config.json"));
 
+/// The optional queue binding long turns are handed on through (see `events.rs`).
+pub const QUEUE_BINDING: &str = "HANDOFF";
+/// The setting of how many outbound requests one invocation may make.
+pub const SUBREQUESTS_VAR: &str = "CLAWLESS_SUBREQUESTS";
+/// Cloudflare's limit on the free plan.
+pub const FREE_SUBREQUESTS: u64 = 50;
+
 pub struct Shell {
     pub app: Arc<App>,
+    /// Where a lane with work left goes on at once (`None`: at the next cron minute).
+    pub queue: Option<worker::Queue>,
+    /// Outbound requests one invocation may make (`CLAWLESS_SUBREQUESTS`, else 50).
+    pub subrequests: u64,
+    /// The test build's cut: every invocation ends this long after it began
+    /// (`CLAWLESS_TEST_CUT_MS`), as Cloudflare ends wait-until work; Miniflare does not.
+    pub cut: Option<std::time::Duration>,
 }
 
 thread_local! {
@@ -77,7 +91,22 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
     let instance = format!("worker-{}-{}", clock.now_ms(), js_sys::Math::random());
     let ai =
         Reflect::get(env.as_ref(), &JsValue::from_str(AI_BINDING)).unwrap_or(JsValue::UNDEFINED);
+    let queue = env.queue(QUEUE_BINDING).ok();
     let env = env_strings(env);
+    let subrequests = match env.get(SUBREQUESTS_VAR) {
+        None | Some("") => FREE_SUBREQUESTS,
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n >= 20)
+            .ok_or_else(|| format!("{SUBREQUESTS_VAR} must be a whole number, at least 20"))?,
+    };
+    let cut = env
+        .get("CLAWLESS_TEST_CUT_MS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|_| cfg!(feature = "test-routes"))
+        .map(std::time::Duration::from_millis);
     let mut app = if ai.is_object() {
         App::with_embedder(
             platform,
@@ -105,7 +134,15 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
     for note in app.unoffered_tools() {
         worker::console_warn!("tool not offered: {note}");
     }
-    let shell = Arc::new(Shell { app: Arc::new(app) });
+    if queue.is_none() {
+        worker::console_log!("no queue bound as {QUEUE_BINDING}: a turn longer than one invocation goes on at the next cron minute");
+    }
+    let shell = Arc::new(Shell {
+        app: Arc::new(app),
+        queue,
+        subrequests,
+        cut,
+    });
     SHELL.with(|s| *s.borrow_mut() = Some(shell.clone()));
     Ok(shell)
 }

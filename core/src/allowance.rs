@@ -1,0 +1,309 @@
+//! What the current invocation may still spend. A serverless invocation ends at a wall-clock
+//! limit (a Worker's wait-until work about 30 s after the response, a queue consumer's after
+//! 15 minutes; a Lambda at its timeout) and may make only so many outbound requests (a Worker
+//! on the free plan: 50). The shell says so when it drains ([`Limits`]). The drain then
+//! begins a job, a model call or a tool call only when it can expect to finish it with time
+//! and requests to spare; otherwise the turn stays in its job (kept after every step, see
+//! `turn/progress.rs`) and the lane is handed on ([`crate::Drained::HandOff`]) for the shell
+//! to drain at once in a fresh invocation. A model call still under way near the end is given
+//! up and made again there (it has no effect to repeat). Typing and previews spend only what
+//! the steps leave. Native has no limits.
+//!
+//! Requests are counted at the Http port ([`Counted`]) for the whole app: invocations that
+//! share an isolate count each other's too, so a bounded drain errs towards handing on early.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clawless_platform::{Http, HttpRequest, HttpResponse, HttpStreamResponse, PortError};
+
+/// What a shell's invocation may spend from the moment it starts draining.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall time left (`None`: no limit).
+    pub wall: Option<Duration>,
+    /// Outbound requests left (`None`: no limit).
+    pub requests: Option<u64>,
+}
+
+/// Time kept back after the last step: saving, sending the answer, releasing the lane.
+pub const RESERVE_TIME: Duration = Duration::from_secs(4);
+/// Requests kept back after the last step: the answer's parts and a retry of one.
+pub const RESERVE_REQUESTS: u64 = 6;
+/// What a model call is expected to take before one has been seen in this invocation.
+pub const MODEL_GUESS: Duration = Duration::from_secs(15);
+/// What a tool call is expected to take before one of its tool has been seen (at most its
+/// timeout).
+pub const TOOL_GUESS: Duration = Duration::from_secs(10);
+/// Requests a model call may make (the call, a retry or the next model, "typing…").
+const MODEL_REQUESTS: u64 = 3;
+/// Requests a tool call may make (an MCP session, a redirect, …).
+const TOOL_REQUESTS: u64 = 4;
+/// The stretch over which previews spread the requests they may make.
+const PREVIEW_HORIZON: Duration = Duration::from_secs(120);
+
+/// A piece of work the drain is about to begin.
+#[derive(Debug, Clone, Copy)]
+pub enum Work<'a> {
+    /// The next job of the lane.
+    Job,
+    /// A model call.
+    Model,
+    /// A call of tool `name`, which times out after `timeout`.
+    Tool { name: &'a str, timeout: Duration },
+}
+
+impl Work<'_> {
+    fn key(&self) -> &str {
+        match self {
+            Work::Job | Work::Model => "",
+            Work::Tool { name, .. } => name,
+        }
+    }
+}
+
+/// What one invocation may still spend (see the module documentation). Shared by everything
+/// its drain does; [`Allowance::unbounded`] where there are no limits.
+#[derive(Debug)]
+pub struct Allowance {
+    /// The instant (Clock ms) the invocation ends.
+    until_ms: Option<u64>,
+    /// Requests it may make in all.
+    requests: Option<u64>,
+    counter: Arc<AtomicU64>,
+    /// The counter when it began.
+    start: u64,
+    /// Whether a piece of work has begun: the first always may, so each invocation gets on.
+    begun: AtomicBool,
+    /// The longest each kind of work took so far in this invocation (ms; "" = model calls).
+    took: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Default for Allowance {
+    fn default() -> Self {
+        Allowance::unbounded()
+    }
+}
+
+impl Allowance {
+    /// No limits (native, tests).
+    pub fn unbounded() -> Allowance {
+        Allowance::new(Limits::default(), 0, &Arc::default())
+    }
+
+    /// `limits` from `now_ms`, counting requests on `counter`.
+    pub fn new(limits: Limits, now_ms: u64, counter: &Arc<AtomicU64>) -> Allowance {
+        Allowance {
+            until_ms: limits
+                .wall
+                .map(|w| now_ms.saturating_add(u64::try_from(w.as_millis()).unwrap_or(u64::MAX))),
+            requests: limits.requests,
+            counter: counter.clone(),
+            start: counter.load(Ordering::Relaxed),
+            begun: AtomicBool::new(false),
+            took: Mutex::default(),
+        }
+    }
+
+    pub fn is_bounded(&self) -> bool {
+        self.until_ms.is_some() || self.requests.is_some()
+    }
+
+    /// Requests made since it began (by anything in this app).
+    pub fn requests_used(&self) -> u64 {
+        self.counter.load(Ordering::Relaxed).saturating_sub(self.start)
+    }
+
+    /// Requests it may still make.
+    pub fn requests_left(&self) -> Option<u64> {
+        self.requests
+            .map(|n| n.saturating_sub(self.requests_used()))
+    }
+
+    /// Time left at `now_ms`.
+    pub fn time_left(&self, now_ms: u64) -> Option<Duration> {
+        self.until_ms
+            .map(|until| Duration::from_millis(until.saturating_sub(now_ms)))
+    }
+
+    /// The instant after which work under way is given up (the end less [`RESERVE_TIME`]).
+    pub fn give_up_at(&self) -> Option<u64> {
+        let reserve = u64::try_from(RESERVE_TIME.as_millis()).unwrap_or(u64::MAX);
+        self.until_ms.map(|until| until.saturating_sub(reserve))
+    }
+
+    /// What `work` is expected to take: the longest of its kind seen so far, else a guess.
+    fn expected(&self, work: Work<'_>) -> (Duration, u64) {
+        let seen = self
+            .took
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(work.key())
+            .copied()
+            .map(Duration::from_millis);
+        match work {
+            Work::Job | Work::Model => (seen.unwrap_or(MODEL_GUESS), MODEL_REQUESTS),
+            Work::Tool { timeout, .. } => (
+                seen.unwrap_or(TOOL_GUESS.min(timeout)).min(timeout),
+                TOOL_REQUESTS,
+            ),
+        }
+    }
+
+    /// Whether `work` may begin at `now_ms`: the first work of an invocation always may;
+    /// later work when it is expected to end with [`RESERVE_TIME`] and [`RESERVE_REQUESTS`]
+    /// to spare.
+    pub fn may_begin(&self, now_ms: u64, work: Work<'_>) -> bool {
+        if !self.begun.swap(true, Ordering::Relaxed) || !self.is_bounded() {
+            return true;
+        }
+        let (time, requests) = self.expected(work);
+        let time_ok = self
+            .time_left(now_ms)
+            .is_none_or(|left| left >= time + RESERVE_TIME);
+        let requests_ok = self
+            .requests_left()
+            .is_none_or(|left| left >= requests + RESERVE_REQUESTS);
+        time_ok && requests_ok
+    }
+
+    /// Notes that `work` took `ms`, for what later work of its kind is expected to take.
+    pub fn took(&self, work: Work<'_>, ms: u64) {
+        if !self.is_bounded() {
+            return;
+        }
+        let mut took = self.took.lock().unwrap_or_else(|e| e.into_inner());
+        let longest = took.entry(work.key().to_owned()).or_default();
+        *longest = (*longest).max(ms);
+    }
+
+    /// Whether a request no step needs ("typing…") may be made: one that leaves what the
+    /// next step and the answer need.
+    pub fn may_spare(&self) -> bool {
+        self.requests_left()
+            .is_none_or(|left| left > MODEL_REQUESTS + TOOL_REQUESTS + RESERVE_REQUESTS)
+    }
+
+    /// How long to wait between previews so the requests they may make last: `base` when
+    /// there is no limit, else the spare requests spread over what is left of the invocation
+    /// (at most [`PREVIEW_HORIZON`]); `None` when none is spare.
+    pub fn preview_every(&self, base: Duration, now_ms: u64) -> Option<Duration> {
+        let Some(left) = self.requests_left() else {
+            return Some(base);
+        };
+        let spare = left.saturating_sub(MODEL_REQUESTS + TOOL_REQUESTS + RESERVE_REQUESTS);
+        if spare == 0 {
+            return None;
+        }
+        let horizon = self
+            .time_left(now_ms)
+            .map_or(PREVIEW_HORIZON, |t| t.min(PREVIEW_HORIZON));
+        let spread = horizon / u32::try_from(spare).unwrap_or(u32::MAX);
+        Some(base.max(spread))
+    }
+}
+
+/// An [`Http`] that counts the requests it sends (see [`Allowance`]).
+pub struct Counted {
+    pub inner: Arc<dyn Http>,
+    pub count: Arc<AtomicU64>,
+}
+
+#[async_trait]
+impl Http for Counted {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, PortError> {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.inner.send(request).await
+    }
+
+    async fn send_streaming(&self, request: HttpRequest) -> Result<HttpStreamResponse, PortError> {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.inner.send_streaming(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thirty_seconds(counter: &Arc<AtomicU64>) -> Allowance {
+        let limits = Limits {
+            wall: Some(Duration::from_secs(30)),
+            requests: Some(50),
+        };
+        Allowance::new(limits, 1_000, counter)
+    }
+
+    #[test]
+    fn the_first_work_always_begins_then_only_what_fits() {
+        let counter = Arc::default();
+        let a = thirty_seconds(&counter);
+        let wait = Work::Tool {
+            name: "wait",
+            timeout: Duration::from_secs(30),
+        };
+        // At the very end, the first work still begins: each invocation gets on.
+        assert!(a.may_begin(30_000, wait));
+        a.took(wait, 10_000);
+        // 20 s left: a 10 s tool and the reserve fit.
+        assert!(a.may_begin(11_000, wait));
+        // 10 s left: they do not.
+        assert!(!a.may_begin(21_000, wait));
+        // A tool not seen yet is expected to take its guess, at most its timeout.
+        let quick = Work::Tool {
+            name: "quick",
+            timeout: Duration::from_secs(2),
+        };
+        assert!(a.may_begin(21_000, quick));
+    }
+
+    #[test]
+    fn requests_are_counted_and_kept_back() {
+        let counter = Arc::new(AtomicU64::new(7));
+        let a = thirty_seconds(&counter);
+        assert!(a.may_begin(1_000, Work::Model));
+        counter.fetch_add(38, Ordering::Relaxed);
+        assert_eq!(a.requests_left(), Some(12));
+        assert!(a.may_begin(1_000, Work::Model), "3 + 6 of 12");
+        assert!(!a.may_spare(), "typing would eat into the next step");
+        counter.fetch_add(4, Ordering::Relaxed);
+        assert!(!a.may_begin(1_000, Work::Model), "3 + 6 of 8");
+        assert_eq!(a.preview_every(Duration::from_millis(500), 1_000), None);
+    }
+
+    #[test]
+    fn previews_spread_what_is_spare() {
+        let counter = Arc::default();
+        let a = thirty_seconds(&counter);
+        let base = Duration::from_millis(500);
+        // 50 - 13 = 37 spare over the 30 s left.
+        let every = a.preview_every(base, 1_000).unwrap();
+        assert_eq!(every, Duration::from_secs(30) / 37);
+        assert_eq!(
+            Allowance::unbounded().preview_every(base, 1_000),
+            Some(base)
+        );
+        let no_time = Allowance::new(
+            Limits {
+                wall: None,
+                requests: Some(23),
+            },
+            0,
+            &counter,
+        );
+        assert_eq!(no_time.preview_every(base, 0), Some(PREVIEW_HORIZON / 10));
+    }
+
+    #[test]
+    fn unbounded_always_begins() {
+        let a = Allowance::unbounded();
+        for _ in 0..3 {
+            assert!(a.may_begin(u64::MAX, Work::Model));
+        }
+        assert!(a.may_spare());
+        assert_eq!(a.give_up_at(), None);
+    }
+}

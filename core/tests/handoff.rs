@@ -1,0 +1,167 @@
+//! Turns longer than an invocation: each drain is one invocation with its limits (a Worker's
+//! 30 s of wait-until work, a free plan's 50 outbound requests), as the serverless shells
+//! drain. A turn that does not fit is kept in its job and handed on (`Drained::HandOff`), and
+//! the next invocation goes on from there: every tool once, no finished model call made again,
+//! the answer once, and no invocation past its limits.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawless_core::allowance::Limits;
+use clawless_core::{Config, Drained};
+use clawless_platform::{Clock, HttpResponse};
+use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
+use clawless_testkit::mcp::{waits, McpFake};
+use futures::executor::block_on;
+use serde_json::json;
+use support::{Harness, Wire};
+
+const MCP: &str = "https://mcp.example.com/mcp";
+
+/// A harness whose agent has the test MCP server's `wait` as `slow__wait`, safe to run
+/// unasked; a call takes its seconds of the fake clock.
+fn harness() -> (Harness, Arc<McpFake>) {
+    let mut files = clawless_core::config::embedded();
+    let agent = files.0.get("agents.d/assistant.yaml").unwrap().clone();
+    let agent = format!(
+        "{agent}\nmcp:\n  - name: slow\n    url_env: DEMO_MCP_URL\n    level: safe\n    tools: [wait]\n"
+    );
+    files.0.insert("agents.d/assistant.yaml".into(), agent);
+    let config = Config::load(&files).unwrap();
+    let h = Harness::with_env(Wire::Anthropic, config, &[("DEMO_MCP_URL", MCP)]).unwrap();
+    let fake = Arc::new(McpFake::new());
+    let server = fake.clone();
+    let clock = h.clock.clone();
+    h.http.route(MCP, move |req| {
+        if let Some(secs) = waits(&req.body) {
+            clock.advance(Duration::from_secs(secs));
+        }
+        let (status, headers, body) =
+            server.handle(|name| req.header_value(name).map(str::to_owned), &req.body);
+        let mut resp = HttpResponse::new(status, body);
+        for (k, v) in headers {
+            resp = resp.with_header(&k, v);
+        }
+        Ok(resp)
+    });
+    (h, fake)
+}
+
+/// Scripts `rounds` model answers each asking for a 10 s `wait`, then the answer.
+fn six_rounds(h: &Harness, rounds: usize) {
+    for i in 0..rounds {
+        let input = json!({"seconds": 10, "round": i});
+        h.script(200, anthropic_tool_use(&format!("toolu_{i}"), "slow__wait", input));
+    }
+    h.script(200, anthropic_text("All six done."));
+}
+
+/// What one invocation did: how it ended, the fake clock's time it took, the requests it made.
+struct Invocation {
+    ended: Drained,
+    ms: u64,
+    requests: u64,
+}
+
+/// Drains the lane invocation by invocation, each within `limits`, until it is not handed on.
+async fn invocations(h: &Harness, lane: &clawless_core::Lane, limits: Limits) -> Vec<Invocation> {
+    let mut done = Vec::new();
+    loop {
+        let started = h.clock.now_ms();
+        let before = h.app.outbound_requests();
+        let ended = h
+            .app
+            .drain_within(lane, Duration::from_secs(15), limits)
+            .await
+            .unwrap();
+        done.push(Invocation {
+            ended,
+            ms: h.clock.now_ms() - started,
+            requests: h.app.outbound_requests() - before,
+        });
+        if ended != Drained::HandOff {
+            return done;
+        }
+        assert!(done.len() < 10, "handed on forever");
+    }
+}
+
+#[test]
+fn six_ten_second_tools_fit_in_thirty_second_invocations() {
+    block_on(async {
+        let (h, mcp) = harness();
+        six_rounds(&h, 6);
+        let lane = h.accept_only("private_text", 1).await.unwrap();
+        let limits = Limits {
+            wall: Some(Duration::from_secs(30)),
+            requests: None,
+        };
+        let done = invocations(&h, &lane, limits).await;
+        let ends: Vec<Drained> = done.iter().map(|i| i.ended).collect();
+        assert_eq!(
+            ends,
+            [Drained::HandOff, Drained::HandOff, Drained::Idle],
+            "two tools an invocation"
+        );
+        for i in &done {
+            assert!(i.ms <= 30_000, "an invocation ran {} ms", i.ms);
+        }
+        let waits = mcp.calls().iter().filter(|(n, _)| n == "wait").count();
+        assert_eq!(waits, 6, "every tool once");
+        assert_eq!(h.llm_requests().len(), 7, "no model call made twice");
+        assert_eq!(h.sent_texts(), vec!["All six done."], "answered once");
+        // The turn's steps are written once, with the answer.
+        let main = clawless_core::ConnectorId::new("main");
+        let audit = h
+            .app
+            .audit_entries(&main, 86_400_000, None, 100)
+            .await
+            .unwrap();
+        let tools = audit
+            .iter()
+            .filter(|e| matches!(e.step, clawless_core::audit::Step::Tool { .. }))
+            .count();
+        assert_eq!(tools, 6, "{audit:?}");
+        h.assert_spec_clean();
+    });
+}
+
+#[test]
+fn requests_are_counted_per_invocation_and_never_pass_the_limit() {
+    block_on(async {
+        let (h, mcp) = harness();
+        six_rounds(&h, 6);
+        let lane = h.accept_only("private_text", 1).await.unwrap();
+        let limits = Limits {
+            wall: None,
+            requests: Some(20),
+        };
+        let done = invocations(&h, &lane, limits).await;
+        assert!(done.len() >= 2, "twenty requests do not hold six rounds");
+        for i in &done {
+            assert!(i.requests <= 20, "an invocation made {} requests", i.requests);
+        }
+        let waits = mcp.calls().iter().filter(|(n, _)| n == "wait").count();
+        assert_eq!(waits, 6, "every tool once");
+        assert_eq!(h.llm_requests().len(), 7, "no model call made twice");
+        assert_eq!(h.sent_texts(), vec!["All six done."], "answered once");
+    });
+}
+
+#[test]
+fn without_limits_the_turn_runs_through() {
+    block_on(async {
+        let (h, mcp) = harness();
+        six_rounds(&h, 6);
+        let lane = h.accept_only("private_text", 1).await.unwrap();
+        let done = invocations(&h, &lane, Limits::default()).await;
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].ended, Drained::Idle);
+        assert_eq!(mcp.calls().len(), 6);
+        assert_eq!(h.sent_texts(), vec!["All six done."]);
+    });
+}
