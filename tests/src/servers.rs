@@ -54,6 +54,8 @@ pub struct Fakes {
     pub llm_wires: Mutex<Vec<&'static str>>,
     /// What `getWebhookInfo` answers instead of "no webhook", when set.
     pub webhook_info: Mutex<Option<Value>>,
+    /// When each call of the MCP server's `wait` ended.
+    pub waits_ended: Mutex<Vec<Instant>>,
 }
 
 /// In a bot token: the fake Bot API refuses every call with 401 Unauthorized (a revoked or
@@ -364,10 +366,14 @@ async fn mcp(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    if let Some(secs) = crate::mcp::waits(&body) {
+    let waits = crate::mcp::waits(&body);
+    if let Some(secs) = waits {
         tokio::time::sleep(Duration::from_secs(secs)).await;
     }
     let (status, answer_headers, body) = f.mcp.handle(header, &body);
+    if waits.is_some() {
+        f.waits_ended.lock().unwrap().push(Instant::now());
+    }
     let mut out = axum::http::HeaderMap::new();
     for (k, v) in answer_headers {
         out.insert(

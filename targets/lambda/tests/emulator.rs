@@ -349,3 +349,37 @@ async fn the_menu_is_set_once_and_setup_sets_the_webhook() {
     assert_eq!(emu.invoke(event).await["statusCode"], 401);
     assert!(f.violations.lock().unwrap().is_empty());
 }
+
+/// A turn of six 10 s tools on a function whose timeout is 30 s: each invocation stops
+/// before its deadline and hands the lane on by invoking itself; answered once, every tool
+/// once, no invocation past its deadline (the emulator checks each answer's time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_turn_goes_on_in_fresh_invocations() {
+    let moto = common::moto();
+    let client = common::dynamo_client(&moto).await;
+    common::create_table(&client, "clawless-long").await;
+    let (f, tg, llm) = fakes().await;
+    let (emu, runtime) = start_emulator().await;
+    *emu.timeout.lock().unwrap() = Some(Duration::from_secs(30));
+    let config = std::env::temp_dir().join(format!("clawless-lambda-long-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&config);
+    clawless_testkit::fixtures::asking_config(&config);
+    let env = [("CLAWLESS_CONFIG", config.to_str().unwrap())];
+    let functions = vec![start_function_with(
+        &runtime,
+        &moto.url,
+        "clawless-long",
+        &tg,
+        &llm,
+        &env,
+    )];
+    let lambda = Lambda { emu, f, functions };
+    scenarios::a_long_turn_is_answered_once(&lambda, OWNER_ID, 1).await;
+    let overran = lambda.emu.overran.lock().unwrap().clone();
+    assert!(overran.is_empty(), "past the deadline: {overran:?}");
+    let drains = lambda.emu.async_invokes.lock().unwrap().len();
+    assert!(drains >= 3, "{drains} drain invocations: the lane was not handed on");
+    let ran = lambda.emu.ran.lock().unwrap().clone();
+    eprintln!("lambda: {drains} drain invocations; each ran {ran:?}");
+    let _ = std::fs::remove_dir_all(&config);
+}

@@ -3,7 +3,8 @@
 // mode) is the in-memory mock below, bound as a wrapped binding.
 //
 // Usage: node miniflare.mjs '<json>' where json = { vars: {NAME: value}, vectorize: bool,
-// ai: bool, persist: dir } (bind the Vectorize and Workers AI mocks; keep D1 in dir).
+// ai: bool, persist: dir, queue: bool } (bind the Vectorize and Workers AI mocks; keep D1 in
+// dir; bind Miniflare's local queue as HANDOFF, consumed by the same Worker).
 // Prints one line `{"url": ..., "control": ...}` when ready. The control server takes
 //   POST /scheduled          → runs the scheduled handler, answers its outcome
 //   POST /sql  (body: SQL)   → runs it on the DB binding, answers the rows
@@ -112,6 +113,12 @@ const mf = new Miniflare({
       d1Databases: ["DB", "CONFORMANCE_DB"],
       bindings: options.vars ?? {},
       wrappedBindings,
+      ...(options.queue
+        ? {
+            queueProducers: { HANDOFF: "clawless-turns" },
+            queueConsumers: { "clawless-turns": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 3 } },
+          }
+        : {}),
     },
     { name: "vectorize-mock", modules: true, script: vectorizeMock },
     { name: "ai-mock", modules: true, script: aiMock },

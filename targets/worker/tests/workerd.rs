@@ -442,3 +442,33 @@ async fn a_reminder_is_delivered_once_by_the_cron_after_a_restart() {
     drop(second);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A turn of six 10 s tools in workerd with the queue bound and every invocation cut 30 s
+/// after it began (the test build's `CLAWLESS_TEST_CUT_MS`, as Cloudflare ends wait-until
+/// work; Miniflare does not): the webhook's drain hands the lane on through the queue, each
+/// consumer goes on from the last step; answered once, every tool once, and no invocation
+/// cut, past 30 s or past 50 outbound requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_turn_goes_on_through_the_queue() {
+    let (f, tg, llm) = fakes().await;
+    let mut vars = bot_vars(&tg, &llm);
+    vars["CLAWLESS_TEST_CUT_MS"] = json!("30000");
+    let options = json!({"vars": vars, "queue": true});
+    let mf = Miniflare::start_with("CLAWLESS_WORKER_TEST_BUILD", options);
+    let worker = Worker { mf, f };
+    scenarios::a_long_turn_is_answered_once(&worker, OWNER_ID, 1).await;
+    let (status, body) = worker.mf.get("/__invocations").await;
+    assert_eq!(status, 200);
+    let invocations: Vec<serde_json::Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    eprintln!("worker invocations: {invocations:?}");
+    let drains = |kind: &str| invocations.iter().filter(|i| i["kind"] == kind).count();
+    assert!(drains("webhook") >= 1 && drains("queue") >= 2, "{invocations:?}");
+    for i in &invocations {
+        assert_eq!(i["cut"], false, "{i}");
+        assert!(i["ms"].as_u64().unwrap() <= 30_000, "{i}");
+        assert!(i["requests"].as_u64().unwrap() <= 50, "{i}");
+    }
+}

@@ -11,8 +11,10 @@
 
 mod approvals;
 mod list;
+mod long_turn;
 mod metrics;
 
+pub use long_turn::a_long_turn_is_answered_once;
 pub use metrics::{assert_turn_kept, metrics_count_a_scenario};
 
 use std::cell::Cell;

@@ -133,11 +133,38 @@ pub(super) async fn anthropic(
             overloaded(),
         );
     }
+    let answer = rounds(&msgs).unwrap_or_else(|| answer(&last));
     (
         axum::http::StatusCode::OK,
         axum::http::HeaderMap::new(),
-        Json(answer(&last)),
+        Json(answer),
     )
+}
+
+/// A turn asked "rounds: N x S": one call of `slow__wait` for S seconds a round, N rounds,
+/// then "All N rounds done." (`scenarios::long_turn`).
+fn rounds(msgs: &[Value]) -> Option<Value> {
+    let start = msgs
+        .iter()
+        .rposition(|m| m["role"] == "user" && text_of(m).starts_with("rounds: "))?;
+    let asked = text_of(&msgs[start]);
+    let (n, secs) = asked.strip_prefix("rounds: ")?.split_once(" x ")?;
+    let n: usize = n.trim().parse().ok()?;
+    let secs: u64 = secs.trim().parse().ok()?;
+    let done = msgs[start..]
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .count();
+    Some(match done < n {
+        true => anthropic_tool_use(
+            &format!("toolu_wait_{done}"),
+            "slow__wait",
+            // Each round's call differs: identical calls past two are refused as repeats.
+            json!({"seconds": secs, "round": done + 1}),
+        ),
+        false => anthropic_text(&format!("All {n} rounds done.")),
+    })
 }
 
 /// `POST /chat/completions`, the OpenAI wire (OpenRouter, Groq and every compatible preset

@@ -34,6 +34,16 @@ pub struct Emulator {
     pub async_invokes: Mutex<Vec<Value>>,
     /// When set, asynchronous invocations are recorded but not run.
     pub hold_async: AtomicBool,
+    /// The function's timeout: each invocation's deadline is this long after it is handed
+    /// out (300 s when unset, the SAM template's).
+    pub timeout: Mutex<Option<Duration>>,
+    /// Each invocation handed out: its id, when, and its deadline.
+    pub handed: Mutex<HashMap<String, (Instant, Instant)>>,
+    /// Invocations answered after their deadline (a real Lambda would have cut them): id and
+    /// how long they ran.
+    pub overran: Mutex<Vec<(String, Duration)>>,
+    /// How long each invocation ran, in the order answered.
+    pub ran: Mutex<Vec<Duration>>,
 }
 
 impl Emulator {
@@ -69,7 +79,17 @@ async fn next(State(emu): State<Arc<Emulator>>) -> impl IntoResponse {
     loop {
         let wait = emu.arrived.notified();
         if let Some((id, event)) = emu.queue.lock().unwrap().pop_front() {
-            let deadline = (std::time::SystemTime::now() + Duration::from_secs(300))
+            let timeout = emu
+                .timeout
+                .lock()
+                .unwrap()
+                .unwrap_or(Duration::from_secs(300));
+            let now = Instant::now();
+            emu.handed
+                .lock()
+                .unwrap()
+                .insert(id.clone(), (now, now + timeout));
+            let deadline = (std::time::SystemTime::now() + timeout)
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap()
                 .as_millis();
@@ -101,6 +121,12 @@ async fn respond(
     body: Bytes,
 ) -> StatusCode {
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if let Some((began, deadline)) = emu.handed.lock().unwrap().get(&id).copied() {
+        emu.ran.lock().unwrap().push(began.elapsed());
+        if Instant::now() > deadline {
+            emu.overran.lock().unwrap().push((id.clone(), began.elapsed()));
+        }
+    }
     emu.responses.lock().unwrap().insert(id, v);
     emu.answered.notify_waiters();
     StatusCode::ACCEPTED
