@@ -114,7 +114,9 @@ impl Allowance {
 
     /// Requests made since it began (by anything in this app).
     pub fn requests_used(&self) -> u64 {
-        self.counter.load(Ordering::Relaxed).saturating_sub(self.start)
+        self.counter
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.start)
     }
 
     /// Requests it may still make.

@@ -204,10 +204,7 @@ impl App {
 
     /// [`App::scheduled`] within an invocation's `limits` (a Worker's cron): lanes whose
     /// work did not fit are handed on (see [`crate::allowance`]).
-    pub async fn scheduled_within(
-        &self,
-        limits: crate::allowance::Limits,
-    ) -> crate::drain::Swept {
+    pub async fn scheduled_within(&self, limits: crate::allowance::Limits) -> crate::drain::Swept {
         let allowance = self.allowance(limits);
         match self.platform.kv.purge_expired().await {
             Ok(0) => {}

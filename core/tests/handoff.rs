@@ -55,7 +55,10 @@ fn harness() -> (Harness, Arc<McpFake>) {
 fn six_rounds(h: &Harness, rounds: usize) {
     for i in 0..rounds {
         let input = json!({"seconds": 10, "round": i});
-        h.script(200, anthropic_tool_use(&format!("toolu_{i}"), "slow__wait", input));
+        h.script(
+            200,
+            anthropic_tool_use(&format!("toolu_{i}"), "slow__wait", input),
+        );
     }
     h.script(200, anthropic_text("All six done."));
 }
@@ -143,7 +146,11 @@ fn requests_are_counted_per_invocation_and_never_pass_the_limit() {
         let done = invocations(&h, &lane, limits).await;
         assert!(done.len() >= 2, "twenty requests do not hold six rounds");
         for i in &done {
-            assert!(i.requests <= 20, "an invocation made {} requests", i.requests);
+            assert!(
+                i.requests <= 20,
+                "an invocation made {} requests",
+                i.requests
+            );
         }
         let waits = mcp.calls().iter().filter(|(n, _)| n == "wait").count();
         assert_eq!(waits, 6, "every tool once");

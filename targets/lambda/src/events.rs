@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
 use clawless_core::allowance::Limits;
+use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
 use clawless_core::{App, Drained, Lane};
 use serde_json::{json, Value};
 

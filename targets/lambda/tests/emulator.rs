@@ -378,7 +378,10 @@ async fn a_long_turn_goes_on_in_fresh_invocations() {
     let overran = lambda.emu.overran.lock().unwrap().clone();
     assert!(overran.is_empty(), "past the deadline: {overran:?}");
     let drains = lambda.emu.async_invokes.lock().unwrap().len();
-    assert!(drains >= 3, "{drains} drain invocations: the lane was not handed on");
+    assert!(
+        drains >= 3,
+        "{drains} drain invocations: the lane was not handed on"
+    );
     let ran = lambda.emu.ran.lock().unwrap().clone();
     eprintln!("lambda: {drains} drain invocations; each ran {ran:?}");
     let _ = std::fs::remove_dir_all(&config);

@@ -144,3 +144,19 @@ async fn a_tap_after_kill_and_restart_resumes_the_waiting_turn_once() {
     );
     assert!(f.violations.lock().unwrap().is_empty());
 }
+
+/// Six rounds of a 10 s tool on `clawless serve`, which has no invocation to outlast: the
+/// shared long turn, answered once, every tool once, in one drain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_turn_is_answered_once_on_native() {
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("long-turn");
+    let config = asking_config();
+    let how = Serve {
+        env: &[("CLAWLESS_CONFIG", config.to_str().unwrap())],
+        ..Serve::default()
+    };
+    let bot = start_bot_with(&data, &tg, &llm_url, how).await;
+    let native = Native { bot, f };
+    scenarios::a_long_turn_is_answered_once(&native, OWNER_ID, 1).await;
+}

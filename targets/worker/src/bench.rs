@@ -158,6 +158,9 @@ pub async fn invocation(
 
 /// `GET /__invocations`: what each invocation of this isolate used, one JSON line each.
 pub fn invocations() -> Result<Response> {
-    let lines = INVOCATIONS.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
+    let lines = INVOCATIONS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .join("\n");
     Response::ok(lines)
 }

@@ -185,11 +185,7 @@ fn limits(shell: &Shell, wall: Duration, used: u64) -> Limits {
 /// Drains one lane within `limits`; a lane with work left is handed on. Whatever else is
 /// left (a crash, a later retry) is picked up by the cron sweep.
 async fn drain(shell: &Shell, lane: Lane, limits: Limits) {
-    match shell
-        .app
-        .drain_within(&lane, MAX_INLINE_WAIT, limits)
-        .await
-    {
+    match shell.app.drain_within(&lane, MAX_INLINE_WAIT, limits).await {
         Ok(Drained::HandOff) => hand_on(shell, &lane).await,
         Ok(_) => {}
         Err(e) => worker::console_error!("lane {lane}: drain failed, the sweep will retry: {e}"),

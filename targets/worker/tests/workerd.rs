@@ -465,7 +465,10 @@ async fn a_long_turn_goes_on_through_the_queue() {
         .collect();
     eprintln!("worker invocations: {invocations:?}");
     let drains = |kind: &str| invocations.iter().filter(|i| i["kind"] == kind).count();
-    assert!(drains("webhook") >= 1 && drains("queue") >= 2, "{invocations:?}");
+    assert!(
+        drains("webhook") >= 1 && drains("queue") >= 2,
+        "{invocations:?}"
+    );
     for i in &invocations {
         assert_eq!(i["cut"], false, "{i}");
         assert!(i["ms"].as_u64().unwrap() <= 30_000, "{i}");

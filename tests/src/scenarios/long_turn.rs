@@ -13,7 +13,10 @@ pub async fn a_long_turn_is_answered_once(shell: &dyn Shell, user: i64, first_id
     let f = shell.fakes();
     let question = "rounds: 6 x 10";
     let update = text_update_from(user, first_id, question);
-    assert_eq!(shell.post(update.to_string(), Some(shell.secret())).await, 200);
+    assert_eq!(
+        shell.post(update.to_string(), Some(shell.secret())).await,
+        200
+    );
     let started = Instant::now();
     let answered = loop {
         if !f.sent_to(user).is_empty() {

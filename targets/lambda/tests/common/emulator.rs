@@ -124,7 +124,10 @@ async fn respond(
     if let Some((began, deadline)) = emu.handed.lock().unwrap().get(&id).copied() {
         emu.ran.lock().unwrap().push(began.elapsed());
         if Instant::now() > deadline {
-            emu.overran.lock().unwrap().push((id.clone(), began.elapsed()));
+            emu.overran
+                .lock()
+                .unwrap()
+                .push((id.clone(), began.elapsed()));
         }
     }
     emu.responses.lock().unwrap().insert(id, v);
