@@ -4,7 +4,7 @@
 //! the next invocation goes on from there: every tool once, no finished model call made again,
 //! the answer once, and no invocation past its limits.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 

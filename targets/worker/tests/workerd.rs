@@ -475,3 +475,32 @@ async fn a_long_turn_goes_on_through_the_queue() {
         assert!(i["requests"].as_u64().unwrap() <= 50, "{i}");
     }
 }
+
+/// Four tool rounds, then an answer streamed for two minutes, on the free plan's 50 outbound
+/// requests an invocation: the webhook's 30 s are not enough, so the lane goes on through the
+/// queue (the model call under way given up and made again there), and previews spread the
+/// requests they may spend. Answered once, and no invocation past 50 requests or the webhook's
+/// past 30 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_minute_stream_stays_within_fifty_requests() {
+    let (f, tg, llm) = fakes().await;
+    let vars = bot_vars(&tg, &llm);
+    let options = json!({"vars": vars, "queue": true});
+    let mf = Miniflare::start_with("CLAWLESS_WORKER_TEST_BUILD", options);
+    let worker = Worker { mf, f };
+    scenarios::a_long_streamed_answer_is_answered_once(&worker, OWNER_ID, 1).await;
+    let (status, body) = worker.mf.get("/__invocations").await;
+    assert_eq!(status, 200);
+    let invocations: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    eprintln!("worker invocations: {invocations:?}");
+    assert!(invocations.len() >= 2, "{invocations:?}");
+    for i in &invocations {
+        assert!(i["requests"].as_u64().unwrap() <= 50, "{i}");
+        if i["kind"] == "webhook" {
+            assert!(i["ms"].as_u64().unwrap() <= 30_000, "{i}");
+        }
+    }
+}

@@ -16,7 +16,8 @@ use crate::llm::{anthropic_text, anthropic_tool_use};
 
 /// [`anthropic`], except that a text answer to a streamed request (`"stream": true`) in a
 /// conversation whose first message asks for it "slowly" comes as server-sent events, in
-/// three pieces 400 ms apart (the terminal cockpit's test watches it being written).
+/// three pieces 400 ms apart (the terminal cockpit's test watches it being written), and the
+/// answer of a long turn asked "… stream T" comes in 2T pieces 500 ms apart.
 pub(super) async fn anthropic_streaming(
     state: State<Arc<Fakes>>,
     Json(req): Json<Value>,
@@ -24,6 +25,10 @@ pub(super) async fn anthropic_streaming(
     use axum::response::IntoResponse;
     let slowly =
         req["stream"] == true && req["messages"][0]["content"].to_string().contains("slowly");
+    // A long turn's answer streamed for that many seconds ("rounds: N x S stream T").
+    let streamed = (req["stream"] == true)
+        .then(|| req["messages"].as_array().and_then(|m| stream_secs(m)))
+        .flatten();
     let (status, headers, Json(answer)) = anthropic(state, Json(req)).await;
     let text = answer["content"]
         .as_array()
@@ -34,17 +39,21 @@ pub(super) async fn anthropic_streaming(
                 .filter_map(|b| b["text"].as_str())
                 .collect::<String>()
         });
-    match (slowly && status.is_success(), text) {
-        (true, Some(text)) => sse_pieces(&text),
+    match (status.is_success(), text, streamed) {
+        (true, Some(text), Some(secs)) => {
+            let pieces = usize::try_from(secs * 2).unwrap_or(1);
+            sse_pieces(&text, pieces, Duration::from_millis(500))
+        }
+        (true, Some(text), None) if slowly => sse_pieces(&text, 3, Duration::from_millis(400)),
         _ => (status, headers, Json(answer)).into_response(),
     }
 }
 
-/// `text` as Anthropic's stream of events, in three pieces 400 ms apart.
-fn sse_pieces(text: &str) -> axum::response::Response {
+/// `text` as Anthropic's stream of events, in `n` pieces `gap` apart.
+fn sse_pieces(text: &str, n: usize, gap: Duration) -> axum::response::Response {
     let chars: Vec<char> = text.chars().collect();
-    let third = chars.len().div_ceil(3).max(1);
-    let pieces: Vec<String> = chars.chunks(third).map(|c| c.iter().collect()).collect();
+    let size = chars.len().div_ceil(n.max(1)).max(1);
+    let pieces: Vec<String> = chars.chunks(size).map(|c| c.iter().collect()).collect();
     let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
     let mut frames = vec![
         event(
@@ -72,9 +81,9 @@ fn sse_pieces(text: &str) -> axum::response::Response {
             + &event("message_stop", json!({"type": "message_stop"})),
     );
     let stream =
-        futures::stream::iter(frames.into_iter().enumerate()).then(|(i, frame)| async move {
+        futures::stream::iter(frames.into_iter().enumerate()).then(move |(i, frame)| async move {
             if i > 0 {
-                tokio::time::sleep(Duration::from_millis(400)).await;
+                tokio::time::sleep(gap).await;
             }
             Ok::<_, std::convert::Infallible>(frame)
         });
@@ -141,17 +150,34 @@ pub(super) async fn anthropic(
     )
 }
 
-/// A turn asked "rounds: N x S": one call of `slow__wait` for S seconds a round, N rounds,
-/// then "All N rounds done." (`scenarios::long_turn`).
-fn rounds(msgs: &[Value]) -> Option<Value> {
+/// The question of the long turn under way in `msgs` ("rounds: …"), from its message on.
+fn long_turn(msgs: &[Value]) -> Option<(String, &[Value])> {
     let start = msgs
         .iter()
         .rposition(|m| m["role"] == "user" && text_of(m).starts_with("rounds: "))?;
-    let asked = text_of(&msgs[start]);
-    let (n, secs) = asked.strip_prefix("rounds: ")?.split_once(" x ")?;
+    Some((text_of(&msgs[start]), &msgs[start..]))
+}
+
+/// How long the answer of a long turn asked "… stream T" streams: T seconds.
+fn stream_secs(msgs: &[Value]) -> Option<u64> {
+    let (asked, _) = long_turn(msgs)?;
+    asked.split_once(" stream ")?.1.trim().parse().ok()
+}
+
+/// A turn asked "rounds: N x S": one call of `slow__wait` for S seconds a round, N rounds,
+/// then "All N rounds done." (`scenarios::long_turn`); with " stream T", the answer goes on
+/// for T × 10 words and streams for T seconds.
+fn rounds(msgs: &[Value]) -> Option<Value> {
+    let (asked, turn) = long_turn(msgs)?;
+    let spec = asked.strip_prefix("rounds: ")?;
+    let (spec, stream) = match spec.split_once(" stream ") {
+        Some((spec, secs)) => (spec, secs.trim().parse::<usize>().ok()),
+        None => (spec, None),
+    };
+    let (n, secs) = spec.split_once(" x ")?;
     let n: usize = n.trim().parse().ok()?;
     let secs: u64 = secs.trim().parse().ok()?;
-    let done = msgs[start..]
+    let done = turn
         .iter()
         .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
         .filter(|b| b["type"] == "tool_result")
@@ -163,7 +189,10 @@ fn rounds(msgs: &[Value]) -> Option<Value> {
             // Each round's call differs: identical calls past two are refused as repeats.
             json!({"seconds": secs, "round": done + 1}),
         ),
-        false => anthropic_text(&format!("All {n} rounds done.")),
+        false => {
+            let more = " and more".repeat(stream.unwrap_or(0) * 5);
+            anthropic_text(&format!("All {n} rounds done{more}."))
+        }
     })
 }
 
