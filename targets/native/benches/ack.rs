@@ -6,6 +6,7 @@
 //!   them stalled: ack p50/p99 and the stalled one's drops; and what publishing one event costs;
 //! - core CPU per update for the whole turn (ack + drain + model + send) on in-memory ports
 //!   with canned model and Bot API answers;
+//! - what one tool round costs the store: Kv calls and the bytes of each checkpoint (`rounds`);
 //! - the release binary's size and its idle RSS while serving.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -14,9 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clawless_core::{App, Config, Env};
-use clawless_platform::{HttpResponse, Platform};
+use clawless_platform::{async_trait, HttpResponse, Kv, Platform};
 use clawless_testkit::fixtures;
-use clawless_testkit::llm::anthropic_text;
+use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
 use serde_json::json;
 
 const SECRET: &str = "bench-secret";
@@ -72,9 +73,178 @@ fn main() {
     if run("turn") {
         turn(&rt);
     }
+    if run("rounds") {
+        rounds(&rt);
+    }
     if run("binary") {
         binary();
     }
+}
+
+/// Counts a Kv's calls by kind, and the bytes written under `inbox/` (the jobs: each turn's
+/// checkpoints).
+struct CountingKv {
+    inner: Arc<dyn Kv>,
+    calls: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
+    job_writes: std::sync::Mutex<Vec<usize>>,
+}
+
+impl CountingKv {
+    fn count(&self, kind: &'static str) {
+        *self.calls.lock().unwrap().entry(kind).or_default() += 1;
+    }
+
+    fn wrote(&self, key: &str, value: &[u8]) {
+        if key.starts_with("inbox/") {
+            self.job_writes.lock().unwrap().push(value.len());
+        }
+    }
+
+    fn take(&self) -> (std::collections::BTreeMap<&'static str, u64>, Vec<usize>) {
+        (
+            std::mem::take(&mut *self.calls.lock().unwrap()),
+            std::mem::take(&mut *self.job_writes.lock().unwrap()),
+        )
+    }
+}
+
+#[async_trait]
+impl Kv for CountingKv {
+    async fn get(&self, key: &str) -> clawless_platform::Result<Option<Vec<u8>>> {
+        self.count("get");
+        self.inner.get(key).await
+    }
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: Option<Duration>,
+    ) -> clawless_platform::Result<()> {
+        self.count("put");
+        self.wrote(key, value);
+        self.inner.put(key, value, ttl).await
+    }
+    async fn delete(&self, key: &str) -> clawless_platform::Result<()> {
+        self.count("delete");
+        self.inner.delete(key).await
+    }
+    async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
+        self.count("list");
+        self.inner.list(prefix, limit).await
+    }
+    async fn list_after(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> clawless_platform::Result<Vec<String>> {
+        self.count("list");
+        self.inner.list_after(prefix, after, limit).await
+    }
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<Duration>,
+    ) -> clawless_platform::Result<bool> {
+        self.count("cas");
+        if let Some(v) = new {
+            self.wrote(key, v);
+        }
+        self.inner.compare_and_swap(key, expected, new, ttl).await
+    }
+    async fn put_if_absent(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: Option<Duration>,
+    ) -> clawless_platform::Result<bool> {
+        self.count("put_if_absent");
+        self.wrote(key, value);
+        self.inner.put_if_absent(key, value, ttl).await
+    }
+    async fn purge_expired(&self) -> clawless_platform::Result<u64> {
+        self.inner.purge_expired().await
+    }
+}
+
+/// What one tool round costs the store: Kv calls of a turn with one tool call less those of a
+/// turn without, and the bytes of each job write (the checkpoints) in the turn with it.
+fn rounds(rt: &tokio::runtime::Runtime) {
+    let (mut platform, _clock, http) = Platform::in_memory();
+    let kv = Arc::new(CountingKv {
+        inner: platform.kv.clone(),
+        calls: Default::default(),
+        job_writes: Default::default(),
+    });
+    platform.kv = kv.clone();
+    let env = Env::from_pairs([
+        ("TELEGRAM_BOT_TOKEN", "1:BENCH"),
+        ("TELEGRAM_WEBHOOK_SECRET", SECRET),
+        ("TELEGRAM_ALLOWED_USERS", &fixtures::OWNER_ID.to_string()),
+        ("ANTHROPIC_API_KEY", "sk-bench"),
+        ("ANTHROPIC_BASE_URL", "http://llm.bench"),
+    ]);
+    let config = Config::load(&clawless_core::config::embedded()).unwrap();
+    let app = App::new(platform, config, &env, "bench").unwrap();
+    // "time" asks for the clock tool once; its result is answered; anything else at once.
+    http.route("http://llm.bench", |req| {
+        let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+        let last = &body["messages"][body["messages"].as_array().map_or(0, |m| m.len()) - 1];
+        let asks =
+            last.to_string().contains("what time") && last["content"][0]["type"] != "tool_result";
+        let answer = match asks {
+            true => anthropic_tool_use("t1", "current_time", json!({"utc_offset": "UTC"})),
+            false => anthropic_text("A short **answer**."),
+        };
+        Ok(HttpResponse::json(200, &answer))
+    });
+    http.route("https://api.telegram.org/", |_| {
+        Ok(HttpResponse::json(200, &json!({"ok": true, "result": {"message_id": 1, "date": 1, "chat": {"id": 1, "type": "private"}}})))
+    });
+    let turn = |id: i64, text: &'static str| {
+        let app = &app;
+        async move {
+            let mut update = fixtures::update("private_text", id);
+            update["message"]["text"] = json!(text);
+            let r = app
+                .handle_webhook("main", Some(SECRET), update.to_string().as_bytes())
+                .await;
+            app.drain(&r.lane.unwrap()).await.unwrap();
+        }
+    };
+    let (plain, with_tool, writes) = rt.block_on(async {
+        // Warm: identity, menus and the like are read once.
+        turn(900_000, "hello").await;
+        kv.take();
+        turn(900_001, "hello again").await;
+        let (plain, _) = kv.take();
+        turn(900_002, "what time is it").await;
+        let (with_tool, writes) = kv.take();
+        (plain, with_tool, writes)
+    });
+    let answers = http
+        .requests()
+        .iter()
+        .filter(|r| r.url.ends_with("/sendMessage"))
+        .count();
+    assert_eq!(answers, 3, "every turn answered once");
+    let more: Vec<String> = with_tool
+        .iter()
+        .map(|(kind, n)| {
+            format!(
+                "{kind} {:+}",
+                *n as i64 - *plain.get(kind).unwrap_or(&0) as i64
+            )
+        })
+        .collect();
+    println!("Kv calls, turn without a tool: {plain:?}");
+    println!(
+        "Kv calls per tool round (turn with one tool call, less one without): {}",
+        more.join(", ")
+    );
+    println!("job writes in the turn with one tool call (bytes each, in order): {writes:?}");
 }
 
 fn ack(rt: &tokio::runtime::Runtime) {

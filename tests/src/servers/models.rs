@@ -95,7 +95,8 @@ fn sse_pieces(text: &str, n: usize, gap: Duration) -> axum::response::Response {
 
 /// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "schedule: {…}"
 /// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "run: CMD" calls `exec`, "time" asks for the clock
-/// tool, "long" writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
+/// tool, "everything: X" calls `everything__echo` (the official MCP reference server), "long"
+/// writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
 /// marker fails the first time, [`MODEL_AWAITS_TYPING`] waits for "typing…", anything else is
 /// echoed.
 pub(super) async fn anthropic(
@@ -278,6 +279,10 @@ fn answer(last: &Value) -> Value {
     let text = text_of(last);
     if let Some(fact) = text.strip_prefix("remember: ") {
         return anthropic_tool_use("toolu_mem", "memory_write", json!({"content": fact}));
+    }
+    if let Some(said) = text.strip_prefix("everything: ") {
+        let input = json!({"message": said});
+        return anthropic_tool_use("toolu_everything", "everything__echo", input);
     }
     if let Some(said) = text.strip_prefix("mcp: ") {
         return anthropic_tool_use("toolu_mcp", "demo__echo", json!({"text": said}));
