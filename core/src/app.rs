@@ -204,7 +204,7 @@ impl App {
 
     /// [`App::scheduled`] within an invocation's `limits` (a Worker's cron): lanes whose
     /// work did not fit are handed on (see [`crate::allowance`]).
-    pub async fn scheduled_within(&self, limits: crate::allowance::Limits) -> crate::drain::Swept {
+    pub async fn scheduled_within(&self, limits: crate::allowance::Limits) -> crate::inbox::Swept {
         let allowance = self.allowance(limits);
         match self.platform.kv.purge_expired().await {
             Ok(0) => {}
@@ -216,7 +216,7 @@ impl App {
             Ok(swept) => swept,
             Err(e) => {
                 tracing::warn!(error = %e, "sweep failed");
-                crate::drain::Swept::default()
+                crate::inbox::Swept::default()
             }
         };
         for c in self.connectors.values() {
@@ -237,7 +237,7 @@ impl App {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        crate::drain::Swept {
+        crate::inbox::Swept {
             next,
             handed_on: swept.handed_on,
         }

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use crate::allowance::{Allowance, Limits, Work};
 use crate::app::App;
 use crate::ids::Lane;
-use crate::inbox::{Drained, Lease};
+use crate::inbox::{Drained, Lease, Swept};
 use crate::turn::Step;
 
 /// How often a drainer renews its lease while it works (a third of the lease's life).
@@ -20,15 +20,6 @@ pub const LEASE_RENEW_EVERY: Duration = Duration::from_secs(6);
 
 /// Lanes a sweep drains at once.
 pub const SWEEP_PARALLEL: usize = 8;
-
-/// What a sweep left.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Swept {
-    /// The earliest instant a waiting job should be tried again.
-    pub next: Option<u64>,
-    /// Lanes handed on with work left (see [`Drained::HandOff`]).
-    pub handed_on: Vec<Lane>,
-}
 
 impl App {
     fn owner(&self) -> String {

@@ -203,6 +203,15 @@ pub enum Drained {
     HandOff,
 }
 
+/// What a sweep left.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    /// The earliest instant a waiting job should be tried again.
+    pub next: Option<u64>,
+    /// Lanes handed on with work left (see [`Drained::HandOff`]).
+    pub handed_on: Vec<Lane>,
+}
+
 pub struct Inbox {
     pub kv: Arc<dyn Kv>,
     pub clock: Arc<dyn Clock>,

@@ -80,6 +80,6 @@ pub use app::App;
 pub use config::{Config, ConfigError, ConfigFiles};
 pub use env::Env;
 pub use ids::{ConnectorId, Lane, Scope, SessionKey};
-pub use inbox::Drained;
+pub use inbox::{Drained, Swept};
 pub use ingress::WebhookReply;
 pub use secret::Secret;

@@ -203,3 +203,36 @@ pub struct PendingCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
 }
+
+impl super::Agent {
+    /// Ends a turn without another model call (`/stop`): every call still waiting is closed
+    /// with `why`, which is also the reply.
+    pub fn cancel(mut state: RunState, why: &str) -> TurnOutput {
+        state.running = None;
+        let open: Vec<String> = match state.messages.last() {
+            Some(m) if m.role == Role::Assistant => {
+                m.tool_uses().map(|(id, _, _)| id.to_owned()).collect()
+            }
+            _ => Vec::new(),
+        };
+        if !open.is_empty() {
+            state.messages.push(ChatMessage {
+                role: Role::User,
+                content: open
+                    .into_iter()
+                    .map(|id| match state.result_of(&id) {
+                        // Ran before the turn stopped: its result stands.
+                        Some(done) => done.clone(),
+                        None => Block::ToolResult {
+                            tool_use_id: id,
+                            content: why.to_owned(),
+                            is_error: true,
+                        },
+                    })
+                    .collect(),
+            });
+        }
+        state.results.clear();
+        state.closed_with(why.to_owned())
+    }
+}
