@@ -105,6 +105,7 @@ fn a_tool_round_trip_reads_every_page_and_answers_in_sse() {
                 "demo__add",
                 "demo__echo",
                 "demo__fail",
+                "demo__note",
                 "demo__notes_search",
                 "demo__private",
                 "demo__wait"
@@ -231,7 +232,7 @@ fn a_server_that_is_down_leaves_the_turn_without_its_tools() {
         h.clock.advance(std::time::Duration::from_secs(61));
         h.script(200, anthropic_text("with it"));
         h.deliver("private_text", 3).await;
-        assert_eq!(demo_tools(&h, 2).len(), 6);
+        assert_eq!(demo_tools(&h, 2).len(), 7);
     });
 }
 
@@ -241,7 +242,7 @@ fn a_server_going_down_mid_session_fails_the_call_not_the_turn() {
         let (h, fake) = harness("    level: guarded\n");
         h.script(200, anthropic_text("listed"));
         h.deliver("private_text", 1).await;
-        assert_eq!(demo_tools(&h, 0).len(), 6);
+        assert_eq!(demo_tools(&h, 0).len(), 7);
         fake.down.store(true, Ordering::SeqCst);
         h.script(
             200,
@@ -249,7 +250,7 @@ fn a_server_going_down_mid_session_fails_the_call_not_the_turn() {
         );
         h.script(200, anthropic_text("The tool is down."));
         h.deliver("private_text", 2).await;
-        assert_eq!(demo_tools(&h, 1).len(), 6, "the cached list is offered");
+        assert_eq!(demo_tools(&h, 1).len(), 7, "the cached list is offered");
         let result = h.last_tool_result();
         assert_eq!(result["is_error"], true);
         let text = result["content"].as_str().unwrap();

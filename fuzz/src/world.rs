@@ -125,6 +125,7 @@ impl World {
                 Drained::Idle => return true,
                 Drained::RetryAt(at) => self.advance_to(at),
                 Drained::Busy => panic!("nobody else holds the lane"),
+                Drained::HandOff => panic!("nothing limits this drain"),
             }
         }
         false

@@ -49,9 +49,10 @@ pub const GROUP_ID: i64 = -1_001_234_567_890;
 pub const MCP_URL_ENV: &str = "CLAWLESS_TEST_MCP_URL";
 
 /// Writes into `dir` the repository's `config/` with two changes: `memory_write` asks first,
-/// and the agent has the fakes' MCP server as `demo` and its `wait` as `slow` (the config the
-/// approval scenarios and the long turns run on). Panics when `assistant.yaml`'s policy block has changed shape, so the change cannot
-/// silently not happen.
+/// and the agent has the fakes' MCP server as `demo` and its `wait` and `note` as `slow` (the
+/// config the approval scenarios, the long turns and the kill points run on). Panics when
+/// `assistant.yaml`'s policy block has changed shape, so the change cannot silently not
+/// happen.
 pub fn asking_config(dir: &std::path::Path) {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
     copy_dir(&src, dir);
@@ -59,8 +60,8 @@ pub fn asking_config(dir: &std::path::Path) {
     let text = std::fs::read_to_string(&agent).unwrap_or_default();
     let asking = text.replace("  tools: {}", "  tools: { memory_write: ask }");
     // The test MCP server of the fakes (unsafe by default, so its calls ask too).
-    // And its `wait` alone, safe, as `slow` (long turns: `scenarios::long_turn`).
-    let asking = format!("{asking}\nmcp:\n  - name: demo\n    url_env: {MCP_URL_ENV}\n  - name: slow\n    url_env: {MCP_URL_ENV}\n    level: safe\n    tools: [wait]\n");
+    // And its `wait` and `note` alone, safe, as `slow` (long turns and kill points).
+    let asking = format!("{asking}\nmcp:\n  - name: demo\n    url_env: {MCP_URL_ENV}\n  - name: slow\n    url_env: {MCP_URL_ENV}\n    level: safe\n    tools: [wait, note]\n");
     assert_ne!(
         text, asking,
         "the policy block of assistant.yaml changed shape"

@@ -14,7 +14,8 @@
 //! Tools: `add` (`a` + `b`, text and structured content), `echo` (`text`), `fail` (an
 //! `isError` result), `private` (for allow lists), `notes.search` (a valid MCP name the model
 //! APIs refuse, read-only by its annotations), `broken` (a schema the model APIs refuse) and
-//! `wait` (read-only; the server it is served by takes `seconds` first, see [`waits`]).
+//! `wait` (read-only; the server it is served by takes `seconds` first, see [`waits`]) and
+//! `note` (an effect that must not happen twice: not read-only, counted in `calls`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -165,6 +166,9 @@ impl McpFake {
                     "fail" => {
                         json!({"content": [{"type": "text", "text": "it failed on purpose"}], "isError": true})
                     }
+                    "note" => {
+                        json!({"content": [{"type": "text", "text": format!("noted: {}", args["text"].as_str().unwrap_or(""))}]})
+                    }
                     // The wait itself is the server's to take (`servers::fakes` sleeps).
                     "wait" => {
                         json!({"content": [{"type": "text", "text": format!("waited {} s", wait_secs(&args))}]})
@@ -199,12 +203,20 @@ pub fn tools() -> Vec<Value> {
             "properties": {"a": {"type": "nope"}}, "required": "a"}}),
         json!({"name": "wait", "description": "Waits some seconds (a slow tool).", "inputSchema": {"type": "object",
             "properties": {"seconds": num}}, "annotations": {"readOnlyHint": true}}),
+        json!({"name": "note", "description": "Notes a text (an effect that must not happen twice).",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
     ]
 }
 
 /// How long a `wait` call with `args` takes: its `seconds`, at most 20.
 pub fn wait_secs(args: &Value) -> u64 {
     args["seconds"].as_u64().unwrap_or(0).min(20)
+}
+
+/// Whether `body` (a JSON-RPC request) is a `tools/call` of `note`.
+pub fn notes(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .is_ok_and(|m| m["method"] == "tools/call" && m["params"]["name"] == "note")
 }
 
 /// The seconds a `tools/call` of `wait` in `body` (a JSON-RPC request) takes, if it is one.

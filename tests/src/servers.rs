@@ -56,6 +56,13 @@ pub struct Fakes {
     pub webhook_info: Mutex<Option<Value>>,
     /// When each call of the MCP server's `wait` ended.
     pub waits_ended: Mutex<Vec<Instant>>,
+    /// While set, a `tools/call` of the MCP server's `note` is held before it takes effect,
+    /// then refused (503): the kill tests cut a turn there.
+    pub note_hang: AtomicBool,
+    /// While set, a model request that answers a tool result is held (then answered).
+    pub llm_hang_on_result: AtomicBool,
+    /// What has been held so far: "note", "model", "send" (see the hang switches).
+    pub held: Mutex<Vec<&'static str>>,
 }
 
 /// In a bot token: the fake Bot API refuses every call with 401 Unauthorized (a revoked or
@@ -188,6 +195,7 @@ async fn bot_api(
     if method == "sendMessage" {
         *f.send_attempts.lock().unwrap() += 1;
         if f.send_hang.load(Ordering::SeqCst) {
+            f.held.lock().unwrap().push("send");
             // The tests kill the sender while this hangs. The server may poll this handler
             // once more after the hang is lifted but before it notices the closed socket;
             // the message must then count as lost, not delivered to a dead client.
@@ -366,6 +374,18 @@ async fn mcp(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
+    if crate::mcp::notes(&body) && f.note_hang.load(Ordering::SeqCst) {
+        f.held.lock().unwrap().push("note");
+        while f.note_hang.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Its caller was killed meanwhile: the note must not take effect now.
+        return (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            axum::http::HeaderMap::new(),
+            b"held".to_vec(),
+        );
+    }
     let waits = crate::mcp::waits(&body);
     if let Some(secs) = waits {
         tokio::time::sleep(Duration::from_secs(secs)).await;

@@ -386,3 +386,57 @@ async fn a_long_turn_goes_on_in_fresh_invocations() {
     eprintln!("lambda: {drains} drain invocations; each ran {ran:?}");
     let _ = std::fs::remove_dir_all(&config);
 }
+
+/// A turn with a tool (`slow__note`, not to be run twice) whose drain invocation is killed at
+/// each point — while the tool runs, after its result, while the answer is sent — and a new
+/// function process swept by the schedule: answered once each time, the note at most once
+/// (once when it had run), the finished model call not made again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_at_each_point_goes_on_once() {
+    let moto = common::moto();
+    let client = common::dynamo_client(&moto).await;
+    common::create_table(&client, "clawless-points").await;
+    let (f, tg, llm) = fakes().await;
+    let (emu, runtime) = start_emulator().await;
+    let config =
+        std::env::temp_dir().join(format!("clawless-lambda-points-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&config);
+    clawless_testkit::fixtures::asking_config(&config);
+    let env = [("CLAWLESS_CONFIG", config.to_str().unwrap())];
+    let start = || start_function_with(&runtime, &moto.url, "clawless-points", &tg, &llm, &env);
+    let scheduled: Value = serde_json::from_str(common::SCHEDULED).unwrap();
+    let mut function = start();
+    for (i, point) in scenarios::KILL_POINTS.into_iter().enumerate() {
+        let before = f.sent_to(OWNER_ID).len();
+        point.arm(&f);
+        let update = text_update(100 + i as i64, &point.question());
+        let r = emu
+            .invoke(common::url_event("/telegram/main", &update, Some(SECRET)))
+            .await;
+        assert_eq!(r["statusCode"], 200);
+        until("the turn held at its point", || point.reached(&f)).await;
+        drop(function); // SIGKILL, mid-turn
+        let killed = Instant::now();
+        point.disarm(&f);
+        function = start();
+        while f.sent_to(OWNER_ID).len() == before {
+            assert!(
+                killed.elapsed() < Duration::from_secs(60),
+                "{point:?}: no answer within a minute of the kill"
+            );
+            assert_eq!(emu.invoke(scheduled.clone()).await["swept"], true);
+            if f.sent_to(OWNER_ID).len() == before {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+        emu.invoke(scheduled.clone()).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        point.check(&f, OWNER_ID, before, "lambda");
+        println!(
+            "lambda, killed at {point:?}: answered {:.1} s after the kill",
+            killed.elapsed().as_secs_f64()
+        );
+    }
+    drop(function);
+    let _ = std::fs::remove_dir_all(&config);
+}

@@ -160,3 +160,41 @@ async fn a_long_turn_is_answered_once_on_native() {
     let native = Native { bot, f };
     scenarios::a_long_turn_is_answered_once(&native, OWNER_ID, 1).await;
 }
+
+/// A turn with a tool (`slow__note`, not to be run twice) killed with kill -9 at each point —
+/// while the tool runs, after its result, while the answer is sent — and the bot restarted
+/// on its data: answered once each time, the note at most once (once when it had run), the
+/// finished model call not made again (`scenarios::KillPoint::check`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_at_each_point_goes_on_once() {
+    let (f, tg, llm_url) = fakes().await;
+    let data = common::temp_dir("kill-points");
+    let config = asking_config();
+    let env = [("CLAWLESS_CONFIG", config.to_str().unwrap())];
+    let how = || Serve {
+        env: &env,
+        ..Serve::default()
+    };
+    let mut bot = start_bot_with(&data, &tg, &llm_url, how()).await;
+    for (i, point) in scenarios::KILL_POINTS.into_iter().enumerate() {
+        let before = f.sent_to(OWNER_ID).len();
+        point.arm(&f);
+        let update = text_update(100 + i as i64, &point.question());
+        assert_eq!(post_update(&bot, &update, Some(SECRET)).await, 200);
+        until("the turn held at its point", || point.reached(&f)).await;
+        bot.child.kill().unwrap();
+        bot.child.wait().unwrap();
+        point.disarm(&f);
+        drop(bot);
+        bot = start_bot_with(&data, &tg, &llm_url, how()).await;
+        let took = clawless_testkit::servers::within(
+            "the answer after the restart",
+            std::time::Duration::from_secs(60),
+            || f.sent_to(OWNER_ID).len() > before,
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        point.check(&f, OWNER_ID, before, "native");
+        println!("native, killed at {point:?}: answered {took:?} after the restart");
+    }
+}

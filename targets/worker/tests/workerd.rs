@@ -504,3 +504,47 @@ async fn a_two_minute_stream_stays_within_fifty_requests() {
         }
     }
 }
+
+/// A turn with a tool (`slow__note`, not to be run twice) whose workerd is killed at each
+/// point — while the tool runs, after its result, while the answer is sent — and started again
+/// on the same D1, swept by the cron: answered once each time, the note at most once (once
+/// when it had run), the finished model call not made again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_at_each_point_goes_on_once() {
+    let (f, tg, llm) = fakes().await;
+    let dir = std::env::temp_dir().join(format!("clawless-worker-points-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = json!({"vars": bot_vars(&tg, &llm), "persist": dir.to_string_lossy()});
+    let mut mf = Miniflare::start_with("CLAWLESS_WORKER_TEST_BUILD", options.clone());
+    for (i, point) in scenarios::KILL_POINTS.into_iter().enumerate() {
+        let before = f.sent_to(OWNER_ID).len();
+        point.arm(&f);
+        let update = text_update(100 + i as i64, &point.question());
+        assert_eq!(mf.post_update(&update, Some(SECRET)).await, 200);
+        until("the turn held at its point", || point.reached(&f)).await;
+        mf.kill();
+        let killed = std::time::Instant::now();
+        point.disarm(&f);
+        mf = Miniflare::start_with("CLAWLESS_WORKER_TEST_BUILD", options.clone());
+        while f.sent_to(OWNER_ID).len() == before {
+            assert!(
+                killed.elapsed() < std::time::Duration::from_secs(60),
+                "{point:?}: no answer within a minute of the kill"
+            );
+            let outcome = mf.control("scheduled", "").await;
+            assert_eq!(outcome["outcome"], "ok", "{outcome}");
+            if f.sent_to(OWNER_ID).len() == before {
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+        }
+        mf.control("scheduled", "").await;
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        point.check(&f, OWNER_ID, before, "worker");
+        println!(
+            "worker, killed at {point:?}: answered {:.1} s after the kill",
+            killed.elapsed().as_secs_f64()
+        );
+    }
+    drop(mf);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -95,7 +95,7 @@ fn sse_pieces(text: &str, n: usize, gap: Duration) -> axum::response::Response {
 
 /// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "schedule: {…}"
 /// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "run: CMD" calls `exec`, "time" asks for the clock
-/// tool, "everything: X" calls `everything__echo` (the official MCP reference server), "long"
+/// tool, "note: X" calls `slow__note`, "everything: X" calls `everything__echo` (the official MCP reference server), "long"
 /// writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
 /// marker fails the first time, [`MODEL_AWAITS_TYPING`] waits for "typing…", anything else is
 /// echoed.
@@ -110,6 +110,12 @@ pub(super) async fn anthropic(
     }
     let msgs = req["messages"].as_array().cloned().unwrap_or_default();
     let last = msgs.last().cloned().unwrap_or(Value::Null);
+    if last["content"][0]["type"] == "tool_result" && f.llm_hang_on_result.load(Ordering::SeqCst) {
+        f.held.lock().unwrap().push("model");
+        while f.llm_hang_on_result.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     let asked = &text_of(&last);
     if asked.contains(MODEL_AWAITS_TYPING) {
         // Typing in the topic itself (other scenarios' typing is in the log too).
@@ -279,6 +285,9 @@ fn answer(last: &Value) -> Value {
     let text = text_of(last);
     if let Some(fact) = text.strip_prefix("remember: ") {
         return anthropic_tool_use("toolu_mem", "memory_write", json!({"content": fact}));
+    }
+    if let Some(said) = text.strip_prefix("note: ") {
+        return anthropic_tool_use("toolu_note", "slow__note", json!({"text": said}));
     }
     if let Some(said) = text.strip_prefix("everything: ") {
         let input = json!({"message": said});
