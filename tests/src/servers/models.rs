@@ -173,7 +173,7 @@ fn stream_secs(msgs: &[Value]) -> Option<u64> {
 
 /// A turn asked "rounds: N x S": one call of `slow__wait` for S seconds a round, N rounds,
 /// then "All N rounds done." (`scenarios::long_turn`); with " stream T", the answer goes on
-/// for T × 10 words and streams for T seconds.
+/// for T × 4 words and streams for T seconds.
 fn rounds(msgs: &[Value]) -> Option<Value> {
     let (asked, turn) = long_turn(msgs)?;
     let spec = asked.strip_prefix("rounds: ")?;
@@ -197,7 +197,8 @@ fn rounds(msgs: &[Value]) -> Option<Value> {
             json!({"seconds": secs, "round": done + 1}),
         ),
         false => {
-            let more = " and more".repeat(stream.unwrap_or(0) * 5);
+            // One message (under Telegram's 4,096 characters) of about 9 characters a piece.
+            let more = " and more".repeat(stream.unwrap_or(0) * 2);
             anthropic_text(&format!("All {n} rounds done{more}."))
         }
     })
