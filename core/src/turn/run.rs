@@ -51,8 +51,12 @@ impl App {
             origin,
             depth: 0,
             budget: None,
-            // Unique to this update's turn, kept across crashes.
-            call: format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id),
+            // Unique to this update's turn (its job's trace: connector and update id; a
+            // message id is not, for a reminder's firing), kept across crashes.
+            call: match progress {
+                Some(p) => format!("{}/{}", p.trace, msg.chat.id.0),
+                None => format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id),
+            },
         };
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
         let budget = self

@@ -390,7 +390,8 @@ async fn a_long_turn_goes_on_in_fresh_invocations() {
 /// A turn with a tool (`slow__note`, not to be run twice) whose drain invocation is killed at
 /// each point — while the tool runs, after its result, while the answer is sent — and a new
 /// function process swept by the schedule: answered once each time, the note at most once
-/// (once when it had run), the finished model call not made again.
+/// (once when it had run), a reminder set by `schedule` exactly once, the finished model call
+/// not made again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_at_each_point_goes_on_once() {
     let moto = common::moto();
@@ -432,6 +433,15 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
         emu.invoke(scheduled.clone()).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         point.check(&f, OWNER_ID, before, "lambda");
+        if point.reminds() {
+            let listing = text_update(200 + i as i64, scenarios::LISTING);
+            let r = emu
+                .invoke(common::url_event("/telegram/main", &listing, Some(SECRET)))
+                .await;
+            assert_eq!(r["statusCode"], 200);
+            until("the listing", || f.sent_to(OWNER_ID).len() > before + 1).await;
+            point.check_listing(&f, OWNER_ID, "lambda");
+        }
         println!(
             "lambda, killed at {point:?}: answered {:.1} s after the kill",
             killed.elapsed().as_secs_f64()

@@ -163,8 +163,10 @@ async fn a_long_turn_is_answered_once_on_native() {
 
 /// A turn with a tool (`slow__note`, not to be run twice) killed with kill -9 at each point —
 /// while the tool runs, after its result, while the answer is sent — and the bot restarted
-/// on its data: answered once each time, the note at most once (once when it had run), the
-/// finished model call not made again (`scenarios::KillPoint::check`).
+/// on its data (and the same with `schedule`, idempotent by its call id, after its result and
+/// while sending): answered once each time, the note at most once (once when it had run), a
+/// reminder exactly once, the finished model call not made again
+/// (`scenarios::KillPoint::check`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_at_each_point_goes_on_once() {
     let (f, tg, llm_url) = fakes().await;
@@ -195,6 +197,12 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
         .await;
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         point.check(&f, OWNER_ID, before, "native");
+        if point.reminds() {
+            let listing = text_update(200 + i as i64, scenarios::LISTING);
+            assert_eq!(post_update(&bot, &listing, Some(SECRET)).await, 200);
+            until("the listing", || f.sent_to(OWNER_ID).len() > before + 1).await;
+            point.check_listing(&f, OWNER_ID, "native");
+        }
         println!("native, killed at {point:?}: answered {took:?} after the restart");
     }
 }

@@ -508,7 +508,8 @@ async fn a_two_minute_stream_stays_within_fifty_requests() {
 /// A turn with a tool (`slow__note`, not to be run twice) whose workerd is killed at each
 /// point — while the tool runs, after its result, while the answer is sent — and started again
 /// on the same D1, swept by the cron: answered once each time, the note at most once (once
-/// when it had run), the finished model call not made again.
+/// when it had run), a reminder set by `schedule` exactly once, the finished model call not
+/// made again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_at_each_point_goes_on_once() {
     let (f, tg, llm) = fakes().await;
@@ -540,6 +541,12 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
         mf.control("scheduled", "").await;
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         point.check(&f, OWNER_ID, before, "worker");
+        if point.reminds() {
+            let listing = text_update(200 + i as i64, scenarios::LISTING);
+            assert_eq!(mf.post_update(&listing, Some(SECRET)).await, 200);
+            until("the listing", || f.sent_to(OWNER_ID).len() > before + 1).await;
+            point.check_listing(&f, OWNER_ID, "worker");
+        }
         println!(
             "worker, killed at {point:?}: answered {:.1} s after the kill",
             killed.elapsed().as_secs_f64()

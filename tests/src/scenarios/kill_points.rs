@@ -1,9 +1,11 @@
 //! A turn with a tool cut at each point by killing the shell, for a shell started on the
-//! asking config: the question "note: …" makes the model call `slow__note`, an effect that
-//! must not happen twice (not read-only, so not run again after a crash). The shell's harness
-//! posts [`KillPoint::question`], waits for [`KillPoint::reached`], kills itself (kill -9, the
-//! Lambda's process, workerd), calls [`KillPoint::disarm`], restarts, nudges its sweep until
-//! the answer arrives, then calls [`KillPoint::check`].
+//! asking config. Two tools: the MCP `slow__note`, an effect that must not happen twice (not
+//! read-only, so not run again after a crash: at most once), and `schedule`, made idempotent by
+//! the call's id (exactly once). The shell's harness posts [`KillPoint::question`], waits for
+//! [`KillPoint::reached`], kills itself (kill -9, the Lambda's process, workerd), calls
+//! [`KillPoint::disarm`], restarts, nudges its sweep until the answer arrives, and calls
+//! [`KillPoint::check`]; for a reminder it then posts [`LISTING`] and, once it is answered,
+//! calls [`KillPoint::check_listing`].
 
 use std::sync::atomic::Ordering;
 
@@ -20,36 +22,64 @@ pub enum KillPoint {
     AfterResult,
     /// The answer is being sent.
     Sending,
+    /// `schedule` has set a reminder; the model call on its result is under way.
+    RemindedAfterResult,
+    /// `schedule` has set a reminder; the answer is being sent.
+    RemindedSending,
 }
 
 /// Every point, in the order the harnesses try them.
-pub const KILL_POINTS: [KillPoint; 3] = [
+pub const KILL_POINTS: [KillPoint; 5] = [
     KillPoint::ToolRuns,
     KillPoint::AfterResult,
     KillPoint::Sending,
+    KillPoint::RemindedAfterResult,
+    KillPoint::RemindedSending,
 ];
 
+/// What the harness posts after a reminder's point, for [`KillPoint::check_listing`].
+pub const LISTING: &str = "/reminders";
+
 impl KillPoint {
-    /// The question of this point's turn.
+    /// The question of this point's turn (a reminder 200 days ahead, far from firing).
     pub fn question(self) -> String {
-        format!("note: cut at {self:?}")
+        match self.reminds() {
+            true => {
+                let at = crate::servers::now_ms() / 1000 + 200 * 86_400;
+                crate::servers::reminder_at(at, &self.marker())
+            }
+            false => format!("note: {}", self.marker()),
+        }
+    }
+
+    /// What this point's question, note and reminder say, and nothing else does.
+    fn marker(self) -> String {
+        format!("cut at {self:?}")
+    }
+
+    /// Whether this point's tool is `schedule` (then the harness lists the reminders).
+    pub fn reminds(self) -> bool {
+        matches!(
+            self,
+            KillPoint::RemindedAfterResult | KillPoint::RemindedSending
+        )
     }
 
     fn tag(self) -> &'static str {
         match self {
             KillPoint::ToolRuns => "note",
-            KillPoint::AfterResult => "model",
-            KillPoint::Sending => "send",
+            KillPoint::AfterResult | KillPoint::RemindedAfterResult => "model",
+            KillPoint::Sending | KillPoint::RemindedSending => "send",
         }
     }
 
     /// Sets the fakes to hold the turn at this point.
     pub fn arm(self, f: &Fakes) {
         f.held.lock().unwrap().clear();
-        match self {
-            KillPoint::ToolRuns => f.note_hang.store(true, Ordering::SeqCst),
-            KillPoint::AfterResult => f.llm_hang_on_result.store(true, Ordering::SeqCst),
-            KillPoint::Sending => f.send_hang.store(true, Ordering::SeqCst),
+        match self.tag() {
+            "note" => f.note_hang.store(true, Ordering::SeqCst),
+            "model" => f.llm_hang_on_result.store(true, Ordering::SeqCst),
+            _ => f.send_hang.store(true, Ordering::SeqCst),
         }
     }
 
@@ -69,8 +99,7 @@ impl KillPoint {
     /// once; the note taken at most once (exactly once when the kill came after it ran); the
     /// model call that asked for it, finished before the kill, not made again.
     pub fn check(self, f: &Fakes, chat: i64, before: usize, shell: &str) {
-        let question = self.question();
-        let said = question.trim_start_matches("note: ");
+        let said = self.marker();
         let sent = f.sent_to(chat);
         assert_eq!(
             sent.len(),
@@ -84,8 +113,8 @@ impl KillPoint {
             .filter(|(name, args)| name == "note" && args["text"] == said)
             .count();
         let expected = match self {
-            KillPoint::ToolRuns => 0,
             KillPoint::AfterResult | KillPoint::Sending => 1,
+            _ => 0,
         };
         assert_eq!(noted, expected, "{shell} {self:?}: the note's effect");
         if self == KillPoint::ToolRuns {
@@ -100,19 +129,19 @@ impl KillPoint {
             .lock()
             .unwrap()
             .iter()
-            .filter(|r| asks(r, &question))
+            .filter(|r| asks(r, &said))
             .count();
         assert_eq!(
             asked, 1,
             "{shell} {self:?}: the model call that asked for the tool, once"
         );
-        if self == KillPoint::Sending {
+        if matches!(self, KillPoint::Sending | KillPoint::RemindedSending) {
             let all = f
                 .llm_requests
                 .lock()
                 .unwrap()
                 .iter()
-                .filter(|r| r["messages"].to_string().contains(&question))
+                .filter(|r| r["messages"].to_string().contains(&said))
                 .count();
             assert_eq!(
                 all, 2,
@@ -122,13 +151,27 @@ impl KillPoint {
     }
 }
 
-/// Whether model request `r` is the first call of the turn asking `question` (its last
-/// message is the question itself, not a tool result).
-fn asks(r: &Value, question: &str) -> bool {
+impl KillPoint {
+    /// After [`LISTING`] was answered in `chat`: the reminder of this point's turn is there
+    /// once (`schedule` keyed by its call's id made the repeat find it).
+    pub fn check_listing(self, f: &Fakes, chat: i64, shell: &str) {
+        let sent = f.sent_to(chat);
+        let listing = sent.last().map(String::as_str).unwrap_or("");
+        let found = listing
+            .lines()
+            .filter(|l| l.contains(&self.marker()))
+            .count();
+        assert_eq!(found, 1, "{shell} {self:?}: one reminder: {listing}");
+    }
+}
+
+/// Whether model request `r` is the first call of the turn whose question holds `marker` (its
+/// last message is the question itself, not a tool result).
+fn asks(r: &Value, marker: &str) -> bool {
     let last = r["messages"]
         .as_array()
         .and_then(|m| m.last())
         .cloned()
         .unwrap_or(Value::Null);
-    last["content"][0]["type"] != "tool_result" && last.to_string().contains(question)
+    last["content"][0]["type"] != "tool_result" && last.to_string().contains(marker)
 }

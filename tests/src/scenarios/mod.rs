@@ -15,7 +15,7 @@ mod list;
 mod long_turn;
 mod metrics;
 
-pub use kill_points::{KillPoint, KILL_POINTS};
+pub use kill_points::{KillPoint, KILL_POINTS, LISTING};
 pub use long_turn::{a_long_streamed_answer_is_answered_once, a_long_turn_is_answered_once};
 pub use metrics::{assert_turn_kept, metrics_count_a_scenario};
 
