@@ -223,7 +223,7 @@ impl App {
             };
             let wait = Duration::from_millis(at.saturating_sub(self.platform.clock.now_ms()));
             if wait > max_wait || allowance.give_up_at().is_some_and(|end| at >= end) {
-                tracing::info!(%lane, retry_at = at, "left for the scheduled sweep");
+                tracing::info!(%lane, retry_at = at, "retry not waited for in this invocation");
                 return Ok(last);
             }
             self.platform.clock.sleep(wait).await;

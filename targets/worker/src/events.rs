@@ -23,6 +23,9 @@ pub const WAIT_UNTIL: Duration = Duration::from_secs(30);
 /// The wall time of a queue consumer's or a cron trigger's invocation.
 pub const LONG_INVOCATION: Duration = Duration::from_secs(15 * 60);
 
+/// The latest retry handed to the queue (later ones, an approval's expiry, wait for the cron).
+pub const MAX_QUEUED_RETRY: Duration = Duration::from_secs(120);
+
 /// A lane handed on through the queue.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct HandOff {
@@ -186,15 +189,24 @@ fn limits(shell: &Shell, wall: Duration, used: u64) -> Limits {
 /// left (a crash, a later retry) is picked up by the cron sweep.
 async fn drain(shell: &Shell, lane: Lane, limits: Limits) {
     match shell.app.drain_within(&lane, MAX_INLINE_WAIT, limits).await {
-        Ok(Drained::HandOff) => hand_on(shell, &lane).await,
+        Ok(Drained::HandOff) => hand_on(shell, &lane, 0).await,
+        // A retry soon (a failing model's backoff) that the invocation could not wait for: at
+        // its time through the queue, rather than at the next cron minute.
+        Ok(Drained::RetryAt(at)) if shell.queue.is_some() => {
+            let wait = Duration::from_millis(at.saturating_sub(js_sys::Date::now() as u64));
+            if wait <= MAX_QUEUED_RETRY {
+                let secs = u32::try_from(wait.as_millis().div_ceil(1000)).unwrap_or(u32::MAX);
+                hand_on(shell, &lane, secs).await;
+            }
+        }
         Ok(_) => {}
         Err(e) => worker::console_error!("lane {lane}: drain failed, the sweep will retry: {e}"),
     }
 }
 
-/// Asks a fresh invocation to go on with `lane`: through the queue when one is bound (its
-/// consumer runs at once), else the next cron minute's sweep finds it.
-async fn hand_on(shell: &Shell, lane: &Lane) {
+/// Asks a fresh invocation to go on with `lane` in `delay` seconds: through the queue when one
+/// is bound, else the next cron minute's sweep finds it.
+async fn hand_on(shell: &Shell, lane: &Lane, delay: u32) {
     let Some(queue) = &shell.queue else {
         worker::console_log!("lane {lane}: handed on to the next cron minute");
         return;
@@ -202,6 +214,9 @@ async fn hand_on(shell: &Shell, lane: &Lane) {
     let message = HandOff {
         lane: lane.to_string(),
     };
+    let message = worker::MessageBuilder::new(message)
+        .delay_seconds(delay)
+        .build();
     if let Err(e) = queue.send(message).await {
         worker::console_error!("lane {lane}: hand-off failed, the cron sweep will go on: {e}");
     }
@@ -272,7 +287,7 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
             .scheduled_within(limits(&shell, LONG_INVOCATION, 0))
             .await;
         for lane in &swept.handed_on {
-            hand_on(&shell, lane).await;
+            hand_on(&shell, lane, 0).await;
         }
         worker::console_log!(
             "scheduled job done; next retry or reminder at {:?}",

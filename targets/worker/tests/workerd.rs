@@ -50,12 +50,14 @@ async fn the_release_worker_has_no_conformance_route() {
     assert_eq!(mf.get("/healthz").await, (200, "ok".to_owned()));
 }
 
-/// A model that keeps failing: the Worker retries inside the invocation (3, 6, 12 s backoff,
-/// each wait within its inline limit), then tells the user, all without the cron.
+/// A model that keeps failing: the Worker retries inside the invocation (3, 6, 12 s backoff)
+/// while a retry fits its 30 s; the one that does not goes through the queue at its time; then
+/// the user is told, all without the cron.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_model_gets_its_error_reply_within_a_minute() {
     let (f, tg, llm) = fakes().await;
-    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", bot_vars(&tg, &llm), false);
+    let options = json!({"vars": bot_vars(&tg, &llm), "queue": true});
+    let mf = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options);
     mf.post_update(&text_update(1, "model down please"), Some(SECRET))
         .await;
     f.assert_error_reply_within_a_minute("worker").await;
