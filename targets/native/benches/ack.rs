@@ -24,6 +24,19 @@ const SECRET: &str = "bench-secret";
 
 fn build_app() -> (Arc<App>, Arc<clawless_platform::FakeHttp>) {
     let (platform, _clock, http) = Platform::in_memory();
+    let app = bench_app(platform, &http);
+    // A JSON answer says so: without the content type the stream reader takes the body for
+    // server-sent events and every turn failed (the whole-turn figure then timed failures).
+    let reply = anthropic_text("A short **answer**.");
+    http.route("http://llm.bench", move |_| {
+        Ok(HttpResponse::json(200, &reply))
+    });
+    (Arc::new(app), http)
+}
+
+/// The bench's app on `platform`, its model at `http://llm.bench` (the caller routes it) and
+/// every Bot API call answered by `http`.
+fn bench_app(platform: Platform, http: &clawless_platform::FakeHttp) -> App {
     let env = Env::from_pairs([
         ("TELEGRAM_BOT_TOKEN", "1:BENCH"),
         ("TELEGRAM_WEBHOOK_SECRET", SECRET),
@@ -33,16 +46,10 @@ fn build_app() -> (Arc<App>, Arc<clawless_platform::FakeHttp>) {
     ]);
     let config = Config::load(&clawless_core::config::embedded()).unwrap();
     let app = App::new(platform, config, &env, "bench").unwrap();
-    // A JSON answer says so: without the content type the stream reader takes the body for
-    // server-sent events and every turn failed (the whole-turn figure then timed failures).
-    let reply = anthropic_text("A short **answer**.");
-    http.route("http://llm.bench", move |_| {
-        Ok(HttpResponse::json(200, &reply))
-    });
     http.route("https://api.telegram.org/", |_| {
         Ok(HttpResponse::json(200, &json!({"ok": true, "result": {"message_id": 1, "date": 1, "chat": {"id": 1, "type": "private"}}})))
     });
-    (Arc::new(app), http)
+    app
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -179,15 +186,7 @@ fn rounds(rt: &tokio::runtime::Runtime) {
         job_writes: Default::default(),
     });
     platform.kv = kv.clone();
-    let env = Env::from_pairs([
-        ("TELEGRAM_BOT_TOKEN", "1:BENCH"),
-        ("TELEGRAM_WEBHOOK_SECRET", SECRET),
-        ("TELEGRAM_ALLOWED_USERS", &fixtures::OWNER_ID.to_string()),
-        ("ANTHROPIC_API_KEY", "sk-bench"),
-        ("ANTHROPIC_BASE_URL", "http://llm.bench"),
-    ]);
-    let config = Config::load(&clawless_core::config::embedded()).unwrap();
-    let app = App::new(platform, config, &env, "bench").unwrap();
+    let app = bench_app(platform, &http);
     // "time" asks for the clock tool once; its result is answered; anything else at once.
     http.route("http://llm.bench", |req| {
         let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
@@ -199,9 +198,6 @@ fn rounds(rt: &tokio::runtime::Runtime) {
             false => anthropic_text("A short **answer**."),
         };
         Ok(HttpResponse::json(200, &answer))
-    });
-    http.route("https://api.telegram.org/", |_| {
-        Ok(HttpResponse::json(200, &json!({"ok": true, "result": {"message_id": 1, "date": 1, "chat": {"id": 1, "type": "private"}}})))
     });
     let turn = |id: i64, text: &'static str| {
         let app = &app;
