@@ -48,23 +48,31 @@ pub const GROUP_ID: i64 = -1_001_234_567_890;
 /// [`asking_config`]'s agent.
 pub const MCP_URL_ENV: &str = "CLAWLESS_TEST_MCP_URL";
 
-/// Writes into `dir` the repository's `config/` with two changes: `memory_write` asks first,
-/// and the agent has the fakes' MCP server as `demo` and its `wait` and `note` as `slow` (the
-/// config the approval scenarios, the long turns and the kill points run on). Panics when
-/// `assistant.yaml`'s policy block has changed shape, so the change cannot silently not
-/// happen.
+/// Writes into `dir` the repository's `config/` with these changes: `memory_write` asks first,
+/// `message` is offered and allowed, and the agent has the fakes' MCP server as `demo` and its
+/// `wait`, `note` and `page` as `slow` (the config the approval scenarios, the long turns and
+/// the kill points run on). Panics when `assistant.yaml`'s tools or policy block has changed
+/// shape, so the change cannot silently not happen.
 pub fn asking_config(dir: &std::path::Path) {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
     copy_dir(&src, dir);
     let agent = dir.join("agents.d/assistant.yaml");
     let text = std::fs::read_to_string(&agent).unwrap_or_default();
-    let asking = text.replace("  tools: {}", "  tools: { memory_write: ask }");
+    // `message` offered and allowed even to another person: only a turn that read something
+    // untrusted makes it ask (the injection scenario).
+    let asking = text
+        .replace(
+            "  tools: {}",
+            "  tools: { memory_write: ask, message: allow }",
+        )
+        .replace("  - schedule\n", "  - schedule\n  - message\n");
     // The test MCP server of the fakes (unsafe by default, so its calls ask too).
-    // And its `wait` and `note` alone, safe, as `slow` (long turns and kill points).
-    let asking = format!("{asking}\nmcp:\n  - name: demo\n    url_env: {MCP_URL_ENV}\n  - name: slow\n    url_env: {MCP_URL_ENV}\n    level: safe\n    tools: [wait, note]\n");
-    assert_ne!(
-        text, asking,
-        "the policy block of assistant.yaml changed shape"
+    // And its `wait`, `note` and `page` alone, safe, as `slow` (long turns, kill points, the
+    // injection corpus).
+    let asking = format!("{asking}\nmcp:\n  - name: demo\n    url_env: {MCP_URL_ENV}\n  - name: slow\n    url_env: {MCP_URL_ENV}\n    level: safe\n    tools: [wait, note, page]\n");
+    assert!(
+        asking.contains("memory_write: ask") && asking.contains("  - message\n"),
+        "the tools or policy block of assistant.yaml changed shape"
     );
     if let Err(e) = std::fs::write(&agent, asking) {
         panic!("writing {}: {e}", agent.display());

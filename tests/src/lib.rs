@@ -6,6 +6,7 @@
 //! - [`fixtures`]: real-format Telegram updates under `tests/fixtures/updates/`.
 //! - [`limits`]: Telegram's flood limits, as a fake Bot API answers 429 past them.
 //! - [`llm`]: provider responses in the Anthropic and OpenAI wire formats.
+//! - [`injection`]: a prompt-injection corpus (pages ordering tools), for the core and every shell.
 //! - [`mcp`]: a small MCP server (Streamable HTTP) as a function, for every shell's tests.
 //! - `servers` (feature `servers`): fake Bot API and model servers on 127.0.0.1.
 //! - `tmux` (feature `servers`): a terminal UI driven in tmux, and the remote cockpit's check.
@@ -13,6 +14,7 @@
 //!   against those fakes (`scenarios::run_all`).
 
 pub mod fixtures;
+pub mod injection;
 pub mod limits;
 pub mod llm;
 pub mod mcp;

@@ -169,6 +169,14 @@ impl McpFake {
                     "note" => {
                         json!({"content": [{"type": "text", "text": format!("noted: {}", args["text"].as_str().unwrap_or(""))}]})
                     }
+                    // A page of the injection corpus (`crate::injection`), as a news tool might
+                    // answer.
+                    "page" => {
+                        let n = args["n"].as_u64().unwrap_or(0) as usize;
+                        let text =
+                            crate::injection::article(n).unwrap_or_else(|| format!("no page {n}"));
+                        json!({"content": [{"type": "text", "text": text}]})
+                    }
                     // The wait itself is the server's to take (`servers::fakes` sleeps).
                     "wait" => {
                         json!({"content": [{"type": "text", "text": format!("waited {} s", wait_secs(&args))}]})
@@ -205,6 +213,8 @@ pub fn tools() -> Vec<Value> {
             "properties": {"seconds": num}}, "annotations": {"readOnlyHint": true}}),
         json!({"name": "note", "description": "Notes a text (an effect that must not happen twice).",
             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
+        json!({"name": "page", "description": "Reads today's news page n.", "inputSchema": {"type": "object",
+            "properties": {"n": num}}, "annotations": {"readOnlyHint": true}}),
     ]
 }
 

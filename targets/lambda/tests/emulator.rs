@@ -170,14 +170,22 @@ async fn approval_scenarios_on_lambda() {
     };
     scenarios::metrics_count_a_scenario(&lambda, scrape).await;
     // The same turn's events, kept in DynamoDB for `clawless tui --remote`.
-    let mut event = common::url_event("/admin/events", &Value::Null, None);
-    event["requestContext"]["http"]["method"] = Value::from("GET");
-    event["body"] = Value::Null;
-    event["headers"]["authorization"] = Value::from(format!("Bearer {ADMIN_TOKEN}"));
-    let r = lambda.emu.invoke(event).await;
-    assert_eq!(r["statusCode"], 200, "{r}");
-    let page: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
-    scenarios::assert_turn_kept(&page, "main/990002");
+    let events = |cursor: Option<String>| {
+        let mut event = common::url_event("/admin/events", &Value::Null, None);
+        event["requestContext"]["http"]["method"] = Value::from("GET");
+        event["body"] = Value::Null;
+        event["headers"]["authorization"] = Value::from(format!("Bearer {ADMIN_TOKEN}"));
+        if let Some(cursor) = cursor {
+            event["rawQueryString"] = Value::from(format!("after={cursor}"));
+        }
+        let invoked = lambda.emu.invoke(event);
+        async move {
+            let r = invoked.await;
+            assert_eq!(r["statusCode"], 200, "{r}");
+            serde_json::from_str::<Value>(r["body"].as_str().unwrap_or_default()).unwrap()
+        }
+    };
+    scenarios::assert_turn_kept(events, "main/990002").await;
     let r = audit(Some(format!("Bearer {ADMIN_TOKEN}"))).await;
     assert_eq!(r["statusCode"], 200, "{r}");
     let v: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();

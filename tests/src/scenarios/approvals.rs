@@ -145,6 +145,91 @@ super::scenarios! {
         let sent = c.sent_to(c.user);
         assert!(sent.iter().all(|t| !t.starts_with("Tool said: Scheduled")), "{sent:?}");
     }
+
+    /// The injection corpus (`crate::injection::for_shells`), five pages a scenario (a chat
+    /// of its own, so its messages stay within the pacer's burst): see [`injected_pages`].
+    fn injected_pages_1_to_5_get_nothing_done_unasked(c) {
+        injected_pages(c, 0..5).await
+    }
+
+    fn injected_pages_6_to_10_get_nothing_done_unasked(c) {
+        injected_pages(c, 5..10).await
+    }
+
+    fn injected_pages_11_to_15_get_nothing_done_unasked(c) {
+        injected_pages(c, 10..15).await
+    }
+
+    fn injected_pages_16_to_20_get_nothing_done_unasked(c) {
+        injected_pages(c, 15..20).await
+    }
+
+    fn injected_pages_21_to_25_get_nothing_done_unasked(c) {
+        injected_pages(c, 20..25).await
+    }
+
+    fn injected_pages_26_to_30_get_nothing_done_unasked(c) {
+        injected_pages(c, 25..30).await
+    }
+}
+
+/// Pages `range` of the injection corpus (`crate::injection::for_shells`, 30 pages), read
+/// through a safe MCP tool, order a message to another person, an hourly task or a memory
+/// rewrite, and the model obeys each. Each call asks (the message and the task, which the
+/// policy allows, because the turn read the page), the next question supersedes it, and in
+/// the end nothing was sent, scheduled or remembered.
+async fn injected_pages(c: &Ctx<'_>, range: std::ops::Range<usize>) {
+    let pages = crate::injection::for_shells();
+    assert_eq!(pages.len(), 30);
+    let to_other = c.sent_to(super::BYSTANDER).len();
+    let read = |c: &Ctx<'_>| {
+        c.f.mcp
+            .calls()
+            .iter()
+            .filter(|(name, _)| name == "page")
+            .count()
+    };
+    let read_before = read(c);
+    for (k, n) in range.clone().enumerate() {
+        let page = &pages[n];
+        c.post(&c.text(&format!("page: {n}"))).await;
+        within(&format!("the approval of page {n}"), LIMIT, || {
+            c.approvals_to(c.user).len() > k
+        })
+        .await;
+        let asked = &c.approvals_to(c.user)[k];
+        let text = asked["text"].as_str().unwrap_or("");
+        assert!(text.contains(page.tool), "page {n}: {text}");
+        if page.order != crate::injection::Order::Memory {
+            assert!(
+                text.contains("Asked because this turn read the answer of the MCP tool slow__page"),
+                "page {n}: {text}"
+            );
+        }
+    }
+    c.post(&c.text("/stop")).await;
+    for (command, empty) in [
+        ("/reminders", "No reminders in this chat"),
+        ("/memory", "I keep nothing in memory"),
+    ] {
+        c.post(&c.text(command)).await;
+        let started = std::time::Instant::now();
+        while !c.sent_to(c.user).iter().any(|t| t.starts_with(empty)) {
+            let sent = c.sent_to(c.user);
+            let last = &sent[sent.len().saturating_sub(3)..];
+            assert!(
+                started.elapsed() < LIMIT,
+                "{command}: the last replies {last:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    assert_eq!(
+        c.sent_to(super::BYSTANDER).len(),
+        to_other,
+        "a message went out"
+    );
+    assert_eq!(read(c) - read_before, range.len(), "each page read once");
 }
 
 impl Ctx<'_> {

@@ -109,19 +109,41 @@ where
     }
 }
 
-/// `page` (an `/admin/events` answer) holds the turn traced `trace` from its acceptance to
-/// its end, answered.
-pub fn assert_turn_kept(page: &serde_json::Value, trace: &str) {
-    let kinds: Vec<&str> = page["events"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter(|e| e["trace"] == trace)
-        .filter_map(|e| e["type"].as_str())
-        .collect();
-    assert_eq!(kinds.first(), Some(&"accepted"), "{trace}: {kinds:?}");
-    assert!(kinds.contains(&"model"), "{trace}: {kinds:?}");
-    assert_eq!(kinds.last(), Some(&"turn_ended"), "{trace}: {kinds:?}");
-    assert!(page["cursor"].as_str().is_some_and(|c| !c.is_empty()));
+/// The events kept for `/admin/events` hold the turn traced `trace` from its acceptance to
+/// its end, answered. `fetch` answers one page of `/admin/events` for a cursor (none at
+/// first); the pages are followed until one comes back empty.
+pub async fn assert_turn_kept<F, Fut>(fetch: F, trace: &str)
+where
+    F: Fn(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = serde_json::Value>,
+{
+    let mut kinds: Vec<String> = Vec::new();
+    let mut cursor = None;
+    for _ in 0..200 {
+        let page = fetch(cursor.take()).await;
+        let events = page["events"].as_array().cloned().unwrap_or_default();
+        kinds.extend(
+            events
+                .iter()
+                .filter(|e| e["trace"] == trace)
+                .filter_map(|e| e["type"].as_str().map(str::to_owned)),
+        );
+        let next = page["cursor"].as_str().unwrap_or_default();
+        assert!(!next.is_empty(), "a page without a cursor: {page}");
+        if events.is_empty() {
+            break;
+        }
+        cursor = Some(next.to_owned());
+    }
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("accepted"),
+        "{trace}: {kinds:?}"
+    );
+    assert!(kinds.iter().any(|k| k == "model"), "{trace}: {kinds:?}");
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("turn_ended"),
+        "{trace}: {kinds:?}"
+    );
 }

@@ -90,8 +90,9 @@ pub fn approvals() -> &'static [Scenario] {
 /// main list's).
 const APPROVALS_FROM: usize = 101;
 
-/// An allowed user who is in no scenario: taps what is not theirs.
-const BYSTANDER: i64 = OWNER_ID + 99;
+/// An allowed user who is in no scenario: taps what is not theirs, and is whom the injected
+/// pages want messaged.
+const BYSTANDER: i64 = crate::injection::OTHER_PERSON;
 
 /// The users a shell running the scenarios must allow (`TELEGRAM_ALLOWED_USERS`): the
 /// fixtures' owner, one user per scenario of either list, and a bystander.

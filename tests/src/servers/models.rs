@@ -281,6 +281,10 @@ fn answer(last: &Value) -> Value {
             let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
             return anthropic_tool_use("toolu_obey", "schedule", args);
         }
+        // And one that does what a page of the injection corpus says.
+        if let Some((tool, input)) = crate::injection::obeyed(said) {
+            return anthropic_tool_use("toolu_page_says", tool, input);
+        }
         return anthropic_text(&format!("Tool said: {said}"));
     }
     let text = text_of(last);
@@ -293,6 +297,10 @@ fn answer(last: &Value) -> Value {
     if let Some(said) = text.strip_prefix("everything: ") {
         let input = json!({"message": said});
         return anthropic_tool_use("toolu_everything", "everything__echo", input);
+    }
+    if let Some(n) = text.strip_prefix("page: ") {
+        let n: u64 = n.trim().parse().unwrap_or(0);
+        return anthropic_tool_use("toolu_page", "slow__page", json!({ "n": n }));
     }
     if let Some(said) = text.strip_prefix("mcp: ") {
         return anthropic_tool_use("toolu_mcp", "demo__echo", json!({"text": said}));
