@@ -220,15 +220,18 @@ async fn approval_scenarios_in_workerd() {
     };
     scenarios::metrics_count_a_scenario(&worker, scrape).await;
     // The same turn's events, kept in D1 for `clawless tui --remote`.
-    let events = reqwest::Client::new()
-        .get(format!("{}/admin/events", worker.mf.url))
-        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(events.status().as_u16(), 200);
-    let page: Value = serde_json::from_str(&events.text().await.unwrap()).unwrap();
-    scenarios::assert_turn_kept(&page, "main/990002");
+    let events = |cursor: Option<String>| {
+        let after = cursor.map(|c| format!("?after={c}")).unwrap_or_default();
+        let req = reqwest::Client::new()
+            .get(format!("{}/admin/events{after}", worker.mf.url))
+            .header("authorization", format!("Bearer {ADMIN_TOKEN}"));
+        async move {
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            serde_json::from_str::<Value>(&r.text().await.unwrap()).unwrap()
+        }
+    };
+    scenarios::assert_turn_kept(events, "main/990002").await;
     // And as a person sees it: `clawless tui --remote` attached to this Worker, in tmux.
     let bin = std::env::var("CLAWLESS_NATIVE_BIN")
         .expect("CLAWLESS_NATIVE_BIN: the native `clawless` binary (set by .ci/run)");
