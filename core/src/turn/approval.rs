@@ -29,9 +29,6 @@ use crate::keys;
 use crate::telegram::api::Target;
 use crate::telegram::{Message, Update, UpdateKind};
 
-/// A suspended turn bigger than this is not kept (a DynamoDB item holds 400 KB): the call is
-/// refused instead.
-pub const MAX_SUSPENDED_BYTES: usize = 256 * 1024;
 /// At most this many characters of a call's arguments are shown in the approval message.
 const MAX_SHOWN_ARGS: usize = 800;
 

@@ -14,10 +14,13 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::approval::MAX_SUSPENDED_BYTES;
 use crate::agent::{Lost, RunState, Saver};
 use crate::app::App;
 use crate::inbox::{Job, Lease};
+
+/// A kept turn (a step, or a turn waiting for an approval) bigger than this is not kept (a
+/// DynamoDB item holds 400 KB): it goes on unkept, or the call that would wait is refused.
+pub const MAX_SUSPENDED_BYTES: usize = 256 * 1024;
 
 /// Where a turn's steps are kept: its job, under the lane's lease.
 pub(super) struct Progress<'a> {

@@ -4,8 +4,7 @@
 //! an approval, or a failure. Its bookkeeping (spend, audit) is built here and written beside
 //! the delivery.
 
-use super::approval::MAX_SUSPENDED_BYTES;
-use super::progress::Progress;
+use super::progress::{Progress, MAX_SUSPENDED_BYTES};
 use super::{Answer, Checkpoint, Failure, Reply};
 use crate::agent::{Failed, RunState, Step as AgentStep, Verdict};
 use crate::app::App;
