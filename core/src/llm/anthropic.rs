@@ -1,5 +1,7 @@
 //! Anthropic Messages API adapter.
 
+mod stream;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -7,7 +9,7 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
-use super::stream::{receive, Wire};
+use super::stream::{receive, Assemble, Wire, WireFormat};
 use super::{
     Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
 };
@@ -155,7 +157,7 @@ impl Provider for Anthropic {
         let mut body = request_body(req);
         body["stream"] = json!(true);
         let resp = self.http.send_streaming(self.http_request(&body)).await?;
-        receive(resp, Wire::Anthropic, on_text).await
+        receive(resp, &Format, on_text).await
     }
 
     /// `GET /v1/models?limit=1`.
@@ -165,5 +167,22 @@ impl Provider for Anthropic {
             .header("x-api-key", self.api_key.expose())
             .header("anthropic-version", "2023-06-01");
         super::check_key_at(&*self.http, req).await
+    }
+}
+
+/// The Anthropic Messages wire format, as the stream reader reads it.
+pub struct Format;
+
+impl WireFormat for Format {
+    fn wire(&self) -> Wire {
+        Wire::Anthropic
+    }
+
+    fn assembly(&self) -> Box<dyn Assemble> {
+        Box::<stream::Messages>::default()
+    }
+
+    fn parse_response(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        parse_response(body)
     }
 }

@@ -14,6 +14,8 @@
 //! signature, so a call that has none (history from another provider) gets the documented
 //! placeholder that skips the check.
 
+mod stream;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +23,7 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
-use super::stream::{receive, Wire};
+use super::stream::{receive, Assemble, Wire, WireFormat};
 use super::{
     Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
     Usage,
@@ -356,7 +358,7 @@ impl Provider for Gemini {
     ) -> Result<ChatResponse, LlmError> {
         let http_req = self.http_request(req, "streamGenerateContent?alt=sse");
         let resp = self.http.send_streaming(http_req).await?;
-        receive(resp, Wire::Gemini, on_text).await
+        receive(resp, &Format, on_text).await
     }
 
     /// `GET /v1beta/models?pageSize=1`.
@@ -368,6 +370,26 @@ impl Provider for Gemini {
         let req =
             HttpRequest::get(url, self.timeout).header("x-goog-api-key", self.api_key.expose());
         super::check_key_at(&*self.http, req).await
+    }
+}
+
+/// The Gemini wire format, as the stream reader reads it.
+pub struct Format;
+
+impl WireFormat for Format {
+    fn wire(&self) -> Wire {
+        Wire::Gemini
+    }
+
+    fn assembly(&self) -> Box<dyn Assemble> {
+        Box::<stream::Chunks>::default()
+    }
+
+    fn parse_response(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        parse_response(body)
+    }
+    fn retry_delay(&self, body: &[u8]) -> Option<String> {
+        retry_delay(body)
     }
 }
 

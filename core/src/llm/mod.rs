@@ -373,6 +373,14 @@ impl From<clawless_platform::PortError> for LlmError {
 }
 
 /// The status of an error made by [`LlmError::from_status`] (`HTTP 401: …`).
+/// A call's `arguments` (JSON text, from a whole answer or a stream's pieces) as its input:
+/// `{}` when empty, `{"_invalid_arguments": "<text>"}` when not JSON (a call cut by
+/// `max_tokens`).
+pub(crate) fn tool_input(args: &str) -> Value {
+    serde_json::from_str(if args.trim().is_empty() { "{}" } else { args })
+        .unwrap_or_else(|_| serde_json::json!({"_invalid_arguments": args}))
+}
+
 fn http_status(message: &str) -> Option<u16> {
     message.strip_prefix("HTTP ")?.get(..3)?.parse().ok()
 }

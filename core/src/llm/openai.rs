@@ -1,6 +1,8 @@
 //! OpenAI Chat Completions adapter, for OpenAI and every compatible endpoint (OpenRouter,
 //! Groq, DeepSeek, Ollama …).
 
+mod stream;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,7 +10,7 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
-use super::stream::{receive, Wire};
+use super::stream::{receive, Assemble, Wire, WireFormat};
 use super::{
     Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
 };
@@ -123,7 +125,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
             .pointer("/function/arguments")
             .and_then(Value::as_str)
             .unwrap_or("{}");
-        let input = tool_input(args);
+        let input = super::tool_input(args);
         content.push(Block::ToolUse {
             id: call
                 .get("id")
@@ -152,13 +154,6 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         cost_micros: 0,
         model: String::new(),
     })
-}
-
-/// A call's `arguments` as its input: `{}` when empty, `{"_invalid_arguments": "<text>"}` when
-/// not JSON.
-pub(crate) fn tool_input(args: &str) -> Value {
-    serde_json::from_str(if args.trim().is_empty() { "{}" } else { args })
-        .unwrap_or_else(|_| json!({"_invalid_arguments": args}))
 }
 
 /// A `finish_reason` as a [`StopReason`]; `calls`: the answer has tool calls.
@@ -222,7 +217,7 @@ impl Provider for OpenAi {
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
         let resp = self.http.send_streaming(self.http_request(&body)).await?;
-        receive(resp, Wire::OpenAi, on_text).await
+        receive(resp, &Format, on_text).await
     }
 
     /// `GET /models` (every compatible server has it; Ollama's too).
@@ -233,5 +228,22 @@ impl Provider for OpenAi {
             req = req.header("authorization", format!("Bearer {}", self.api_key.expose()));
         }
         super::check_key_at(&*self.http, req).await
+    }
+}
+
+/// The OpenAI Chat Completions wire format, as the stream reader reads it.
+pub struct Format;
+
+impl WireFormat for Format {
+    fn wire(&self) -> Wire {
+        Wire::OpenAi
+    }
+
+    fn assembly(&self) -> Box<dyn Assemble> {
+        Box::<stream::Chunks>::default()
+    }
+
+    fn parse_response(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        parse_response(body)
     }
 }

@@ -1,21 +1,20 @@
 //! A model's answer streamed as server-sent events ([`super::sse`]), assembled per wire format
 //! into the same [`ChatResponse`] the whole-body parsers give, with the text so far for the UI.
+//! Each provider gives its [`WireFormat`]: the assembly of its events (beside the provider, in
+//! `anthropic/stream.rs`, `openai/stream.rs`, `gemini/stream.rs`), its whole-body parser and
+//! where its refusals say when to retry. This module knows no provider.
 //!
-//! - `anthropic`: Messages events (`message_start`, `content_block_start` / `_delta` /
+//! - Anthropic: Messages events (`message_start`, `content_block_start` / `_delta` /
 //!   `_stop`, `message_delta`, `message_stop`, `ping`, `error`).
-//! - `openai`: Chat Completions chunks (`choices[0].delta` content and tool-call pieces,
+//! - OpenAI: Chat Completions chunks (`choices[0].delta` content and tool-call pieces,
 //!   `finish_reason`, the usage chunk of `stream_options.include_usage`, `[DONE]`).
-//! - `google`: Gemini `streamGenerateContent?alt=sse`, each event a whole
+//! - Gemini: Gemini `streamGenerateContent?alt=sse`, each event a whole
 //!   `GenerateContentResponse` (`candidates[0].content.parts`, `finishReason`,
 //!   `usageMetadata`).
 //!
 //! A stream that ends before its format says it is complete (`message_stop`; `[DONE]` or a
 //! `finish_reason`; a `finishReason`) was cut: [`LlmError::Transient`], as asking again may
 //! succeed. An error event maps as the same error would as an HTTP status.
-
-mod anthropic;
-mod google;
-mod openai;
 
 use clawless_platform::HttpStreamResponse;
 
@@ -39,7 +38,7 @@ pub enum Wire {
 }
 
 impl Wire {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Wire::Anthropic => "anthropic",
             Wire::OpenAi => "openai",
@@ -48,8 +47,23 @@ impl Wire {
     }
 }
 
+/// What a provider's wire format gives the stream reader.
+pub trait WireFormat: Sync {
+    /// Which format it is (named in errors).
+    fn wire(&self) -> Wire;
+    /// A new assembly of its events.
+    fn assembly(&self) -> Box<dyn Assemble>;
+    /// The answer of a server that sent it whole, as JSON, to a streamed request.
+    fn parse_response(&self, body: &[u8]) -> Result<ChatResponse, LlmError>;
+    /// When to retry, as a refusal's body says it (Gemini's `RetryInfo`); a `retry-after`
+    /// header comes first.
+    fn retry_delay(&self, _body: &[u8]) -> Option<String> {
+        None
+    }
+}
+
 /// What each wire format's assembly does with events.
-trait Assemble: Send {
+pub trait Assemble: Send {
     /// Takes one event; hands the text it adds to `on_delta`.
     fn event(&mut self, event: &Event, on_delta: &mut dyn FnMut(&str)) -> Result<(), LlmError>;
     /// Whether the format's last event has come (nothing more is read).
@@ -68,16 +82,11 @@ pub struct StreamReader {
 }
 
 impl StreamReader {
-    pub fn new(wire: Wire) -> Self {
-        let assembly: Box<dyn Assemble> = match wire {
-            Wire::Anthropic => Box::<anthropic::Messages>::default(),
-            Wire::OpenAi => Box::<openai::Chunks>::default(),
-            Wire::Gemini => Box::<google::Chunks>::default(),
-        };
+    pub fn new(format: &dyn WireFormat) -> Self {
         Self {
-            wire,
+            wire: format.wire(),
             sse: SseParser::new(),
-            assembly,
+            assembly: format.assembly(),
         }
     }
 
@@ -120,16 +129,14 @@ impl StreamReader {
 /// stream made it grow.
 pub async fn receive(
     mut resp: HttpStreamResponse,
-    wire: Wire,
+    format: &dyn WireFormat,
     on_text: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<ChatResponse, LlmError> {
     if resp.status != 200 {
         let body = resp.read_to_end(ERROR_BODY_MAX).await.unwrap_or_default();
-        let retry_after = match (resp.header("retry-after"), wire) {
-            (Some(h), _) => Some(h.to_owned()),
-            // Gemini says when to retry in the body (`RetryInfo.retryDelay`).
-            (None, Wire::Gemini) => super::gemini::retry_delay(&body),
-            (None, _) => None,
+        let retry_after = match resp.header("retry-after") {
+            Some(h) => Some(h.to_owned()),
+            None => format.retry_delay(&body),
         };
         return Err(LlmError::from_status(
             resp.status,
@@ -144,13 +151,9 @@ pub async fn receive(
         // A server that answers a streamed request with the whole answer at once: nothing
         // to show before the finished message, which follows at once.
         let body = resp.read_to_end(WHOLE_BODY_MAX).await?;
-        return match wire {
-            Wire::Anthropic => super::anthropic::parse_response(&body),
-            Wire::OpenAi => super::openai::parse_response(&body),
-            Wire::Gemini => super::gemini::parse_response(&body),
-        };
+        return format.parse_response(&body);
     }
-    let mut reader = StreamReader::new(wire);
+    let mut reader = StreamReader::new(format);
     while !reader.is_done() {
         let Some(piece) = resp.body.next_chunk().await? else {
             break;
@@ -169,7 +172,7 @@ pub async fn receive(
 
 /// A part of an answer being assembled.
 #[derive(Debug)]
-enum Part {
+pub(crate) enum Part {
     Text(String),
     /// A tool call; `args` is its input as JSON text, perhaps still in pieces.
     Tool {
@@ -182,7 +185,7 @@ enum Part {
 }
 
 /// The text parts joined as [`ChatMessage::text`] joins text blocks.
-fn text_of(parts: &[Part]) -> String {
+pub(crate) fn text_of(parts: &[Part]) -> String {
     let texts: Vec<&str> = parts
         .iter()
         .filter_map(|p| match p {
@@ -195,7 +198,7 @@ fn text_of(parts: &[Part]) -> String {
 
 /// The finished answer. Tool input that is not JSON is passed on as
 /// `{"_invalid_arguments": "<text>"}` (a call cut by `max_tokens`), as the OpenAI parser does.
-fn response(parts: Vec<Part>, stop: StopReason, usage: Usage) -> ChatResponse {
+pub(crate) fn response(parts: Vec<Part>, stop: StopReason, usage: Usage) -> ChatResponse {
     let content = parts
         .into_iter()
         .map(|p| match p {
@@ -208,7 +211,7 @@ fn response(parts: Vec<Part>, stop: StopReason, usage: Usage) -> ChatResponse {
             } => Block::ToolUse {
                 id,
                 name,
-                input: super::openai::tool_input(&args),
+                input: super::tool_input(&args),
                 signature,
             },
         })
@@ -226,13 +229,13 @@ fn response(parts: Vec<Part>, stop: StopReason, usage: Usage) -> ChatResponse {
 }
 
 /// An event's data as JSON.
-fn json(wire: Wire, event: &Event) -> Result<serde_json::Value, LlmError> {
+pub(crate) fn json(wire: Wire, event: &Event) -> Result<serde_json::Value, LlmError> {
     serde_json::from_str(&event.data)
         .map_err(|e| LlmError::Fatal(format!("{}: bad event JSON: {e}", wire.name())))
 }
 
 /// Refuses a part past [`MAX_PARTS`].
-fn room_for_part(wire: Wire, parts: usize) -> Result<(), LlmError> {
+pub(crate) fn room_for_part(wire: Wire, parts: usize) -> Result<(), LlmError> {
     if parts >= MAX_PARTS {
         return Err(LlmError::Fatal(format!(
             "{}: more than {MAX_PARTS} content blocks",
@@ -243,7 +246,7 @@ fn room_for_part(wire: Wire, parts: usize) -> Result<(), LlmError> {
 }
 
 /// A stream that ended before its last event.
-fn cut(wire: Wire, last: &str) -> LlmError {
+pub(crate) fn cut(wire: Wire, last: &str) -> LlmError {
     LlmError::Transient(format!("{}: the stream ended before {last}", wire.name()))
 }
 

@@ -21,11 +21,20 @@ const OPENAI_TEXT: &[u8] = fixture!("openai-text.sse");
 const GEMINI_TOOL_CALL: &[u8] = fixture!("gemini-tool-call.sse");
 const GEMINI_TEXT: &[u8] = fixture!("gemini-text.sse");
 
+/// The provider's format of `wire`.
+fn format(wire: Wire) -> &'static dyn WireFormat {
+    match wire {
+        Wire::Anthropic => &crate::llm::anthropic::Format,
+        Wire::OpenAi => &crate::llm::openai::Format,
+        Wire::Gemini => &crate::llm::gemini::Format,
+    }
+}
+
 /// The stream fed in pieces of 1 to 16 bytes (`seed` picks them): the answer, and the text
 /// deltas in order.
 fn read(wire: Wire, stream: &[u8], seed: u64) -> (Result<ChatResponse, LlmError>, Vec<String>) {
     let mut rng = Rng(seed | 1);
-    let mut reader = StreamReader::new(wire);
+    let mut reader = StreamReader::new(format(wire));
     let mut deltas = Vec::new();
     let mut at = 0;
     while at < stream.len() && !reader.is_done() {
@@ -213,7 +222,7 @@ fn gemini_text() {
 
 #[test]
 fn the_text_so_far_grows_to_the_answers_text() {
-    let mut reader = StreamReader::new(Wire::Anthropic);
+    let mut reader = StreamReader::new(format(Wire::Anthropic));
     let mut seen = Vec::new();
     for piece in ANTHROPIC_TOOL_USE.chunks(40) {
         reader.feed(piece, &mut |_| {}).unwrap();
@@ -309,7 +318,7 @@ fn unreadable_streams_are_fatal() {
         "{e:?}"
     );
     // A line without end: refused at the parser's bound, not buffered for ever.
-    let mut reader = StreamReader::new(Wire::Anthropic);
+    let mut reader = StreamReader::new(format(Wire::Anthropic));
     let line = vec![b'x'; 1 << 20];
     let err = (0..8)
         .find_map(|_| reader.feed(&line, &mut |_| {}).err())

@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use super::{cut, json, response, room_for_part, text_of, Assemble, Part, Wire};
+use crate::llm::stream::{cut, json, response, room_for_part, text_of, Assemble, Part, Wire};
 use crate::llm::sse::Event;
 use crate::llm::{ChatResponse, LlmError, StopReason, Usage};
 

@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use super::{cut, json, response, room_for_part, Assemble, Part, Wire};
-use crate::llm::openai::{stop_reason, usage};
+use crate::llm::stream::{cut, json, response, room_for_part, Assemble, Part, Wire};
+use super::{stop_reason, usage};
 use crate::llm::sse::Event;
 use crate::llm::{ChatResponse, LlmError};
 

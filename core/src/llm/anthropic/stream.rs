@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{cut, json, response, room_for_part, text_of, Assemble, Part, Wire};
-use crate::llm::anthropic::{stop_reason, usage};
+use crate::llm::stream::{cut, json, response, room_for_part, text_of, Assemble, Part, Wire};
+use super::{stop_reason, usage};
 use crate::llm::sse::Event;
 use crate::llm::{ChatResponse, LlmError};
 
