@@ -7,6 +7,7 @@
 //! - [`limits`]: Telegram's flood limits, as a fake Bot API answers 429 past them.
 //! - [`llm`]: provider responses in the Anthropic and OpenAI wire formats.
 //! - [`injection`]: a prompt-injection corpus (pages ordering tools), for the core and every shell.
+//! - [`repo`]: the repository's root and Rust files, for the checks that read them.
 //! - [`mcp`]: a small MCP server (Streamable HTTP) as a function, for every shell's tests.
 //! - `servers` (feature `servers`): fake Bot API and model servers on 127.0.0.1.
 //! - `tmux` (feature `servers`): a terminal UI driven in tmux, and the remote cockpit's check.
@@ -18,6 +19,7 @@ pub mod injection;
 pub mod limits;
 pub mod llm;
 pub mod mcp;
+pub mod repo;
 #[cfg(feature = "servers")]
 pub mod scenarios;
 #[cfg(feature = "servers")]

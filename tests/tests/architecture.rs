@@ -5,30 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use clawless_testkit::repo::root;
 
+/// Every Rust file under `dir`, appended to `out`.
 fn rust_sources(dir: &Path, out: &mut String) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() {
-            if !matches!(
-                name.as_str(),
-                "target" | "node_modules" | "data" | "build" | "build-test" | ".git"
-            ) {
-                rust_sources(&path, out);
-            }
-        } else if name.ends_with(".rs") {
-            out.push_str(&std::fs::read_to_string(&path).unwrap());
-            out.push('\n');
-        }
+    for path in clawless_testkit::repo::rust_files(dir) {
+        out.push_str(&std::fs::read_to_string(&path).unwrap());
+        out.push('\n');
     }
 }
 

@@ -1,35 +1,17 @@
 //! Tidy checks over the repository: every Rust file opens with a `//!` line saying what lives
 //! there, no file is over 600 lines, `clawless-core` depends on no runtime crate and reads no
-//! env or clock, Kv keys are spelt only in its keys module, its modules import each other in
-//! one direction, `clawless-platform` names a runtime crate only as an optional dependency, and
-//! no code reads a path outside the repository (the tests pass on any clone, nothing beside it).
+//! env or clock, Kv keys are spelt only in its keys module, `clawless-platform` names a runtime
+//! crate only as an optional dependency, and no code reads a path outside the repository (the
+//! tests pass on any clone, nothing beside it). Import circles: `modules.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use clawless_testkit::repo::root;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() {
-            if !matches!(
-                name.as_str(),
-                "target" | "node_modules" | "data" | "build" | ".git"
-            ) {
-                rust_files(&path, out);
-            }
-        } else if name.ends_with(".rs") {
-            out.push(path);
-        }
-    }
+    out.extend(clawless_testkit::repo::rust_files(dir));
 }
 
 /// The tests pass on a fresh clone with nothing beside it: no Rust code names the folder
@@ -386,133 +368,4 @@ fn no_rust_file_is_over_600_lines() {
         })
         .collect();
     assert!(long.is_empty(), "split these files: {long:?}");
-}
-
-/// The top-level modules of `core/src` each file names: its `use crate::…` lines and the
-/// `crate::…` paths in its code (tests and comments left out).
-fn core_module_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-    let src = root().join("core/src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let mut graph = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
-    for f in files {
-        let rel = f.strip_prefix(&src).unwrap();
-        let module = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_owned();
-        if module == "lib" || f.ends_with("tests.rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&f).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        let deps = graph.entry(module.clone()).or_default();
-        // Paths written out in code (`crate::inbox::Job` in a type) are imports too; doc
-        // comments and comments are not.
-        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            for (at, _) in line.match_indices("crate::") {
-                let name: String = line[at + "crate::".len()..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() && name != module {
-                    deps.insert(name);
-                }
-            }
-        }
-        // A `use` statement runs to its `;`, over several lines when rustfmt wraps it.
-        for piece in code.split(';') {
-            // The statement starts on the last line of the piece that opens with `use crate::`
-            // (what precedes it there is comments, attributes or the end of other code).
-            let mut rest = None;
-            let mut offset = 0;
-            for line in piece.split_inclusive('\n') {
-                let trimmed = line.trim_start();
-                let at = offset + (line.len() - trimmed.len());
-                for p in ["use crate::", "pub use crate::", "pub(crate) use crate::"] {
-                    if trimmed.starts_with(p) {
-                        rest = Some(&piece[at + p.len()..]);
-                    }
-                }
-                offset += line.len();
-            }
-            let Some(rest) = rest else {
-                continue;
-            };
-            let names: Vec<&str> = match rest.strip_prefix('{') {
-                // `use crate::{a::X, b}`: the first segment of each top-level item.
-                Some(items) => {
-                    let mut depth = 0;
-                    let mut starts = vec![0];
-                    for (i, c) in items.char_indices() {
-                        match c {
-                            '{' => depth += 1,
-                            '}' => depth -= 1,
-                            ',' if depth == 0 => starts.push(i + 1),
-                            _ => {}
-                        }
-                    }
-                    starts.iter().map(|&s| &items[s..]).collect()
-                }
-                None => vec![rest],
-            };
-            for name in names {
-                let first: String = name
-                    .trim_start()
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if !first.is_empty() && first != module {
-                    deps.insert(first);
-                }
-            }
-        }
-    }
-    graph
-}
-
-#[test]
-fn core_modules_import_each_other_in_one_direction() {
-    let graph = core_module_imports();
-    assert!(
-        graph.get("turn").is_some_and(|d| d.contains("app")),
-        "the parser reads `use crate::app::App` in turn/: {graph:?}"
-    );
-    // Depth-first search; a module met again while still on the path closes a cycle.
-    fn visit<'a>(
-        m: &'a str,
-        graph: &'a std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
-        path: &mut Vec<&'a str>,
-        done: &mut std::collections::BTreeSet<&'a str>,
-    ) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|p| *p == m) {
-            let mut cycle: Vec<String> = path[at..].iter().map(|s| s.to_string()).collect();
-            cycle.push(m.to_owned());
-            return Some(cycle);
-        }
-        if !done.insert(m) {
-            return None;
-        }
-        path.push(m);
-        for dep in graph.get(m).into_iter().flatten() {
-            if let Some(cycle) = visit(dep, graph, path, done) {
-                return Some(cycle);
-            }
-        }
-        path.pop();
-        None
-    }
-    let mut done = std::collections::BTreeSet::new();
-    for m in graph.keys() {
-        if let Some(cycle) = visit(m, &graph, &mut Vec::new(), &mut done) {
-            panic!(
-                "core modules import each other in a cycle: {} (read from their `use crate::` lines and `crate::` paths)",
-                cycle.join(" → ")
-            );
-        }
-    }
 }

@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::llm::stream::{cut, json, response, room_for_part, text_of, Assemble, Part, Wire};
 use super::{stop_reason, usage};
 use crate::llm::sse::Event;
+use crate::llm::stream::{cut, json, response, room_for_part, text_of, Assemble, Part, Wire};
 use crate::llm::{ChatResponse, LlmError};
 
 const WIRE: Wire = Wire::Anthropic;

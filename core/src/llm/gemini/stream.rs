@@ -9,8 +9,8 @@
 
 use serde_json::{json, Value};
 
-use crate::llm::stream::{cut, json, response, room_for_part, text_of, Assemble, Part, Wire};
 use crate::llm::sse::Event;
+use crate::llm::stream::{cut, json, response, room_for_part, text_of, Assemble, Part, Wire};
 use crate::llm::{ChatResponse, LlmError, StopReason, Usage};
 
 const WIRE: Wire = Wire::Gemini;

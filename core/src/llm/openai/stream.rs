@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use crate::llm::stream::{cut, json, response, room_for_part, Assemble, Part, Wire};
 use super::{stop_reason, usage};
 use crate::llm::sse::Event;
+use crate::llm::stream::{cut, json, response, room_for_part, Assemble, Part, Wire};
 use crate::llm::{ChatResponse, LlmError};
 
 const WIRE: Wire = Wire::OpenAi;
