@@ -1,13 +1,13 @@
-//! Embeds a config tree (see `config::embedded`): `CLAWLESS_CONFIG` at build time when set,
+//! Embeds a config tree (see `config::embedded`): `CLAWLESS_EMBED_CONFIG` at build time when set,
 //! else the repository's `config/`. Every file under it is embedded, so a YAML file added to
 //! `agents.d/` or `providers.d/` reaches the Worker and the Lambda without a code change.
 
 use std::path::{Path, PathBuf};
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=CLAWLESS_CONFIG");
+    println!("cargo:rerun-if-env-changed=CLAWLESS_EMBED_CONFIG");
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let root = match std::env::var("CLAWLESS_CONFIG") {
+    let root = match std::env::var("CLAWLESS_EMBED_CONFIG") {
         Ok(dir) if !dir.is_empty() => manifest.join(dir),
         _ => manifest.join("../config"),
     };

@@ -549,8 +549,8 @@ pub const MAX_ID_LEN: usize = 64;
 #[cfg(test)]
 mod tests;
 
-/// The config tree embedded at build time (`core/build.rs`): `CLAWLESS_CONFIG` when it was set
-/// for the build, else the repository's `config/`, every file. What a target uses when it has
+/// The config tree embedded at build time (`core/build.rs`): `CLAWLESS_EMBED_CONFIG` when it
+/// was set for the build, else the repository's `config/`, every file. What a target uses when it has
 /// no config directory of its own.
 pub fn embedded() -> ConfigFiles {
     let files: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/config_files.rs"));

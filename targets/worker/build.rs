@@ -4,7 +4,7 @@
 
 fn main() {
     // The config is embedded by clawless-core (its build script follows the files and
-    // `CLAWLESS_CONFIG`); this script reruns whenever that crate is rebuilt.
+    // `CLAWLESS_EMBED_CONFIG`); this script reruns whenever that crate is rebuilt.
     println!("cargo:rerun-if-changed=build.rs");
     let config = match clawless_core::Config::load(&clawless_core::config::embedded()) {
         Ok(config) => config,

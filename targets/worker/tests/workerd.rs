@@ -8,7 +8,7 @@
 //! miniflare), `CLAWLESS_NATIVE_BIN` and tmux (the remote cockpit attached to the Worker),
 //! `CLAWLESS_WORKER_BUILD` (the release build) and `CLAWLESS_WORKER_TEST_BUILD`
 //! (the build with the `test-routes` feature, built on the config `asking-config` writes:
-//! `CLAWLESS_CONFIG=DIR worker-build --profile worker --out-dir build-test -- --features
+//! `CLAWLESS_EMBED_CONFIG=DIR worker-build --profile worker --out-dir build-test -- --features
 //! test-routes`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -177,7 +177,7 @@ async fn scenarios_in_workerd() {
 }
 
 /// Every approval scenario in workerd, each tap a request (and invocation) of its own. The
-/// test build is built on the asking config (`.ci/run`: `CLAWLESS_CONFIG=<dir written by
+/// test build is built on the asking config (`.ci/run`: `CLAWLESS_EMBED_CONFIG=<dir written by
 /// asking-config> worker-build … --features test-routes`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approval_scenarios_in_workerd() {
