@@ -1,7 +1,7 @@
 //! Programs kept running and spoken to in lines (the Exec port's `start`): an MCP server run
 //! as a local program. No shell; fenced in as `exec`'s commands are (see [`crate::fence`]),
-//! with the config's variables added; stderr into this process's log; killed with all it
-//! started when dropped.
+//! with the config's variables added, its processes capped in a cgroup of their own; stderr
+//! into this process's log; killed with all it started when dropped.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -22,6 +22,8 @@ pub struct LineProgram {
     _child: Child,
     /// Its process group (its id): what it started (`sh -c`, `npx` …) goes with it.
     group: Option<u32>,
+    /// The cgroup capping its processes, removed after them (dropped last).
+    _pids: Option<crate::sandbox::PidsGroup>,
 }
 
 impl Drop for LineProgram {
@@ -44,15 +46,20 @@ pub fn start(
     let Some((program, args)) = argv.split_first() else {
         return Err(PortError::invalid("no program named"));
     };
-    // A server runs as long as the bot: no CPU limit; the network and directories beyond
-    // `dir` only when its config says so.
+    // A server runs as long as the bot: no CPU limit; its memory and file sizes are capped as
+    // a command's, and its processes too, in a cgroup of its own where one can be made; the
+    // network and directories beyond `dir` only when its config says so.
+    let pids = crate::sandbox::helper()
+        .is_some()
+        .then(crate::sandbox::PidsGroup::new)
+        .flatten();
     let limits = crate::sandbox::Limits {
         rw: dir.to_path_buf(),
         also: reach.paths.iter().map(std::path::PathBuf::from).collect(),
         network: reach.network,
         cpu_secs: 0,
         require: false,
-        cgroup: None,
+        cgroup: pids.as_ref().map(|g| g.path().to_path_buf()),
     };
     let mut cmd = crate::fence::command(program, args, env, &limits);
     cmd.current_dir(dir)
@@ -70,6 +77,7 @@ pub fn start(
         stdout: Mutex::new((BufReader::new(stdout), Vec::new())),
         group: child.id(),
         _child: child,
+        _pids: pids,
     }))
 }
 

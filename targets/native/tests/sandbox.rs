@@ -160,6 +160,16 @@ async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert!(groups().is_empty(), "groups left: {:?}", groups());
+
+        // A local program (an MCP server's `command:`) too, for as long as it runs.
+        let argv = ["bash".to_owned(), "-c".to_owned(), "sleep 30".to_owned()];
+        let reach = clawless_platform::Reach::default();
+        let program = exec.start(&argv, &[], &reach).await.unwrap();
+        let max = groups().into_iter().map(|g| read(g.join("pids.max"))).max();
+        assert_eq!(max, Some(sandbox::PROCESSES), "a program's pids.max");
+        drop(program);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(groups().is_empty(), "groups left: {:?}", groups());
     } else {
         eprintln!("NOTE: no pids cgroup can be made here: the process cap is not checked");
     }
