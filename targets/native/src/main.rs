@@ -12,9 +12,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 use clawless_core::admin::AdminError;
-use clawless_core::memory::scope::MemoryOwner;
 use clawless_core::SessionKey;
 use clawless_native::{listen, poll, runner, server, setup};
+
+mod admin_cli;
+use admin_cli::{audit, config_check, doctor, memory, pairing, skills, webhook};
 
 const GRACE: Duration = Duration::from_secs(20);
 
@@ -28,9 +30,7 @@ const EXIT_CONFIG: u8 = 3;
 #[error("{0}")]
 struct ConfigProblem(String);
 
-use clawless_native::cli::{
-    Cli, Command, ConfigAction, MemoryAction, PairingAction, SkillsAction, WebhookAction,
-};
+use clawless_native::cli::{Cli, Command, ConfigAction, SkillsAction, WebhookAction};
 
 fn main() -> ExitCode {
     // The sandbox helper (see `sandbox.rs`): fences itself in and becomes the command.
@@ -396,203 +396,4 @@ async fn chat(connector: Option<&str>) -> Result<()> {
             Err(e) => println!("(error: {e})\n"),
         }
     }
-}
-
-async fn config_check() -> Result<()> {
-    let env = setup::env();
-    let (config, source) = setup::load_config(&env).map_err(|e| ConfigProblem(format!("{e:#}")))?;
-    println!(
-        "config OK ({source}): {} connector(s), {} agent(s), {} provider(s)",
-        config.connectors.len(),
-        config.agents.len(),
-        config.providers.len()
-    );
-    let exec_agents: Vec<&String> = config
-        .agents
-        .iter()
-        .filter(|(_, a)| a.tools.iter().any(|t| t == "exec"))
-        .map(|(id, _)| id)
-        .collect();
-    if !exec_agents.is_empty() {
-        println!(
-            "note: exec (listed by {exec_agents:?}) runs only in this native binary; the \
-             Worker and the Lambda do not offer it"
-        );
-    }
-    let n = setup::build_with(&env, config, source).await?;
-    for line in n.app.answering_models() {
-        println!("{line}");
-    }
-    for note in n.app.unoffered_tools() {
-        println!("note: {note}");
-    }
-    if n.app.offers("exec") {
-        let sandbox = clawless_native::fence::check();
-        let mark = match sandbox.status {
-            clawless_core::doctor::Status::Ok => "note",
-            _ => "warning",
-        };
-        println!("{mark}: {}", sandbox.detail);
-    }
-    let missing = n.app.missing_settings();
-    if missing.is_empty() {
-        println!("environment OK");
-        Ok(())
-    } else {
-        println!("still to set:\n  - {}", missing.join("\n  - "));
-        Err(ConfigProblem(format!("{} setting(s) missing", missing.len())).into())
-    }
-}
-
-async fn webhook(action: WebhookAction, connector: Option<&str>) -> Result<()> {
-    let n = build().await?;
-    let id = n.app.connector_id(connector)?;
-    match action {
-        WebhookAction::Set { url, .. } => {
-            let full = n.app.set_webhook(&id, url.as_deref().unwrap_or("")).await?;
-            println!("webhook set to {full}");
-        }
-        WebhookAction::Info => {
-            let info = n.app.webhook_info(&id).await?;
-            println!("{}", serde_json::to_string_pretty(&info)?);
-        }
-        WebhookAction::Delete => {
-            n.app.delete_webhook(&id).await?;
-            println!("webhook deleted; `clawless` can now use long polling");
-        }
-    }
-    Ok(())
-}
-
-async fn audit(chat: Option<i64>, since: u64, json: bool, connector: Option<&str>) -> Result<()> {
-    let n = build().await?;
-    let ids = match connector {
-        Some(c) => vec![n.app.connector_id(Some(c))?],
-        None => n.app.connector_ids(),
-    };
-    for id in ids {
-        let entries = n
-            .app
-            .audit_entries(&id, since, chat, 10_000)
-            .await
-            .with_context(|| format!("reading the audit trail of {id}"))?;
-        for e in entries {
-            if json {
-                println!("{}", serde_json::to_string(&e)?);
-            } else {
-                println!("{id} chat {} {}", e.chat, clawless_core::audit::line(&e));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `clawless doctor`: the checks here, or a deployment's; exit code 1 on a failure.
-async fn doctor(json: bool, remote: Option<&str>, security: bool) -> Result<()> {
-    use clawless_core::doctor::{Delivery, Status};
-    let checks = match remote {
-        _ if security => {
-            let env = setup::env();
-            let app = build().await?.app;
-            let mut checks = app.security_checks();
-            checks.extend(setup::machine_checks(&env, app.offers("exec")));
-            checks
-        }
-        Some(base) => clawless_native::remote::doctor(&setup::env(), base).await?,
-        None => {
-            let mut checks = build().await?.app.doctor(Delivery::Either).await;
-            checks.push(clawless_native::fence::check());
-            checks
-        }
-    };
-    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({"ok": failed == 0, "checks": checks})
-        );
-    } else {
-        for line in clawless_native::remote::doctor_lines(&checks) {
-            println!("{line}");
-        }
-    }
-    if failed > 0 {
-        anyhow::bail!("{failed} check(s) failed");
-    }
-    Ok(())
-}
-
-async fn pairing(action: PairingAction, connector: Option<&str>) -> Result<()> {
-    let n = build().await?;
-    let id = n.app.connector_id(connector)?;
-    let said = match &action {
-        PairingAction::List => Some(clawless_native::pairing::list(&n.app, &id).await?),
-        PairingAction::Approve { code } => {
-            clawless_native::pairing::approve(&n.app, &id, code).await?
-        }
-        PairingAction::Remove { user } => {
-            clawless_native::pairing::remove(&n.app, &id, *user).await?
-        }
-    };
-    match (said, action) {
-        (Some(text), _) => println!("{}", text.trim_end()),
-        (None, PairingAction::Approve { code }) => anyhow::bail!(
-            "no code {code:?} is waiting on {id}: used, expired (codes last an hour) or mistyped"
-        ),
-        (None, _) => anyhow::bail!(
-            "that person is not paired on {id} (configured users are changed in the config)"
-        ),
-    }
-    Ok(())
-}
-
-async fn memory(action: MemoryAction, connector: Option<&str>) -> Result<()> {
-    let n = build().await?;
-    let ids = match connector {
-        Some(c) => vec![n.app.connector_id(Some(c))?],
-        None => n.app.connector_ids(),
-    };
-    for id in ids {
-        let changed = n
-            .app
-            .reindex_memory(&id)
-            .await
-            .with_context(|| format!("re-indexing the memory of {id}"))?;
-        let MemoryAction::Search { query, user, group } = &action else {
-            println!("{id}: {changed} file(s) re-indexed");
-            continue;
-        };
-        let owner = match (user, group) {
-            (Some(u), _) => Some(MemoryOwner::User(*u)),
-            (_, Some(g)) => Some(MemoryOwner::Group(*g)),
-            _ => None,
-        };
-        let hits = n
-            .app
-            .search_memory(&id, owner, query)
-            .await
-            .with_context(|| format!("searching the memory of {id}"))?;
-        if hits.is_empty() {
-            println!("{id}: no matching memories");
-        }
-        for h in hits {
-            println!(
-                "{} lines {}-{} (score {:.2})\n{}\n",
-                h.path, h.start_line, h.end_line, h.score, h.text
-            );
-        }
-    }
-    Ok(())
-}
-
-async fn skills(connector: Option<&str>) -> Result<()> {
-    let n = build().await?;
-    let ids = match connector {
-        Some(c) => vec![n.app.connector_id(Some(c))?],
-        None => n.app.connector_ids(),
-    };
-    for id in ids {
-        print!("{}", clawless_native::skills::list(&n.app, &id).await?);
-    }
-    Ok(())
 }
