@@ -16,12 +16,15 @@ use crate::llm::{Block, ChatMessage, ChatRequest, LlmError, ModelChain, Role};
 use crate::tools::{Level, Report, ToolContext, ToolRegistry};
 use crate::usage::{Left, Tally};
 
+mod ask;
 mod call;
 mod state;
 
 pub use crate::tools::MAX_TOOL_RESULT;
 pub use call::truncate;
-pub use state::{PendingCall, RunState, Verdict};
+pub use state::{
+    Failed, Lost, PendingCall, RunState, Saver, Step, TurnOutput, Verdict, UNKNOWN_OUTCOME,
+};
 /// An identical call (same tool, same input) past this many times in one turn is refused.
 pub const MAX_IDENTICAL_CALLS: usize = 2;
 /// The audit decision of a call refused because it would carry a secret out (the turn tells
@@ -74,61 +77,6 @@ pub type OnResult<'a> = &'a (dyn Fn(&str, &str, bool) + Send + Sync);
 
 /// See [`RunOptions::on_step`].
 pub type OnStep<'a> = &'a (dyn Fn(u64, &AuditStep) + Send + Sync);
-
-/// Keeps a run's state between its steps: after each model response and each tool result,
-/// and before a call that must not run twice ([`crate::tools::Tool::rerunnable`]), whose
-/// save is the ledger entry that says it began.
-#[async_trait::async_trait]
-pub trait Saver: Send + Sync {
-    /// Keeps `state`. With `fenced`, the caller must first make sure it still holds the turn
-    /// (a call that must not run twice comes next). `Err(Lost)`: another worker holds the
-    /// turn; the run stops at once, doing and writing nothing more. Any other failure to
-    /// keep it is the saver's to log: the run goes on.
-    async fn save(&self, state: &RunState, fenced: bool) -> Result<(), Lost>;
-}
-
-/// Another worker holds the turn (see [`Saver`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lost;
-
-/// What the model is told of a call that began before a crash and cannot safely run again.
-pub const UNKNOWN_OUTCOME: &str = "The outcome of this call is unknown: the assistant restarted while it ran, so it may or may not have taken effect. It was not run again. Check its effect if you can before deciding whether to repeat it.";
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnOutput {
-    /// The text to send to the user.
-    pub reply: String,
-    /// The turn's messages to append to the session: the user's, then the model's and tools'.
-    pub messages: Vec<ChatMessage>,
-    /// Every model call of the turn (across approvals).
-    pub usage: Tally,
-    /// The audit steps not written yet: `(at ms, step)`.
-    pub log: Vec<(u64, AuditStep)>,
-}
-
-/// Where a turn stopped.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Step {
-    Done(TurnOutput),
-    /// `call` needs an approval; nothing of its round has run.
-    Ask {
-        state: Box<RunState>,
-        call: PendingCall,
-    },
-    /// Another worker took the turn over (see [`Saver`]); nothing more was done.
-    Lost,
-    /// The invocation's allowance is spent: the run goes on from this state elsewhere.
-    Pause(Box<RunState>),
-}
-
-/// A run that ended on a failed model call: the error, and the state with what the run did
-/// before it (its spend and audit steps, the failed call last), so the caller can keep its
-/// books although the turn fails.
-#[derive(Debug)]
-pub struct Failed {
-    pub error: LlmError,
-    pub state: RunState,
-}
 
 impl Agent {
     /// Runs one user turn to a final answer. `recall` (memories found for this turn) is
@@ -354,70 +302,15 @@ impl Agent {
                 })
                 .unwrap_or_default();
             // Every approval of the round first: nothing runs until all are answered.
-            let mut rules = Vec::with_capacity(calls.len());
-            for (id, name, input) in &calls {
-                if state.result_of(id).is_some() || state.running.as_deref() == Some(id) {
-                    // Done (or begun) before a crash: neither asked about nor run again.
-                    rules.push((Rule::Allow, None));
-                    continue;
+            let rules = match self.rules_of_round(&registry, ctx, &mut state, &calls) {
+                Ok(rules) => rules,
+                Err(call) => {
+                    return Ok(Step::Ask {
+                        state: Box::new(state),
+                        call,
+                    })
                 }
-                // A tool this agent does not have is not asked about: the call gets the
-                // "unknown tool" error (found by fuzzing: a made-up 4,000-character name
-                // reached the approval message).
-                let level = registry
-                    .get(name)
-                    .map_or(Level::Unsafe, |t| t.level_for(ctx, input));
-                // A call that would carry a secret out is refused below, never asked about.
-                let leak = registry
-                    .get(name)
-                    .and_then(|t| self.leak(t.as_ref(), name, input));
-                if leak.is_some() {
-                    rules.push((Rule::Allow, leak));
-                    continue;
-                }
-                let mut rule = match registry.get(name) {
-                    Some(_) => self.rule(name, level),
-                    None => Rule::Allow,
-                };
-                // A crash left an earlier call of this tool with an unknown outcome: an
-                // unsafe one is the user's to decide again, whatever the policy or grant.
-                let unsure = level == Level::Unsafe && state.unsure.contains(name);
-                // After untrusted text, what acts outside or later is the user's to allow.
-                let tainted = match &state.tainted {
-                    Some(source)
-                        if self.config.policy.ask_after_untrusted
-                            && (level == Level::Unsafe
-                                || registry.get(name).is_some_and(|t| t.acts_beyond(input))) =>
-                    {
-                        Some(format!("this turn read {source}, which may say anything"))
-                    }
-                    _ => None,
-                };
-                if (unsure || tainted.is_some()) && rule != Rule::Deny {
-                    rule = Rule::Ask;
-                }
-                if rule == Rule::Ask
-                    && (unsure || tainted.is_some() || !ctx.granted.contains(name))
-                    && !state.verdicts.contains_key(id)
-                {
-                    if let Some(closing) = state.closing {
-                        state.verdicts.insert(id.clone(), closing);
-                    } else {
-                        let call = PendingCall {
-                            id: id.clone(),
-                            name: name.clone(),
-                            input: input.clone(),
-                            level,
-                            why: tainted,
-                        };
-                        return Ok(Step::Ask {
-                            state: Box::new(state),
-                            call,
-                        });
-                    }
-                }
-                rules.push((rule, None));
-            }
+            };
             for ((id, name, input), (rule, leak)) in calls.into_iter().zip(rules) {
                 if state.result_of(&id).is_some() {
                     continue;

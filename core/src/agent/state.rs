@@ -1,15 +1,15 @@
 //! A turn's state between model calls: [`RunState`], serialisable so a turn waiting for an
 //! approval can resume in another process; the [`PendingCall`] it waits on and the
-//! [`Verdict`] that answers it.
+//! [`Verdict`] that answers it; where a run stops ([`Step`], [`Failed`]) and what keeps it
+//! between steps ([`Saver`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::TurnOutput;
 use crate::audit::Step as AuditStep;
-use crate::llm::{Block, ChatMessage, Role};
+use crate::llm::{Block, ChatMessage, LlmError, Role};
 use crate::tools::{Level, Report};
 use crate::usage::{Left, Tally};
 
@@ -235,4 +235,59 @@ impl super::Agent {
         state.results.clear();
         state.closed_with(why.to_owned())
     }
+}
+
+/// Keeps a run's state between its steps: after each model response and each tool result,
+/// and before a call that must not run twice ([`crate::tools::Tool::rerunnable`]), whose
+/// save is the ledger entry that says it began.
+#[async_trait::async_trait]
+pub trait Saver: Send + Sync {
+    /// Keeps `state`. With `fenced`, the caller must first make sure it still holds the turn
+    /// (a call that must not run twice comes next). `Err(Lost)`: another worker holds the
+    /// turn; the run stops at once, doing and writing nothing more. Any other failure to
+    /// keep it is the saver's to log: the run goes on.
+    async fn save(&self, state: &RunState, fenced: bool) -> Result<(), Lost>;
+}
+
+/// Another worker holds the turn (see [`Saver`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lost;
+
+/// What the model is told of a call that began before a crash and cannot safely run again.
+pub const UNKNOWN_OUTCOME: &str = "The outcome of this call is unknown: the assistant restarted while it ran, so it may or may not have taken effect. It was not run again. Check its effect if you can before deciding whether to repeat it.";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutput {
+    /// The text to send to the user.
+    pub reply: String,
+    /// The turn's messages to append to the session: the user's, then the model's and tools'.
+    pub messages: Vec<ChatMessage>,
+    /// Every model call of the turn (across approvals).
+    pub usage: Tally,
+    /// The audit steps not written yet: `(at ms, step)`.
+    pub log: Vec<(u64, AuditStep)>,
+}
+
+/// Where a turn stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Done(TurnOutput),
+    /// `call` needs an approval; nothing of its round has run.
+    Ask {
+        state: Box<RunState>,
+        call: PendingCall,
+    },
+    /// Another worker took the turn over (see [`Saver`]); nothing more was done.
+    Lost,
+    /// The invocation's allowance is spent: the run goes on from this state elsewhere.
+    Pause(Box<RunState>),
+}
+
+/// A run that ended on a failed model call: the error, and the state with what the run did
+/// before it (its spend and audit steps, the failed call last), so the caller can keep its
+/// books although the turn fails.
+#[derive(Debug)]
+pub struct Failed {
+    pub error: LlmError,
+    pub state: RunState,
 }
