@@ -18,6 +18,7 @@ use crate::keys;
 use crate::session;
 use crate::telegram::types::CallbackQuery;
 use crate::telegram::Message;
+use crate::telegram::{BotIdentity, TelegramError};
 
 /// A tap as the message it stands for: the button's chat and topic, from the person tapping
 /// (whose conversation it is in a group).
@@ -190,6 +191,31 @@ impl App {
         Ok(format!(
             "Now talking with {name}. This is a fresh conversation."
         ))
+    }
+
+    /// Our own id and username: memory, then Kv, then `getMe`.
+    pub(super) async fn identity(&self, conn: &Connector) -> Result<BotIdentity, TelegramError> {
+        if let Some(me) = conn.cached_identity() {
+            return Ok(me);
+        }
+        let key = keys::bot_identity(&conn.id);
+        let me = match clawless_platform::KvExt::get_json::<BotIdentity>(&*self.platform.kv, &key)
+            .await
+        {
+            Ok(Some(me)) => me,
+            _ => {
+                let me = conn.bot.get_me().await?;
+                let ttl = Some(std::time::Duration::from_secs(86_400));
+                if let Err(e) =
+                    clawless_platform::KvExt::put_json(&*self.platform.kv, &key, &me, ttl).await
+                {
+                    tracing::warn!(error = %e, "could not cache getMe");
+                }
+                me
+            }
+        };
+        *conn.identity.lock().unwrap_or_else(|e| e.into_inner()) = Some(me.clone());
+        Ok(me)
     }
 }
 

@@ -26,6 +26,9 @@ use crate::keys;
 use crate::telegram::api::{clip, Target};
 use crate::telegram::Message;
 
+/// How often "typing…" is sent again while the agent works.
+const TYPING_EVERY: Duration = Duration::from_millis(4500);
+
 /// How long a placeholder key is kept: longer than any retry of its job.
 const PREVIEW_TTL: Duration = Duration::from_secs(24 * 3600);
 
@@ -269,5 +272,25 @@ impl App {
         drafts.sending.store(false, Ordering::SeqCst);
         let _ = drafts.settled.unbounded_send(());
         id
+    }
+
+    /// Shows "typing…" in the chat until dropped: at once, then every [`TYPING_EVERY`]
+    /// (Telegram shows it for about 5 s), while `allowance` spares the request. Failures are
+    /// only logged.
+    pub(super) async fn keep_typing(
+        &self,
+        conn: &Connector,
+        target: Target,
+        allowance: &crate::allowance::Allowance,
+    ) -> std::convert::Infallible {
+        loop {
+            if allowance.may_spare() {
+                if let Err(e) = conn.bot.send_typing(target).await {
+                    tracing::debug!(error = %e, "sendChatAction failed");
+                }
+            }
+            crate::task::yield_now().await;
+            self.platform.clock.sleep(TYPING_EVERY).await;
+        }
     }
 }

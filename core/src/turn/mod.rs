@@ -20,8 +20,6 @@ mod reminders;
 mod reports;
 mod run;
 
-use std::time::Duration;
-
 use clawless_platform::PortError;
 
 use crate::app::App;
@@ -33,7 +31,7 @@ use crate::llm::{LlmError, ModelChain};
 use crate::session;
 use crate::telegram::api::Target;
 use crate::telegram::render::plain_parts;
-use crate::telegram::{BotIdentity, Message, TelegramError, Update};
+use crate::telegram::{Message, TelegramError, Update};
 use decide::Decision;
 
 /// A plain-text reply (no session turn) with `buttons`, one a row, `(label, callback data)`,
@@ -61,9 +59,6 @@ pub(super) fn with_buttons(
 pub(crate) fn trace(job: &Job) -> String {
     format!("{}/{}", job.connector, job.update_id)
 }
-
-/// How often "typing…" is sent again while the agent works.
-const TYPING_EVERY: Duration = Duration::from_millis(4500);
 
 /// Why a turn failed: a short, human sentence for the user (which service, what kind of
 /// failure; never a raw error body) and the detail for the log.
@@ -455,26 +450,6 @@ impl App {
         })
     }
 
-    /// Shows "typing…" in the chat until dropped: at once, then every [`TYPING_EVERY`]
-    /// (Telegram shows it for about 5 s), while `allowance` spares the request. Failures are
-    /// only logged.
-    async fn keep_typing(
-        &self,
-        conn: &Connector,
-        target: Target,
-        allowance: &crate::allowance::Allowance,
-    ) -> std::convert::Infallible {
-        loop {
-            if allowance.may_spare() {
-                if let Err(e) = conn.bot.send_typing(target).await {
-                    tracing::debug!(error = %e, "sendChatAction failed");
-                }
-            }
-            crate::task::yield_now().await;
-            self.platform.clock.sleep(TYPING_EVERY).await;
-        }
-    }
-
     /// The session, or a fresh one when it has been idle past `idle_minutes`; with `end`, an
     /// idle one is ended first, its summary going to the memory `scope` (see
     /// [`crate::memory::lifecycle::Lifecycle::end_session`]).
@@ -501,30 +476,5 @@ impl App {
             });
         }
         Ok(s)
-    }
-
-    /// Our own id and username: memory, then Kv, then `getMe`.
-    async fn identity(&self, conn: &Connector) -> Result<BotIdentity, TelegramError> {
-        if let Some(me) = conn.cached_identity() {
-            return Ok(me);
-        }
-        let key = keys::bot_identity(&conn.id);
-        let me = match clawless_platform::KvExt::get_json::<BotIdentity>(&*self.platform.kv, &key)
-            .await
-        {
-            Ok(Some(me)) => me,
-            _ => {
-                let me = conn.bot.get_me().await?;
-                let ttl = Some(std::time::Duration::from_secs(86_400));
-                if let Err(e) =
-                    clawless_platform::KvExt::put_json(&*self.platform.kv, &key, &me, ttl).await
-                {
-                    tracing::warn!(error = %e, "could not cache getMe");
-                }
-                me
-            }
-        };
-        *conn.identity.lock().unwrap_or_else(|e| e.into_inner()) = Some(me.clone());
-        Ok(me)
     }
 }
