@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::events::Event;
 use crate::ids::Lane;
 use crate::inbox::Job;
+use crate::shell::{BodyRefused, MAX_UPDATE_BYTES};
 use crate::telegram::{Update, UpdateKind};
 use crate::turn::decide::{self, Decision};
 
@@ -33,10 +34,40 @@ impl WebhookReply {
 }
 
 impl App {
+    /// A webhook request, the same on every shell: [`App::authorize_webhook`] before a byte
+    /// of the body is read, then `read` (the shell's I/O) reads it capped at
+    /// [`MAX_UPDATE_BYTES`], then [`App::handle_webhook`]. The shell answers with the reply and,
+    /// after responding, drains its `lane` when there is one.
+    pub async fn serve_webhook<F>(
+        &self,
+        connector: &str,
+        secret: Option<&str>,
+        read: impl FnOnce(usize) -> F,
+    ) -> WebhookReply
+    where
+        F: std::future::Future<Output = Result<Vec<u8>, BodyRefused>>,
+    {
+        if let Err(refused) = self.authorize_webhook(connector, secret) {
+            return refused;
+        }
+        let body = match read(MAX_UPDATE_BYTES).await {
+            Ok(body) => body,
+            Err(why) => {
+                tracing::warn!(connector, ?why, "webhook body refused");
+                return match why {
+                    BodyRefused::TooLarge => WebhookReply::new(413, "payload too large"),
+                    BodyRefused::Unreadable => WebhookReply::new(400, "unreadable body"),
+                    BodyRefused::TooSlow => WebhookReply::new(408, "request timeout"),
+                };
+            }
+        };
+        self.handle_webhook(connector, secret, &body).await
+    }
+
     /// The webhook: [`App::authorize_webhook`], the size cap, then [`App::accept_update`].
     ///
     /// Unknown connector → 404; wrong or missing secret → 401 and nothing else happens; a
-    /// body over [`crate::shell::MAX_UPDATE_BYTES`] → 413; an
+    /// body over [`MAX_UPDATE_BYTES`] → 413; an
     /// update we cannot read or do not handle → 200 (so Telegram stops re-sending) and a log
     /// line; a storage failure → 500 so Telegram re-delivers.
     pub async fn handle_webhook(
@@ -48,7 +79,7 @@ impl App {
         if let Err(refused) = self.authorize_webhook(connector, secret) {
             return refused;
         }
-        if body.len() > crate::shell::MAX_UPDATE_BYTES {
+        if body.len() > MAX_UPDATE_BYTES {
             tracing::warn!(
                 connector,
                 bytes = body.len(),

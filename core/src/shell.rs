@@ -1,5 +1,6 @@
 //! What every shell repeats, written once: the secret header Telegram sends, the size a real
-//! update can have, and the check a webhook makes before it reads a body.
+//! update can have, the routes, and why a webhook body could not be read. The webhook's
+//! sequence itself (authorize, read capped, acknowledge) is [`crate::App::serve_webhook`].
 
 /// The header Telegram puts the webhook secret in (`secret_token` of `setWebhook`).
 pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
@@ -8,6 +9,17 @@ pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 /// with its entities and the message it replies to stays far below this); anything larger is
 /// refused with 413 before it is parsed.
 pub const MAX_UPDATE_BYTES: usize = 256 * 1024;
+
+/// Why a shell could not read a webhook body (see [`crate::App::serve_webhook`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyRefused {
+    /// Over the cap it was given (declared or read): 413.
+    TooLarge,
+    /// The connection failed or the encoding is broken: 400.
+    Unreadable,
+    /// It did not arrive in time: 408.
+    TooSlow,
+}
 
 /// Where a request goes, from its method and path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_core::allowance::Limits;
-use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
+use clawless_core::shell::{route, BodyRefused, Route, SECRET_HEADER};
 use clawless_core::{App, Drained, Lane};
 use serde_json::{json, Value};
 
@@ -81,8 +81,6 @@ impl Shell {
         }
     }
 
-    /// A Function URL request: routed by the core; a webhook is authorized before its body
-    /// is decoded, and one over the cap is refused without decoding it.
     /// `/admin/<name>` (see [`App::admin`]): the bearer token from the `authorization` header
     /// (Function URLs lower-case header names), the query from `rawQueryString`, the
     /// deployment's own URL from `requestContext.domainName`.
@@ -109,6 +107,9 @@ impl Shell {
         response_typed(reply.status, reply.content_type, &reply.body)
     }
 
+    /// A Function URL request, routed by the core; a webhook goes through the core's sequence
+    /// ([`App::serve_webhook`]: authorized before its body is decoded, one over the cap
+    /// refused without decoding it), then its lane is drained by a self-invoke.
     async fn http(&self, method: &str, path: &str, event: &Value) -> Value {
         let connector = match route(method, path) {
             Route::Webhook(connector) => connector,
@@ -121,14 +122,10 @@ impl Shell {
             .get("headers")
             .and_then(|h| h.get(SECRET_HEADER))
             .and_then(Value::as_str);
-        if let Err(refused) = self.app.authorize_webhook(connector, secret) {
-            return response(refused.status, refused.body);
-        }
-        let body = match body(event) {
-            Ok(body) => body,
-            Err(refused) => return refused,
-        };
-        let reply = self.app.handle_webhook(connector, secret, &body).await;
+        let reply = self
+            .app
+            .serve_webhook(connector, secret, |cap| async move { body(event, cap) })
+            .await;
         if let Some(lane) = &reply.lane {
             if let Err(e) = self.invoker.drain_later(lane.as_str()).await {
                 // Stored, so nothing is lost: the scheduled sweep will drain it.
@@ -185,9 +182,9 @@ fn response_typed(status: u16, content_type: &str, body: &str) -> Value {
     })
 }
 
-/// The request body, base64-decoded when the Function URL encoded it; a body over
-/// [`MAX_UPDATE_BYTES`] is refused (413) before it is decoded, an undecodable one with 400.
-fn body(event: &Value) -> Result<Vec<u8>, Value> {
+/// The request body, base64-decoded when the Function URL encoded it; a body over `cap`
+/// is refused before it is decoded.
+fn body(event: &Value, cap: usize) -> Result<Vec<u8>, BodyRefused> {
     let text = event.get("body").and_then(Value::as_str).unwrap_or("");
     let encoded = event.get("isBase64Encoded").and_then(Value::as_bool) == Some(true);
     let size = if encoded {
@@ -195,14 +192,13 @@ fn body(event: &Value) -> Result<Vec<u8>, Value> {
     } else {
         text.len()
     };
-    if size > MAX_UPDATE_BYTES {
-        tracing::warn!(bytes = size, "webhook body over the cap; refused");
-        return Err(response(413, "payload too large"));
+    if size > cap {
+        return Err(BodyRefused::TooLarge);
     }
     if !encoded {
         return Ok(text.as_bytes().to_vec());
     }
-    base64_decode(text).ok_or_else(|| response(400, "unreadable body"))
+    base64_decode(text).ok_or(BodyRefused::Unreadable)
 }
 
 /// The length `text` decodes to as base64 (whitespace and padding skipped), without decoding.

@@ -3,13 +3,14 @@
 //!
 //! A webhook is checked before its body is read: first the connector and the secret, then the
 //! declared length, and only then is the body read, capped at
-//! [`clawless_core::shell::MAX_UPDATE_BYTES`] and under a deadline. Without the secret a
+//! [`clawless_core::shell::MAX_UPDATE_BYTES`] and under a deadline (the sequence is the
+//! core's, [`App::serve_webhook`]; the reading is this file's). Without the secret a
 //! client costs a parsed head and nothing more. Every refusal closes the connection.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
+use clawless_core::shell::{route, BodyRefused, Route, SECRET_HEADER};
 use clawless_core::App;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Body, Bytes};
@@ -76,21 +77,19 @@ impl Webhook {
         }
     }
 
-    /// Authorizes, reads the body, then hands it to the core and kicks the lane it names.
+    /// The core's webhook sequence ([`App::serve_webhook`]) with this server's body reader;
+    /// then kicks the lane it names.
     async fn webhook<B>(&self, connector: &str, headers: &HeaderMap, body: B) -> Reply
     where
         B: Body<Data = Bytes>,
         B::Error: Into<BodyError>,
     {
         let secret = headers.get(SECRET_HEADER).and_then(|v| v.to_str().ok());
-        if let Err(refused) = self.app.authorize_webhook(connector, secret) {
-            return respond(refused.status, refused.body);
-        }
-        let body = match read_capped(body, self.body_timeout).await {
-            Ok(body) => body,
-            Err(refused) => return refused,
-        };
-        let reply = self.app.handle_webhook(connector, secret, &body).await;
+        let timeout = self.body_timeout;
+        let reply = self
+            .app
+            .serve_webhook(connector, secret, |cap| read_capped(body, cap, timeout))
+            .await;
         if let Some(lane) = reply.lane {
             self.kicker.kick(lane);
         }
@@ -98,23 +97,23 @@ impl Webhook {
     }
 }
 
-/// Reads a body of at most `MAX_UPDATE_BYTES` within `timeout`. A declared length over the
-/// cap (hyper's size hint is the parsed Content-Length) is refused before a byte is read; a
-/// body without one is cut off at the cap.
-async fn read_capped<B>(body: B, timeout: Duration) -> Result<Bytes, Reply>
+/// Reads a body of at most `cap` bytes within `timeout`. A declared length over the cap
+/// (hyper's size hint is the parsed Content-Length) is refused before a byte is read; a body
+/// without one is cut off at the cap.
+async fn read_capped<B>(body: B, cap: usize, timeout: Duration) -> Result<Vec<u8>, BodyRefused>
 where
     B: Body<Data = Bytes>,
     B::Error: Into<BodyError>,
 {
-    if body.size_hint().lower() > MAX_UPDATE_BYTES as u64 {
-        return Err(respond(413, "payload too large"));
+    if body.size_hint().lower() > cap as u64 {
+        return Err(BodyRefused::TooLarge);
     }
-    let read = Limited::new(body, MAX_UPDATE_BYTES).collect();
+    let read = Limited::new(body, cap).collect();
     match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.is::<LengthLimitError>() => Err(respond(413, "payload too large")),
-        Ok(Err(_)) => Err(respond(400, "unreadable body")),
-        Err(_) => Err(respond(408, "request timeout")),
+        Ok(Ok(collected)) => Ok(collected.to_bytes().to_vec()),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => Err(BodyRefused::TooLarge),
+        Ok(Err(_)) => Err(BodyRefused::Unreadable),
+        Err(_) => Err(BodyRefused::TooSlow),
     }
 }
 

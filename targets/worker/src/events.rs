@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clawless_core::allowance::Limits;
-use clawless_core::shell::{route, Route, MAX_UPDATE_BYTES, SECRET_HEADER};
+use clawless_core::shell::{route, BodyRefused, Route, SECRET_HEADER};
 use clawless_core::{Drained, Lane};
 use futures::StreamExt;
 use worker::{
@@ -100,8 +100,9 @@ async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
         .with_headers(headers))
 }
 
-/// `POST /telegram/<connector>`: authorized before the body is read, the body read up to
-/// the cap, then acknowledged; the lane is drained after the response.
+/// `POST /telegram/<connector>`: the core's webhook sequence ([`App::serve_webhook`]:
+/// authorized before the body is read, read up to the cap, acknowledged) with this shell's
+/// body reader; the lane is drained after the response.
 async fn webhook(mut req: Request, connector: &str, env: &Env, ctx: Context) -> Result<Response> {
     let shell = match shell(env).await {
         Ok(shell) => shell,
@@ -111,18 +112,13 @@ async fn webhook(mut req: Request, connector: &str, env: &Env, ctx: Context) -> 
         }
     };
     let secret = req.headers().get(SECRET_HEADER).ok().flatten();
-    if let Err(refused) = shell.app.authorize_webhook(connector, secret.as_deref()) {
-        return Response::error(refused.body, refused.status);
-    }
-    let body = match read_capped(&mut req).await {
-        Ok(body) => body,
-        Err(refused) => return refused,
-    };
     #[cfg(feature = "test-routes")]
     let before = crate::d1::STATEMENTS.load(std::sync::atomic::Ordering::Relaxed);
     let reply = shell
         .app
-        .handle_webhook(connector, secret.as_deref(), &body)
+        .serve_webhook(connector, secret.as_deref(), |cap| {
+            read_capped(&mut req, cap)
+        })
         .await;
     if let Some(lane) = reply.lane {
         let shell = shell.clone();
@@ -149,14 +145,13 @@ fn counted(mut response: Response, before: usize) -> Result<Response> {
     Ok(response)
 }
 
-/// The body, at most [`MAX_UPDATE_BYTES`]: a declared Content-Length over the cap is refused
-/// before a byte is read, and the read stops as soon as the cap is passed. `Err` is the reply.
-async fn read_capped(req: &mut Request) -> std::result::Result<Vec<u8>, Result<Response>> {
-    let too_large = || Response::error("payload too large", 413);
+/// The body, at most `cap` bytes: a declared Content-Length over the cap is refused before a
+/// byte is read, and the read stops as soon as the cap is passed.
+async fn read_capped(req: &mut Request, cap: usize) -> std::result::Result<Vec<u8>, BodyRefused> {
     let declared = req.headers().get("content-length").ok().flatten();
     let declared = declared.and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_UPDATE_BYTES as u64) {
-        return Err(too_large());
+    if declared.is_some_and(|n| n > cap as u64) {
+        return Err(BodyRefused::TooLarge);
     }
     // A request without a body (a null stream) reads as empty.
     let Ok(mut stream) = req.stream() else {
@@ -165,10 +160,10 @@ async fn read_capped(req: &mut Request) -> std::result::Result<Vec<u8>, Result<R
     let mut body = Vec::new();
     while let Some(chunk) = stream.next().await {
         let Ok(chunk) = chunk else {
-            return Err(Response::error("unreadable body", 400));
+            return Err(BodyRefused::Unreadable);
         };
-        if body.len() + chunk.len() > MAX_UPDATE_BYTES {
-            return Err(too_large());
+        if body.len() + chunk.len() > cap {
+            return Err(BodyRefused::TooLarge);
         }
         body.extend_from_slice(&chunk);
     }
