@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
+use clawless_core::shell::MAX_UPDATE_BYTES;
 use clawless_core::{Config, Env};
 use clawless_platform::Platform;
 use clawless_testkit::servers::text_update;
