@@ -131,8 +131,8 @@ impl App {
         let now = self.platform.clock.now_ms();
         let event = match &admitted {
             Ok((lane, _)) => Event::Accepted {
-                connector: connector.to_owned(),
-                lane: lane.to_string(),
+                connector: connector.into(),
+                lane: lane.as_str().into(),
                 ack_ms: now.saturating_sub(started),
             },
             Err(reason) => Event::Dropped {
@@ -141,8 +141,8 @@ impl App {
             },
         };
         let trace = match &admitted {
-            Ok((_, id)) => format!("{connector}/{id}"),
-            Err(_) => String::new(),
+            Ok((_, id)) => compact_str::format_compact!("{connector}/{id}"),
+            Err(_) => compact_str::CompactString::default(),
         };
         self.events.publish(now, trace, event);
         Ok(admitted.ok().map(|(lane, _)| lane))

@@ -21,6 +21,7 @@ use std::task::Poll;
 
 use futures::task::AtomicWaker;
 
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 pub mod metrics;
@@ -33,8 +34,8 @@ use metrics::Metrics;
 pub enum Event {
     /// An update was stored in the inbox (`ack_ms`: how long the ack path took).
     Accepted {
-        connector: String,
-        lane: String,
+        connector: CompactString,
+        lane: CompactString,
         ack_ms: u64,
     },
     /// An update was not stored, and why (a duplicate, an edit, group chatter, …).
@@ -152,7 +153,7 @@ pub struct Stamped {
     pub at_ms: u64,
     /// `<connector>/<update id>` of the job it belongs to; empty when none.
     #[serde(default)]
-    pub trace: String,
+    pub trace: CompactString,
     #[serde(flatten)]
     pub event: Event,
 }
@@ -170,7 +171,7 @@ impl Bus {
     /// Publishes `event`: counted in the metrics, then offered to every subscription (one that
     /// is full drops it and counts the drop). Never waits: the list is read without a lock
     /// (`arc-swap`) and each queue takes a push without one.
-    pub fn publish(&self, at_ms: u64, trace: impl Into<String>, event: Event) {
+    pub fn publish(&self, at_ms: u64, trace: impl Into<CompactString>, event: Event) {
         self.metrics.observe(&event);
         let subs = self.subscriptions.load();
         let Some((last, others)) = subs.split_last() else {

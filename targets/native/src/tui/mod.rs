@@ -146,8 +146,8 @@ impl Cockpit {
     /// Takes in an event: the log, the runs, and the chat's tool lines.
     fn take(&mut self, e: Stamped) {
         if !e.trace.is_empty() {
-            let run = self.runs.entry(e.trace.clone()).or_insert_with(|| Run {
-                trace: e.trace.clone(),
+            let run = self.runs.entry(e.trace.to_string()).or_insert_with(|| Run {
+                trace: e.trace.to_string(),
                 started_ms: e.at_ms,
                 state: "running".into(),
                 ..Default::default()
