@@ -97,7 +97,7 @@ fn a_tool_round_trip_reads_every_page_and_answers_in_sse() {
         );
         h.script(200, anthropic_text("It is 5."));
         h.deliver("private_text", 1).await;
-        // Four pages of two; `broken` (its schema) is left out; `notes.search` is offered
+        // Five pages of two; `broken` (its schema) is left out; `notes.search` is offered
         // under a name the model APIs take.
         assert_eq!(
             demo_tools(&h, 0),
@@ -107,6 +107,7 @@ fn a_tool_round_trip_reads_every_page_and_answers_in_sse() {
                 "demo__fail",
                 "demo__note",
                 "demo__notes_search",
+                "demo__page",
                 "demo__private",
                 "demo__wait"
             ]
@@ -137,6 +138,7 @@ fn a_tool_round_trip_reads_every_page_and_answers_in_sse() {
                 "tools/list",
                 "tools/list",
                 "tools/list",
+                "tools/list",
                 "tools/call"
             ]
         );
@@ -155,13 +157,13 @@ fn the_list_is_cached_and_an_allow_list_narrows_it() {
         assert_eq!(demo_tools(&h, 0), ["demo__echo", "demo__private"]);
         assert_eq!(demo_tools(&h, 1), ["demo__echo", "demo__private"]);
         let lists = fake.methods().iter().filter(|m| *m == "tools/list").count();
-        assert_eq!(lists, 4, "listed once (four pages) for both turns");
+        assert_eq!(lists, 5, "listed once (five pages) for both turns");
         // Past `cache_secs` (300 s) it is asked again.
         h.clock.advance(std::time::Duration::from_secs(301));
         h.script(200, anthropic_text("three"));
         h.deliver("private_text", 3).await;
         let lists = fake.methods().iter().filter(|m| *m == "tools/list").count();
-        assert_eq!(lists, 8);
+        assert_eq!(lists, 10);
     });
 }
 
@@ -232,7 +234,7 @@ fn a_server_that_is_down_leaves_the_turn_without_its_tools() {
         h.clock.advance(std::time::Duration::from_secs(61));
         h.script(200, anthropic_text("with it"));
         h.deliver("private_text", 3).await;
-        assert_eq!(demo_tools(&h, 2).len(), 7);
+        assert_eq!(demo_tools(&h, 2).len(), 8);
     });
 }
 
@@ -242,7 +244,7 @@ fn a_server_going_down_mid_session_fails_the_call_not_the_turn() {
         let (h, fake) = harness("    level: guarded\n");
         h.script(200, anthropic_text("listed"));
         h.deliver("private_text", 1).await;
-        assert_eq!(demo_tools(&h, 0).len(), 7);
+        assert_eq!(demo_tools(&h, 0).len(), 8);
         fake.down.store(true, Ordering::SeqCst);
         h.script(
             200,
@@ -250,7 +252,7 @@ fn a_server_going_down_mid_session_fails_the_call_not_the_turn() {
         );
         h.script(200, anthropic_text("The tool is down."));
         h.deliver("private_text", 2).await;
-        assert_eq!(demo_tools(&h, 1).len(), 7, "the cached list is offered");
+        assert_eq!(demo_tools(&h, 1).len(), 8, "the cached list is offered");
         let result = h.last_tool_result();
         assert_eq!(result["is_error"], true);
         let text = result["content"].as_str().unwrap();
