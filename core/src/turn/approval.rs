@@ -19,10 +19,10 @@ use clawless_platform::PortError;
 
 use super::button::{Button, Choice};
 use super::progress::Progress;
-use super::{Answer, Reply, Step};
+use super::{Answer, Reply, Step, Turn};
 use crate::agent::{Agent, PendingCall};
 use crate::app::App;
-use crate::connector::{Connector, Routed};
+use crate::connector::Connector;
 use crate::ids::Lane;
 use crate::inbox::{Job, Lease, Outcome, Suspended};
 use crate::keys;
@@ -41,41 +41,6 @@ pub(super) enum Wait {
 }
 
 impl App {
-    /// Suspends the job's turn at `s`: the state is stored first, then the approval message
-    /// is sent and its id stored.
-    pub(super) async fn suspend(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Connector,
-        target: Target,
-        s: Suspended,
-        lease: Lease<'_>,
-    ) -> Result<Step, PortError> {
-        let mut s = s;
-        let expires = s.expires_ms;
-        let books = s.books.take();
-        let tool = s.call.name.clone();
-        job.suspended = Some(Box::new(s));
-        self.emit(
-            &super::trace(job),
-            crate::events::Event::ApprovalAsked { tool },
-        );
-        // The waiting state is newer than any step kept before it.
-        job.running = None;
-        self.inbox.save(key, job).await?;
-        tracing::info!(key, "turn waits for an approval");
-        let (sent, ()) = futures::future::join(
-            self.send_approval(key, job, conn, target, lease),
-            self.keep_books(conn, books),
-        )
-        .await;
-        match sent? {
-            Wait::LostLease => Ok(Step::LostLease),
-            _ => Ok(Step::RetryAt(expires)),
-        }
-    }
-
     /// Sends the approval message if it was not sent yet (a failed send is tried again at the
     /// next drain; the expiry still runs).
     async fn send_approval(
@@ -125,119 +90,6 @@ impl App {
             }
         }
         Ok(Wait::Until(expires))
-    }
-
-    /// Looks for the answer to the job's approval: already given, expired, or in the jobs
-    /// behind it in the lane (taps are consumed here; a new message supersedes).
-    pub(super) async fn await_answer(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Connector,
-        target: Target,
-        lease: Lease<'_>,
-    ) -> Result<Wait, PortError> {
-        loop {
-            let Some(s) = job.suspended.as_deref() else {
-                return Ok(Wait::Answered);
-            };
-            if s.answer.is_some() {
-                return Ok(Wait::Answered);
-            }
-            if self.platform.clock.now_ms() >= s.expires_ms {
-                return self
-                    .record(key, job, conn, Outcome::Expired, None, lease)
-                    .await;
-            }
-            if s.message_id.is_none() {
-                if let Wait::LostLease = self.send_approval(key, job, conn, target, lease).await? {
-                    return Ok(Wait::LostLease);
-                }
-            }
-            let lane: &Lane = lease.lane;
-            let Some((next_key, next)) = self.inbox.next_after(lane, key).await? else {
-                let at = job.suspended.as_deref().map_or(0, |s| s.expires_ms);
-                return Ok(Wait::Until(at));
-            };
-            if next.fire.is_some() {
-                // A reminder's task is a new turn in the chat, as a message is.
-                return self
-                    .record(key, job, conn, Outcome::Superseded, None, lease)
-                    .await;
-            }
-            let update = Update::from_value(&next.update);
-            match update.as_ref().map(|u| &u.kind) {
-                Ok(UpdateKind::CallbackQuery(q)) => {
-                    let tapped = q.data.as_deref().and_then(Button::decode);
-                    let (id, answer) = match tapped {
-                        Some(Button::Approval { id, answer }) => (id, answer),
-                        // Switching agents ends the session the waiting turn belongs to: not
-                        // now.
-                        Some(Button::Agent(_)) => {
-                            let text = "Answer the request above first, or /stop it.";
-                            if let Err(e) = conn.bot.answer_callback(&q.id, text, false).await {
-                                tracing::debug!(error = %e, "answerCallbackQuery failed");
-                            }
-                            self.inbox.finish(&next_key, &next).await?;
-                            continue;
-                        }
-                        // Another button (or data no button of ours wrote), answered as
-                        // anywhere else.
-                        _ => {
-                            self.button_tap(conn, q).await;
-                            self.inbox.finish(&next_key, &next).await?;
-                            continue;
-                        }
-                    };
-                    let Some(s) = job.suspended.as_deref() else {
-                        return Ok(Wait::Answered);
-                    };
-                    let outcome = (id == s.id).then(|| Outcome::from(answer));
-                    let from = q.from.id.0;
-                    // `exec` runs as the bot's own user, with what it can read: only the owner
-                    // answers for it.
-                    let owner_only = s.call.name == "exec";
-                    let may = (from == s.asker && !owner_only || conn.owner == Some(from))
-                        && self.may_talk(conn, from).await?;
-                    let (text, alert) = match outcome {
-                        None => ("This request is no longer waiting.", false),
-                        Some(_) if !may => ("This approval is not yours.", true),
-                        Some(Outcome::Deny) => ("Denied.", false),
-                        Some(_) => ("Allowed.", false),
-                    };
-                    if let (Some(outcome), true) = (outcome, may) {
-                        let by = Some(q.from.first_name.clone()).filter(|n| !n.is_empty());
-                        if let Wait::LostLease =
-                            self.record(key, job, conn, outcome, by, lease).await?
-                        {
-                            return Ok(Wait::LostLease);
-                        }
-                    }
-                    if let Err(e) = conn.bot.answer_callback(&q.id, text, alert).await {
-                        tracing::warn!(error = %e, "answerCallbackQuery failed");
-                    }
-                    self.inbox.finish(&next_key, &next).await?;
-                }
-                Ok(UpdateKind::Message(m)) if self.ignored(conn, m).await => {
-                    // Group chatter the turn would not answer: it neither answers nor
-                    // supersedes the approval.
-                    self.inbox.finish(&next_key, &next).await?;
-                }
-                Ok(UpdateKind::Message(m)) if is_stop(m) => {
-                    let wait = self
-                        .record(key, job, conn, Outcome::Stopped, None, lease)
-                        .await?;
-                    // The /stop is answered by the stopped turn's reply.
-                    self.inbox.finish(&next_key, &next).await?;
-                    return Ok(wait);
-                }
-                _ => {
-                    return self
-                        .record(key, job, conn, Outcome::Superseded, None, lease)
-                        .await
-                }
-            }
-        }
     }
 
     /// Whether the turn stage would ignore `m` (not addressed to the bot, from a bot, a
@@ -314,16 +166,168 @@ impl App {
         }
         Ok(Wait::Answered)
     }
+}
+
+impl Turn<'_> {
+    /// Suspends the job's turn at `s`: the state is stored first, then the approval message
+    /// is sent and its id stored.
+    pub(super) async fn suspend(&self, job: &mut Job, s: Suspended) -> Result<Step, PortError> {
+        let Turn {
+            app,
+            key,
+            conn,
+            target,
+            lease,
+            ..
+        } = *self;
+        let mut s = s;
+        let expires = s.expires_ms;
+        let books = s.books.take();
+        let tool = s.call.name.clone();
+        job.suspended = Some(Box::new(s));
+        app.emit(
+            &super::trace(job),
+            crate::events::Event::ApprovalAsked { tool },
+        );
+        // The waiting state is newer than any step kept before it.
+        job.running = None;
+        app.inbox.save(key, job).await?;
+        tracing::info!(key, "turn waits for an approval");
+        let (sent, ()) = futures::future::join(
+            app.send_approval(key, job, conn, target, lease),
+            app.keep_books(conn, books),
+        )
+        .await;
+        match sent? {
+            Wait::LostLease => Ok(Step::LostLease),
+            _ => Ok(Step::RetryAt(expires)),
+        }
+    }
+
+    /// Looks for the answer to the job's approval: already given, expired, or in the jobs
+    /// behind it in the lane (taps are consumed here; a new message supersedes).
+    pub(super) async fn await_answer(&self, job: &mut Job) -> Result<Wait, PortError> {
+        let Turn {
+            app,
+            key,
+            conn,
+            target,
+            lease,
+            ..
+        } = *self;
+        loop {
+            let Some(s) = job.suspended.as_deref() else {
+                return Ok(Wait::Answered);
+            };
+            if s.answer.is_some() {
+                return Ok(Wait::Answered);
+            }
+            if app.platform.clock.now_ms() >= s.expires_ms {
+                return app
+                    .record(key, job, conn, Outcome::Expired, None, lease)
+                    .await;
+            }
+            if s.message_id.is_none() {
+                if let Wait::LostLease = app.send_approval(key, job, conn, target, lease).await? {
+                    return Ok(Wait::LostLease);
+                }
+            }
+            let lane: &Lane = lease.lane;
+            let Some((next_key, next)) = app.inbox.next_after(lane, key).await? else {
+                let at = job.suspended.as_deref().map_or(0, |s| s.expires_ms);
+                return Ok(Wait::Until(at));
+            };
+            if next.fire.is_some() {
+                // A reminder's task is a new turn in the chat, as a message is.
+                return app
+                    .record(key, job, conn, Outcome::Superseded, None, lease)
+                    .await;
+            }
+            let update = Update::from_value(&next.update);
+            match update.as_ref().map(|u| &u.kind) {
+                Ok(UpdateKind::CallbackQuery(q)) => {
+                    let tapped = q.data.as_deref().and_then(Button::decode);
+                    let (id, answer) = match tapped {
+                        Some(Button::Approval { id, answer }) => (id, answer),
+                        // Switching agents ends the session the waiting turn belongs to: not
+                        // now.
+                        Some(Button::Agent(_)) => {
+                            let text = "Answer the request above first, or /stop it.";
+                            if let Err(e) = conn.bot.answer_callback(&q.id, text, false).await {
+                                tracing::debug!(error = %e, "answerCallbackQuery failed");
+                            }
+                            app.inbox.finish(&next_key, &next).await?;
+                            continue;
+                        }
+                        // Another button (or data no button of ours wrote), answered as
+                        // anywhere else.
+                        _ => {
+                            app.button_tap(conn, q).await;
+                            app.inbox.finish(&next_key, &next).await?;
+                            continue;
+                        }
+                    };
+                    let Some(s) = job.suspended.as_deref() else {
+                        return Ok(Wait::Answered);
+                    };
+                    let outcome = (id == s.id).then(|| Outcome::from(answer));
+                    let from = q.from.id.0;
+                    // `exec` runs as the bot's own user, with what it can read: only the owner
+                    // answers for it.
+                    let owner_only = s.call.name == "exec";
+                    let may = (from == s.asker && !owner_only || conn.owner == Some(from))
+                        && app.may_talk(conn, from).await?;
+                    let (text, alert) = match outcome {
+                        None => ("This request is no longer waiting.", false),
+                        Some(_) if !may => ("This approval is not yours.", true),
+                        Some(Outcome::Deny) => ("Denied.", false),
+                        Some(_) => ("Allowed.", false),
+                    };
+                    if let (Some(outcome), true) = (outcome, may) {
+                        let by = Some(q.from.first_name.clone()).filter(|n| !n.is_empty());
+                        if let Wait::LostLease =
+                            app.record(key, job, conn, outcome, by, lease).await?
+                        {
+                            return Ok(Wait::LostLease);
+                        }
+                    }
+                    if let Err(e) = conn.bot.answer_callback(&q.id, text, alert).await {
+                        tracing::warn!(error = %e, "answerCallbackQuery failed");
+                    }
+                    app.inbox.finish(&next_key, &next).await?;
+                }
+                Ok(UpdateKind::Message(m)) if app.ignored(conn, m).await => {
+                    // Group chatter the turn would not answer: it neither answers nor
+                    // supersedes the approval.
+                    app.inbox.finish(&next_key, &next).await?;
+                }
+                Ok(UpdateKind::Message(m)) if is_stop(m) => {
+                    let wait = app
+                        .record(key, job, conn, Outcome::Stopped, None, lease)
+                        .await?;
+                    // The /stop is answered by the stopped turn's reply.
+                    app.inbox.finish(&next_key, &next).await?;
+                    return Ok(wait);
+                }
+                _ => {
+                    return app
+                        .record(key, job, conn, Outcome::Superseded, None, lease)
+                        .await
+                }
+            }
+        }
+    }
 
     /// Resumes the job's answered turn: the agent runs on from its state with the verdict.
-    pub(super) async fn resume(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Routed<'_>,
-        msg: &Message,
-        lease: Lease<'_>,
-    ) -> Result<Reply, Answer> {
+    pub(super) async fn resume(&self, job: &mut Job) -> Result<Reply, Answer> {
+        let Turn {
+            app,
+            key,
+            conn,
+            msg,
+            lease,
+            ..
+        } = *self;
         let Some(s) = job.suspended.as_deref() else {
             return Ok(Reply::Nothing);
         };
@@ -336,15 +340,15 @@ impl App {
             let (recorded, first_seq) = (run.recorded, run.logged);
             let mut out = Agent::cancel(run, "Stopped.");
             let steps = std::mem::take(&mut out.log);
-            let books = self.books(msg, out.usage.since(&recorded), first_seq, steps);
-            return Ok(self.turn_reply(conn, msg, out.reply, out.messages, books));
+            let books = app.books(msg, out.usage.since(&recorded), first_seq, steps);
+            return Ok(app.turn_reply(conn, msg, out.reply, out.messages, books));
         }
         run.verdicts.insert(call, outcome.verdict());
         if matches!(outcome, Outcome::Expired | Outcome::Superseded) {
             run.closing = Some(outcome.verdict());
         }
-        let progress = Progress::new(self, key, job, lease);
-        self.run_agent(conn, msg, run, Some(&progress)).await
+        let progress = Progress::new(app, key, job, lease);
+        app.run_agent(conn, msg, run, Some(&progress)).await
     }
 }
 

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use clawless_platform::PortError;
 
-use super::Step;
+use super::{Step, Turn};
 use crate::app::App;
 use crate::connector::Connector;
-use crate::inbox::{Job, Lease};
+use crate::inbox::Job;
 use crate::session;
 use crate::telegram::api::Target;
 use crate::telegram::render::Part;
@@ -54,80 +54,6 @@ impl App {
             cfg.history_window,
             cfg.keep_recent,
         ))
-    }
-
-    /// Sends the parts not sent yet, checkpointing each. `preview` names the Kv key of a
-    /// placeholder the reply streamed into (groups, see `draft.rs`): the first part replaces
-    /// its text instead of going out as a new message.
-    pub(super) async fn deliver(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Connector,
-        target: Target,
-        preview: Option<String>,
-        lease: Lease<'_>,
-    ) -> Result<Step, PortError> {
-        let mut placeholder = match (preview, job.checkpoint.as_ref().map(|c| c.sent)) {
-            (Some(preview), Some(0)) => self
-                .platform
-                .kv
-                .get(&preview)
-                .await?
-                .and_then(|b| std::str::from_utf8(&b).ok()?.parse::<i64>().ok()),
-            _ => None,
-        };
-        while let Some((part, reply_to)) = next_part(job) {
-            if !self.inbox.hold(lease).await? {
-                tracing::warn!(key, "lane taken by another drainer; stopped before sending");
-                return Ok(Step::LostLease);
-            }
-            let sent = match placeholder.take() {
-                Some(id) => {
-                    self.replace_placeholder(conn, target, id, &part, reply_to)
-                        .await
-                }
-                None => self.send_part(conn, target, &part, reply_to).await,
-            };
-            match sent {
-                Ok(()) => {
-                    let mut sent = crate::events::Event::ReplySent {
-                        chat: target.chat_id,
-                        part: 0,
-                        parts: 0,
-                    };
-                    if let Some(cp) = job.checkpoint.as_mut() {
-                        cp.sent += 1;
-                        sent = crate::events::Event::ReplySent {
-                            chat: target.chat_id,
-                            part: cp.sent,
-                            parts: cp.parts.len(),
-                        };
-                    }
-                    self.inbox.save(key, job).await?;
-                    self.emit(&super::trace(job), sent);
-                }
-                Err(TelegramError::Paced(secs)) => {
-                    let until = self.platform.clock.now_ms() + secs * 1000;
-                    tracing::info!(key, secs, "the chat's sending slots are taken; later");
-                    return Ok(Step::RetryAt(self.inbox.defer(key, job, until).await?));
-                }
-                Err(e) if e.is_transient() => {
-                    if let Some(at) = self.inbox.retry_later(key, job).await? {
-                        tracing::warn!(key, error = %e, "send failed; will retry");
-                        return Ok(Step::RetryAt(at));
-                    }
-                    tracing::error!(key, error = %e, "send failed for the last time; reply dropped");
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!(key, error = %e, "Telegram refused the reply; dropped");
-                    break;
-                }
-            }
-        }
-        self.inbox.finish(key, job).await?;
-        Ok(Step::Done)
     }
 
     /// Puts the first part into the placeholder `id` the reply streamed into: an edit for a
@@ -215,6 +141,86 @@ impl App {
         Err(TelegramError::Unavailable(
             "gave up sending after repeated refusals".into(),
         ))
+    }
+}
+
+impl Turn<'_> {
+    /// Sends the parts not sent yet, checkpointing each. `preview` names the Kv key of a
+    /// placeholder the reply streamed into (groups, see `draft.rs`): the first part replaces
+    /// its text instead of going out as a new message.
+    pub(super) async fn deliver(
+        &self,
+        job: &mut Job,
+        preview: Option<String>,
+    ) -> Result<Step, PortError> {
+        let Turn {
+            app,
+            key,
+            conn,
+            target,
+            lease,
+            ..
+        } = *self;
+        let mut placeholder = match (preview, job.checkpoint.as_ref().map(|c| c.sent)) {
+            (Some(preview), Some(0)) => app
+                .platform
+                .kv
+                .get(&preview)
+                .await?
+                .and_then(|b| std::str::from_utf8(&b).ok()?.parse::<i64>().ok()),
+            _ => None,
+        };
+        while let Some((part, reply_to)) = next_part(job) {
+            if !app.inbox.hold(lease).await? {
+                tracing::warn!(key, "lane taken by another drainer; stopped before sending");
+                return Ok(Step::LostLease);
+            }
+            let sent = match placeholder.take() {
+                Some(id) => {
+                    app.replace_placeholder(conn, target, id, &part, reply_to)
+                        .await
+                }
+                None => app.send_part(conn, target, &part, reply_to).await,
+            };
+            match sent {
+                Ok(()) => {
+                    let mut sent = crate::events::Event::ReplySent {
+                        chat: target.chat_id,
+                        part: 0,
+                        parts: 0,
+                    };
+                    if let Some(cp) = job.checkpoint.as_mut() {
+                        cp.sent += 1;
+                        sent = crate::events::Event::ReplySent {
+                            chat: target.chat_id,
+                            part: cp.sent,
+                            parts: cp.parts.len(),
+                        };
+                    }
+                    app.inbox.save(key, job).await?;
+                    app.emit(&super::trace(job), sent);
+                }
+                Err(TelegramError::Paced(secs)) => {
+                    let until = app.platform.clock.now_ms() + secs * 1000;
+                    tracing::info!(key, secs, "the chat's sending slots are taken; later");
+                    return Ok(Step::RetryAt(app.inbox.defer(key, job, until).await?));
+                }
+                Err(e) if e.is_transient() => {
+                    if let Some(at) = app.inbox.retry_later(key, job).await? {
+                        tracing::warn!(key, error = %e, "send failed; will retry");
+                        return Ok(Step::RetryAt(at));
+                    }
+                    tracing::error!(key, error = %e, "send failed for the last time; reply dropped");
+                    break;
+                }
+                Err(e) => {
+                    tracing::error!(key, error = %e, "Telegram refused the reply; dropped");
+                    break;
+                }
+            }
+        }
+        app.inbox.finish(key, job).await?;
+        Ok(Step::Done)
     }
 }
 

@@ -8,9 +8,9 @@
 
 use base64::Engine as _;
 
-use super::Failure;
+use super::{Failure, Turn};
 use crate::app::App;
-use crate::connector::{Connector, Routed};
+use crate::connector::Connector;
 use crate::inbox::{Job, Lease};
 use crate::keys;
 use crate::llm::{Block, ChatMessage, LlmError, ModelChain, Role};
@@ -31,64 +31,6 @@ pub(super) enum Input {
 }
 
 impl App {
-    /// The user's message for a turn on `msg`, whose text (cut, without mentions) is `text`.
-    pub(super) async fn user_message(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Routed<'_>,
-        msg: &Message,
-        text: String,
-        lease: Lease<'_>,
-    ) -> Result<Input, Failure> {
-        if !msg.has_media() {
-            return Ok(Input::Message(ChatMessage::user_text(text)));
-        }
-        let mut messages = vec![msg.clone()];
-        if let Some(group) = &msg.media_group_id {
-            match self.gather_album(key, job, conn, group, lease).await? {
-                Some(album) => messages.extend(album),
-                None => return Ok(Input::Lost),
-            }
-        }
-        // The model that will read them, as the chat chose it (read once for an album).
-        let chain = self.chain_for(conn, msg.chat.id.0).await;
-        let mut blocks = Vec::new();
-        let mut notes = Vec::new();
-        for (i, m) in messages.iter().enumerate() {
-            // The head's caption is `text`; another item's caption is read as it is.
-            if i > 0 {
-                if let Some(caption) = m.text() {
-                    notes.push(caption.to_owned());
-                }
-            }
-            let read = self.read_media(key, job, conn, &chain, m, lease).await?;
-            match read {
-                Read::Nothing => {}
-                Read::Block(b) => blocks.push(b),
-                Read::Note(n) => notes.push(n),
-                Read::Reply(r) => return Ok(Input::Reply(r)),
-            }
-        }
-        if blocks.is_empty() && notes.is_empty() && text.is_empty() {
-            return Ok(Input::Reply(super::decide::NO_CONTENT.into()));
-        }
-        notes.push(text);
-        let text = notes
-            .into_iter()
-            .filter(|n| !n.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n\n");
-        // Images first, then the words: what the providers recommend.
-        if !text.is_empty() {
-            blocks.push(Block::Text { text });
-        }
-        Ok(Input::Message(ChatMessage {
-            role: Role::User,
-            content: blocks,
-        }))
-    }
-
     /// The album's other updates, taken out of the lane into `job` the first time (after
     /// waiting `media.album_wait_ms` from the first's arrival for the rest to arrive); `None`
     /// when the lane was lost meanwhile.
@@ -315,6 +257,66 @@ impl App {
             self.inbox.save(key, job).await.map_err(Failure::storage)?;
         }
         Ok(())
+    }
+}
+
+impl Turn<'_> {
+    /// The user's message for a turn on `msg`, whose text (cut, without mentions) is `text`.
+    pub(super) async fn user_message(&self, job: &mut Job, text: String) -> Result<Input, Failure> {
+        let Turn {
+            app,
+            key,
+            conn,
+            msg,
+            lease,
+            ..
+        } = *self;
+        if !msg.has_media() {
+            return Ok(Input::Message(ChatMessage::user_text(text)));
+        }
+        let mut messages = vec![msg.clone()];
+        if let Some(group) = &msg.media_group_id {
+            match app.gather_album(key, job, conn, group, lease).await? {
+                Some(album) => messages.extend(album),
+                None => return Ok(Input::Lost),
+            }
+        }
+        // The model that will read them, as the chat chose it (read once for an album).
+        let chain = app.chain_for(conn, msg.chat.id.0).await;
+        let mut blocks = Vec::new();
+        let mut notes = Vec::new();
+        for (i, m) in messages.iter().enumerate() {
+            // The head's caption is `text`; another item's caption is read as it is.
+            if i > 0 {
+                if let Some(caption) = m.text() {
+                    notes.push(caption.to_owned());
+                }
+            }
+            let read = app.read_media(key, job, conn, &chain, m, lease).await?;
+            match read {
+                Read::Nothing => {}
+                Read::Block(b) => blocks.push(b),
+                Read::Note(n) => notes.push(n),
+                Read::Reply(r) => return Ok(Input::Reply(r)),
+            }
+        }
+        if blocks.is_empty() && notes.is_empty() && text.is_empty() {
+            return Ok(Input::Reply(super::decide::NO_CONTENT.into()));
+        }
+        notes.push(text);
+        let text = notes
+            .into_iter()
+            .filter(|n| !n.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        // Images first, then the words: what the providers recommend.
+        if !text.is_empty() {
+            blocks.push(Block::Text { text });
+        }
+        Ok(Input::Message(ChatMessage {
+            role: Role::User,
+            content: blocks,
+        }))
     }
 }
 

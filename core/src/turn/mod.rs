@@ -119,6 +119,21 @@ pub(super) enum Reply {
     Ask(Box<crate::inbox::Suspended>),
 }
 
+/// One job's turn, built once per job by [`App::process`] once the update is read and the
+/// conversation routed: what every step of it needs besides the job itself.
+#[derive(Clone, Copy)]
+pub(super) struct Turn<'a> {
+    pub(super) app: &'a App,
+    /// The job's inbox key.
+    pub(super) key: &'a str,
+    /// The connector, routed to the agent that answers this conversation.
+    pub(super) conn: &'a Routed<'a>,
+    pub(super) msg: &'a Message,
+    /// Where its replies go: the chat and, in forums, the topic.
+    pub(super) target: Target,
+    pub(super) lease: Lease<'a>,
+}
+
 /// How processing a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Step {
@@ -167,24 +182,29 @@ impl App {
             chat_id: msg.chat.id.0,
             thread_id: msg.topic(),
         };
+        let turn = Turn {
+            app: self,
+            key,
+            conn,
+            msg,
+            target,
+            lease,
+        };
         let mut ended = "answered";
         if job.checkpoint.is_none() {
             // A waiting turn is looked at in place: its state (up to 256 KB) is not copied on
             // every drain of its lane while it waits.
             let answer = if job.running.is_some() {
                 // A turn cut by a crash goes on from its last kept step.
-                self.go_on(key, &mut job, conn, msg, lease).await
+                turn.go_on(&mut job).await
             } else if job.suspended.is_some() {
-                match self
-                    .await_answer(key, &mut job, conn, target, lease)
-                    .await?
-                {
+                match turn.await_answer(&mut job).await? {
                     approval::Wait::Until(at) => return Ok(Step::RetryAt(at)),
                     approval::Wait::LostLease => return Ok(Step::LostLease),
-                    approval::Wait::Answered => self.resume(key, &mut job, conn, msg, lease).await,
+                    approval::Wait::Answered => turn.resume(&mut job).await,
                 }
             } else {
-                self.answer(key, &mut job, conn, msg, lease).await
+                turn.answer(&mut job).await
             };
             let answer = match answer {
                 Err(Answer::Lost) => return Ok(Step::LostLease),
@@ -211,7 +231,7 @@ impl App {
                 }
                 Ok(Reply::Ask(s)) => {
                     self.turn_ended(&job, "waiting");
-                    return self.suspend(key, &mut job, conn, target, *s, lease).await;
+                    return turn.suspend(&mut job, *s).await;
                 }
                 Ok(Reply::Nothing) => {
                     self.inbox.finish(key, &job).await?;
@@ -264,7 +284,7 @@ impl App {
         let preview = (self.config.streaming.groups && !msg.is_private())
             .then(|| keys::preview(&conn.id, msg.chat.id.0, msg.message_id));
         let (step, ()) = futures::future::join(
-            self.deliver(key, &mut job, conn, target, preview, lease),
+            turn.deliver(&mut job, preview),
             self.keep_books(conn, books),
         )
         .await;
@@ -280,97 +300,6 @@ impl App {
         step
     }
 
-    /// Decides and, for a turn, reads its media and runs the agent; a reminder's firing does
-    /// what it holds.
-    async fn answer(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Routed<'_>,
-        msg: &Message,
-        lease: Lease<'_>,
-    ) -> Result<Reply, Answer> {
-        if let Some(fire) = job.fire.clone() {
-            let progress = progress::Progress::new(self, key, job, lease);
-            return self.fired(conn, msg, &fire, &progress).await;
-        }
-        let me = match decide::needs_identity(msg) {
-            true => Some(self.identity(conn).await.map_err(Failure::telegram)?),
-            false => None,
-        };
-        let mut gate = decide::Gate::of(conn, self.config.limits.max_input_chars);
-        let mut decision = decide::decide(msg, me.as_ref(), &gate);
-        if let Decision::Stranger(user) = decision {
-            // Not in the config: one read of their pairing.
-            let paired = self.pairings().is_paired(&conn.id, user).await;
-            gate.paired = paired.map_err(Failure::storage)?;
-            decision = decide::decide(msg, me.as_ref(), &gate);
-        }
-        let reply_to = (!msg.is_private()).then_some(msg.message_id);
-        let text = match decision {
-            Decision::Ignore(why) => {
-                tracing::debug!(update_id = job.update_id, why, "not answered");
-                return Ok(Reply::Nothing);
-            }
-            Decision::Stranger(_) => {
-                return Ok(self
-                    .stranger_reply(conn, msg, job.update_id, reply_to)
-                    .await?)
-            }
-            Decision::Reply(text) => text,
-            Decision::Command(command, args) => {
-                // A command is kept in the audit trail, written beside its reply.
-                let step = crate::audit::Step::Command {
-                    name: command.name.to_owned(),
-                };
-                let now = self.platform.clock.now_ms();
-                let books = self.books(msg, Default::default(), 0, vec![(now, step)]);
-                let ctx = commands::Ctx {
-                    app: self,
-                    conn,
-                    msg,
-                    args: &args,
-                    reply_to,
-                    books,
-                };
-                if command.needs_model && conn.agent.chain.links.is_empty() {
-                    return Ok(ctx.text(commands::NO_MODEL));
-                }
-                return (command.run)(ctx)
-                    .await
-                    .map_err(|e| Answer::Failed(Failure::storage(e)));
-            }
-            Decision::Turn(text) => {
-                match self.user_message(key, job, conn, msg, text, lease).await? {
-                    media::Input::Message(user) => {
-                        let scope = conn.memory_scope_of(msg);
-                        // Recall and the skills' listing are independent: read side by side.
-                        let text = user.text();
-                        let life = self.lifecycle();
-                        let (recall, skills) = futures::future::join(
-                            life.recall(&scope, &text),
-                            conn.agent.skills_block(&scope),
-                        )
-                        .await;
-                        let mut run = conn.agent.begin(user, &recall, &skills);
-                        run.tainted = msg.untrusted_source();
-                        let progress = progress::Progress::new(self, key, job, lease);
-                        return self.run_agent(conn, msg, run, Some(&progress)).await;
-                    }
-                    media::Input::Reply(text) => text,
-                    media::Input::Lost => return Err(Answer::Lost),
-                }
-            }
-        };
-        Ok(Reply::Send(Checkpoint {
-            parts: plain_parts(&text),
-            sent: 0,
-            reply_to,
-            session_turn: None,
-            books: None,
-        }))
-    }
-
     /// Publishes the end of `job`'s turn, with the time since it was accepted.
     fn turn_ended(&self, job: &Job, outcome: &str) {
         let now = self.platform.clock.now_ms();
@@ -383,33 +312,6 @@ impl App {
             latency_ms,
         };
         self.emit(&trace(job), event);
-    }
-
-    /// Goes on with the turn kept in the job (see `progress.rs`) after a crash cut it.
-    async fn go_on(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Routed<'_>,
-        msg: &Message,
-        lease: Lease<'_>,
-    ) -> Result<Reply, Answer> {
-        let Some(run) = job.running.as_deref().cloned() else {
-            return Ok(Reply::Nothing);
-        };
-        tracing::info!(
-            key,
-            round = run.round,
-            "turn goes on from its last kept step"
-        );
-        let fired = job.fire.is_some();
-        let progress = progress::Progress::new(self, key, job, lease);
-        let mut reply = self.run_agent(conn, msg, run, Some(&progress)).await?;
-        if let (true, Reply::Send(cp)) = (fired, &mut reply) {
-            // A firing's answer goes to the chat, not as a reply (as `fired` does).
-            cp.reply_to = None;
-        }
-        Ok(reply)
     }
 
     /// Answers a tap on one of the bot's buttons ([`button::Button`]) that no waiting turn
@@ -476,5 +378,127 @@ impl App {
             });
         }
         Ok(s)
+    }
+}
+
+impl Turn<'_> {
+    /// Decides and, for a turn, reads its media and runs the agent; a reminder's firing does
+    /// what it holds.
+    async fn answer(&self, job: &mut Job) -> Result<Reply, Answer> {
+        let Turn {
+            app,
+            key,
+            conn,
+            msg,
+            lease,
+            ..
+        } = *self;
+        if let Some(fire) = job.fire.clone() {
+            let progress = progress::Progress::new(app, key, job, lease);
+            return app.fired(conn, msg, &fire, &progress).await;
+        }
+        let me = match decide::needs_identity(msg) {
+            true => Some(app.identity(conn).await.map_err(Failure::telegram)?),
+            false => None,
+        };
+        let mut gate = decide::Gate::of(conn, app.config.limits.max_input_chars);
+        let mut decision = decide::decide(msg, me.as_ref(), &gate);
+        if let Decision::Stranger(user) = decision {
+            // Not in the config: one read of their pairing.
+            let paired = app.pairings().is_paired(&conn.id, user).await;
+            gate.paired = paired.map_err(Failure::storage)?;
+            decision = decide::decide(msg, me.as_ref(), &gate);
+        }
+        let reply_to = (!msg.is_private()).then_some(msg.message_id);
+        let text = match decision {
+            Decision::Ignore(why) => {
+                tracing::debug!(update_id = job.update_id, why, "not answered");
+                return Ok(Reply::Nothing);
+            }
+            Decision::Stranger(_) => {
+                return Ok(app
+                    .stranger_reply(conn, msg, job.update_id, reply_to)
+                    .await?)
+            }
+            Decision::Reply(text) => text,
+            Decision::Command(command, args) => {
+                // A command is kept in the audit trail, written beside its reply.
+                let step = crate::audit::Step::Command {
+                    name: command.name.to_owned(),
+                };
+                let now = app.platform.clock.now_ms();
+                let books = app.books(msg, Default::default(), 0, vec![(now, step)]);
+                let ctx = commands::Ctx {
+                    app,
+                    conn,
+                    msg,
+                    args: &args,
+                    reply_to,
+                    books,
+                };
+                if command.needs_model && conn.agent.chain.links.is_empty() {
+                    return Ok(ctx.text(commands::NO_MODEL));
+                }
+                return (command.run)(ctx)
+                    .await
+                    .map_err(|e| Answer::Failed(Failure::storage(e)));
+            }
+            Decision::Turn(text) => {
+                match self.user_message(job, text).await? {
+                    media::Input::Message(user) => {
+                        let scope = conn.memory_scope_of(msg);
+                        // Recall and the skills' listing are independent: read side by side.
+                        let text = user.text();
+                        let life = app.lifecycle();
+                        let (recall, skills) = futures::future::join(
+                            life.recall(&scope, &text),
+                            conn.agent.skills_block(&scope),
+                        )
+                        .await;
+                        let mut run = conn.agent.begin(user, &recall, &skills);
+                        run.tainted = msg.untrusted_source();
+                        let progress = progress::Progress::new(app, key, job, lease);
+                        return app.run_agent(conn, msg, run, Some(&progress)).await;
+                    }
+                    media::Input::Reply(text) => text,
+                    media::Input::Lost => return Err(Answer::Lost),
+                }
+            }
+        };
+        Ok(Reply::Send(Checkpoint {
+            parts: plain_parts(&text),
+            sent: 0,
+            reply_to,
+            session_turn: None,
+            books: None,
+        }))
+    }
+
+    /// Goes on with the turn kept in the job (see `progress.rs`) after a crash cut it.
+    async fn go_on(&self, job: &mut Job) -> Result<Reply, Answer> {
+        let Turn {
+            app,
+            key,
+            conn,
+            msg,
+            lease,
+            ..
+        } = *self;
+        let Some(run) = job.running.as_deref().cloned() else {
+            return Ok(Reply::Nothing);
+        };
+        tracing::info!(
+            key,
+            round = run.round,
+            "turn goes on from its last kept step"
+        );
+        let fired = job.fire.is_some();
+        let progress = progress::Progress::new(app, key, job, lease);
+        let mut reply = app.run_agent(conn, msg, run, Some(&progress)).await?;
+        if let (true, Reply::Send(cp)) = (fired, &mut reply) {
+            // A firing's answer goes to the chat, not as a reply (as `fired` does).
+            cp.reply_to = None;
+        }
+        Ok(reply)
     }
 }
