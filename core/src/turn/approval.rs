@@ -24,9 +24,8 @@ use crate::agent::{Agent, PendingCall};
 use crate::app::App;
 use crate::connector::Connector;
 use crate::ids::Lane;
-use crate::inbox::{Job, Lease, Outcome, Suspended};
+use crate::inbox::{Job, Outcome, Suspended};
 use crate::keys;
-use crate::telegram::api::Target;
 use crate::telegram::{Message, Update, UpdateKind};
 
 /// At most this many characters of a call's arguments are shown in the approval message.
@@ -41,57 +40,6 @@ pub(super) enum Wait {
 }
 
 impl App {
-    /// Sends the approval message if it was not sent yet (a failed send is tried again at the
-    /// next drain; the expiry still runs).
-    async fn send_approval(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Connector,
-        target: Target,
-        lease: Lease<'_>,
-    ) -> Result<Wait, PortError> {
-        let Some(s) = job.suspended.as_deref() else {
-            return Ok(Wait::Answered);
-        };
-        if s.message_id.is_some() {
-            return Ok(Wait::Until(s.expires_ms));
-        }
-        let minutes = self.config.approvals.grant_minutes;
-        let text = approval_text(&s.call, self.config.approvals.expiry_minutes);
-        let answer = |answer| {
-            Button::Approval {
-                id: s.id.clone(),
-                answer,
-            }
-            .encode()
-        };
-        let buttons = [
-            ("Allow once", answer(Choice::Once)),
-            (
-                &*format!("Allow for {minutes} min"),
-                answer(Choice::ForAWhile),
-            ),
-            ("Deny", answer(Choice::Deny)),
-        ];
-        let expires = s.expires_ms;
-        match conn.bot.send_buttons(target, &text, &buttons).await {
-            Ok(id) => {
-                if !self.inbox.hold(lease).await? {
-                    return Ok(Wait::LostLease);
-                }
-                if let Some(s) = job.suspended.as_deref_mut() {
-                    s.message_id = Some(id);
-                }
-                self.inbox.save(key, job).await?;
-            }
-            Err(e) => {
-                tracing::warn!(key, error = %e, "approval message not sent; tried again at the next drain")
-            }
-        }
-        Ok(Wait::Until(expires))
-    }
-
     /// Whether the turn stage would ignore `m` (not addressed to the bot, from a bot, a
     /// channel's post). When the bot's identity cannot be had, the message counts.
     async fn ignored(&self, conn: &Connector, m: &Message) -> bool {
@@ -108,78 +56,13 @@ impl App {
             super::decide::Decision::Ignore(_)
         )
     }
-
-    /// Stores the answer in the job (under the lease), keeps a grant, and edits the approval
-    /// message to show the outcome.
-    async fn record(
-        &self,
-        key: &str,
-        job: &mut Job,
-        conn: &Connector,
-        outcome: Outcome,
-        by: Option<String>,
-        lease: Lease<'_>,
-    ) -> Result<Wait, PortError> {
-        if !self.inbox.hold(lease).await? {
-            return Ok(Wait::LostLease);
-        }
-        let Some(s) = job.suspended.as_deref_mut() else {
-            return Ok(Wait::Answered);
-        };
-        s.answer = Some((outcome, by.clone()));
-        let (tool, message_id) = (s.call.name.clone(), s.message_id);
-        // Written with the resumed turn's other steps.
-        let now = self.platform.clock.now_ms();
-        s.run.log.push((
-            now,
-            crate::audit::Step::Approval {
-                tool: tool.clone(),
-                outcome: outcome.name().to_owned(),
-                by: by.clone(),
-            },
-        ));
-        self.inbox.save(key, job).await?;
-        let chat = chat_of(job);
-        if outcome == Outcome::AllowForAWhile {
-            let grant = keys::grant(&conn.id, chat, &tool);
-            let ttl = self.config.approvals.grant_ttl();
-            if let Err(e) = self.platform.kv.put(&grant, b"1", Some(ttl)).await {
-                tracing::warn!(error = %e, "grant not stored; the next call asks again");
-            }
-        }
-        tracing::info!(key, tool, ?outcome, "approval answered");
-        let answered = crate::events::Event::ApprovalAnswered {
-            tool: tool.clone(),
-            outcome: outcome.name().to_owned(),
-        };
-        self.emit(&super::trace(job), answered);
-        if let Some(id) = message_id {
-            let text = outcome_text(
-                outcome,
-                &tool,
-                by.as_deref(),
-                self.config.approvals.grant_minutes,
-            );
-            if let Err(e) = conn.bot.edit_text(chat, id, &text).await {
-                tracing::debug!(error = %e, "approval message not edited");
-            }
-        }
-        Ok(Wait::Answered)
-    }
 }
 
 impl Turn<'_> {
     /// Suspends the job's turn at `s`: the state is stored first, then the approval message
     /// is sent and its id stored.
     pub(super) async fn suspend(&self, job: &mut Job, s: Suspended) -> Result<Step, PortError> {
-        let Turn {
-            app,
-            key,
-            conn,
-            target,
-            lease,
-            ..
-        } = *self;
+        let Turn { app, key, conn, .. } = *self;
         let mut s = s;
         let expires = s.expires_ms;
         let books = s.books.take();
@@ -193,11 +76,8 @@ impl Turn<'_> {
         job.running = None;
         app.inbox.save(key, job).await?;
         tracing::info!(key, "turn waits for an approval");
-        let (sent, ()) = futures::future::join(
-            app.send_approval(key, job, conn, target, lease),
-            app.keep_books(conn, books),
-        )
-        .await;
+        let (sent, ()) =
+            futures::future::join(self.send_approval(job), app.keep_books(conn, books)).await;
         match sent? {
             Wait::LostLease => Ok(Step::LostLease),
             _ => Ok(Step::RetryAt(expires)),
@@ -211,7 +91,6 @@ impl Turn<'_> {
             app,
             key,
             conn,
-            target,
             lease,
             ..
         } = *self;
@@ -223,12 +102,10 @@ impl Turn<'_> {
                 return Ok(Wait::Answered);
             }
             if app.platform.clock.now_ms() >= s.expires_ms {
-                return app
-                    .record(key, job, conn, Outcome::Expired, None, lease)
-                    .await;
+                return self.record(job, Outcome::Expired, None).await;
             }
             if s.message_id.is_none() {
-                if let Wait::LostLease = app.send_approval(key, job, conn, target, lease).await? {
+                if let Wait::LostLease = self.send_approval(job).await? {
                     return Ok(Wait::LostLease);
                 }
             }
@@ -239,9 +116,7 @@ impl Turn<'_> {
             };
             if next.fire.is_some() {
                 // A reminder's task is a new turn in the chat, as a message is.
-                return app
-                    .record(key, job, conn, Outcome::Superseded, None, lease)
-                    .await;
+                return self.record(job, Outcome::Superseded, None).await;
             }
             let update = Update::from_value(&next.update);
             match update.as_ref().map(|u| &u.kind) {
@@ -285,9 +160,7 @@ impl Turn<'_> {
                     };
                     if let (Some(outcome), true) = (outcome, may) {
                         let by = Some(q.from.first_name.clone()).filter(|n| !n.is_empty());
-                        if let Wait::LostLease =
-                            app.record(key, job, conn, outcome, by, lease).await?
-                        {
+                        if let Wait::LostLease = self.record(job, outcome, by).await? {
                             return Ok(Wait::LostLease);
                         }
                     }
@@ -302,18 +175,12 @@ impl Turn<'_> {
                     app.inbox.finish(&next_key, &next).await?;
                 }
                 Ok(UpdateKind::Message(m)) if is_stop(m) => {
-                    let wait = app
-                        .record(key, job, conn, Outcome::Stopped, None, lease)
-                        .await?;
+                    let wait = self.record(job, Outcome::Stopped, None).await?;
                     // The /stop is answered by the stopped turn's reply.
                     app.inbox.finish(&next_key, &next).await?;
                     return Ok(wait);
                 }
-                _ => {
-                    return app
-                        .record(key, job, conn, Outcome::Superseded, None, lease)
-                        .await
-                }
+                _ => return self.record(job, Outcome::Superseded, None).await,
             }
         }
     }
@@ -348,7 +215,121 @@ impl Turn<'_> {
             run.closing = Some(outcome.verdict());
         }
         let progress = Progress::new(app, key, job, lease);
-        app.run_agent(conn, msg, run, Some(&progress)).await
+        self.run_agent(run, Some(&progress)).await
+    }
+
+    /// Sends the approval message if it was not sent yet (a failed send is tried again at the
+    /// next drain; the expiry still runs).
+    async fn send_approval(&self, job: &mut Job) -> Result<Wait, PortError> {
+        let Turn {
+            app,
+            key,
+            conn,
+            target,
+            lease,
+            ..
+        } = *self;
+        let Some(s) = job.suspended.as_deref() else {
+            return Ok(Wait::Answered);
+        };
+        if s.message_id.is_some() {
+            return Ok(Wait::Until(s.expires_ms));
+        }
+        let minutes = app.config.approvals.grant_minutes;
+        let text = approval_text(&s.call, app.config.approvals.expiry_minutes);
+        let answer = |answer| {
+            Button::Approval {
+                id: s.id.clone(),
+                answer,
+            }
+            .encode()
+        };
+        let buttons = [
+            ("Allow once", answer(Choice::Once)),
+            (
+                &*format!("Allow for {minutes} min"),
+                answer(Choice::ForAWhile),
+            ),
+            ("Deny", answer(Choice::Deny)),
+        ];
+        let expires = s.expires_ms;
+        match conn.bot.send_buttons(target, &text, &buttons).await {
+            Ok(id) => {
+                if !app.inbox.hold(lease).await? {
+                    return Ok(Wait::LostLease);
+                }
+                if let Some(s) = job.suspended.as_deref_mut() {
+                    s.message_id = Some(id);
+                }
+                app.inbox.save(key, job).await?;
+            }
+            Err(e) => {
+                tracing::warn!(key, error = %e, "approval message not sent; tried again at the next drain")
+            }
+        }
+        Ok(Wait::Until(expires))
+    }
+
+    /// Stores the answer in the job (under the lease), keeps a grant, and edits the approval
+    /// message to show the outcome.
+    async fn record(
+        &self,
+        job: &mut Job,
+        outcome: Outcome,
+        by: Option<String>,
+    ) -> Result<Wait, PortError> {
+        let Turn {
+            app,
+            key,
+            conn,
+            lease,
+            ..
+        } = *self;
+        if !app.inbox.hold(lease).await? {
+            return Ok(Wait::LostLease);
+        }
+        let Some(s) = job.suspended.as_deref_mut() else {
+            return Ok(Wait::Answered);
+        };
+        s.answer = Some((outcome, by.clone()));
+        let (tool, message_id) = (s.call.name.clone(), s.message_id);
+        // Written with the resumed turn's other steps.
+        let now = app.platform.clock.now_ms();
+        s.run.log.push((
+            now,
+            crate::audit::Step::Approval {
+                tool: tool.clone(),
+                outcome: outcome.name().to_owned(),
+                by: by.clone(),
+            },
+        ));
+        app.inbox.save(key, job).await?;
+        let chat = chat_of(job);
+        if outcome == Outcome::AllowForAWhile {
+            let grant = keys::grant(&conn.id, chat, &tool);
+            let ttl = app.config.approvals.grant_ttl();
+            if let Err(e) = app.platform.kv.put(&grant, b"1", Some(ttl)).await {
+                tracing::warn!(error = %e, "grant not stored; the next call asks again");
+            }
+        }
+        tracing::info!(key, tool, ?outcome, "approval answered");
+        let answered = crate::events::Event::ApprovalAnswered {
+            tool: tool.clone(),
+            outcome: outcome.name().to_owned(),
+        };
+        app.emit(&super::trace(job), answered);
+        if let Some(id) = message_id {
+            let text = outcome_text(
+                outcome,
+                &tool,
+                by.as_deref(),
+                app.config.approvals.grant_minutes,
+            );
+            if let Err(e) = conn.bot.edit_text(chat, id, &text).await {
+                tracing::debug!(error = %e, "approval message not edited");
+            }
+        }
+        Ok(Wait::Answered)
     }
 }
 

@@ -395,7 +395,7 @@ impl Turn<'_> {
         } = *self;
         if let Some(fire) = job.fire.clone() {
             let progress = progress::Progress::new(app, key, job, lease);
-            return app.fired(conn, msg, &fire, &progress).await;
+            return self.fired(&fire, &progress).await;
         }
         let me = match decide::needs_identity(msg) {
             true => Some(app.identity(conn).await.map_err(Failure::telegram)?),
@@ -458,7 +458,7 @@ impl Turn<'_> {
                         let mut run = conn.agent.begin(user, &recall, &skills);
                         run.tainted = msg.untrusted_source();
                         let progress = progress::Progress::new(app, key, job, lease);
-                        return app.run_agent(conn, msg, run, Some(&progress)).await;
+                        return self.run_agent(run, Some(&progress)).await;
                     }
                     media::Input::Reply(text) => text,
                     media::Input::Lost => return Err(Answer::Lost),
@@ -477,12 +477,7 @@ impl Turn<'_> {
     /// Goes on with the turn kept in the job (see `progress.rs`) after a crash cut it.
     async fn go_on(&self, job: &mut Job) -> Result<Reply, Answer> {
         let Turn {
-            app,
-            key,
-            conn,
-            msg,
-            lease,
-            ..
+            app, key, lease, ..
         } = *self;
         let Some(run) = job.running.as_deref().cloned() else {
             return Ok(Reply::Nothing);
@@ -494,7 +489,7 @@ impl Turn<'_> {
         );
         let fired = job.fire.is_some();
         let progress = progress::Progress::new(app, key, job, lease);
-        let mut reply = app.run_agent(conn, msg, run, Some(&progress)).await?;
+        let mut reply = self.run_agent(run, Some(&progress)).await?;
         if let (true, Reply::Send(cp)) = (fired, &mut reply) {
             // A firing's answer goes to the chat, not as a reply (as `fired` does).
             cp.reply_to = None;

@@ -5,9 +5,9 @@
 use clawless_platform::PortError;
 
 use super::button::Button;
-use super::{Checkpoint, Failure, Reply};
+use super::{Checkpoint, Failure, Reply, Turn};
 use crate::app::App;
-use crate::connector::{Connector, Routed};
+use crate::connector::Connector;
 use crate::ids::ConnectorId;
 use crate::llm::ChatMessage;
 use crate::schedule::zone::Zone;
@@ -40,63 +40,6 @@ pub(super) fn origin(connector: &ConnectorId, msg: &Message) -> Origin {
 }
 
 impl App {
-    /// A firing: the text to send, or the prompt's agent turn (its answer goes to the chat,
-    /// not as a reply). Nothing when the person who set it may no longer talk to the bot.
-    pub(super) async fn fired(
-        &self,
-        conn: &Routed<'_>,
-        msg: &Message,
-        fire: &Fire,
-        progress: &super::progress::Progress<'_>,
-    ) -> Result<Reply, super::Answer> {
-        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        if !self.may_talk(conn, user).await.map_err(Failure::storage)? {
-            tracing::info!(connector = %conn.id, reminder = fire.reminder, "its owner is no longer allowed; not fired");
-            return Ok(Reply::Nothing);
-        }
-        tracing::info!(connector = %conn.id, reminder = fire.reminder, at = fire.at_ms, "reminder fires");
-        let prompt = match &fire.what {
-            What::Text(text) => {
-                return Ok(Reply::Send(Checkpoint {
-                    parts: plain_parts(&format!("⏰ {text}")),
-                    sent: 0,
-                    reply_to: None,
-                    session_turn: None,
-                    books: None,
-                }))
-            }
-            What::Prompt(p) => p,
-            What::Spawn { agent, task, tools } => {
-                let tools = tools.clone();
-                return Ok(self
-                    .background_task(conn, msg, fire, agent, task, tools)
-                    .await?);
-            }
-            What::Done {
-                agent,
-                task,
-                answer,
-            } => return Ok(self.background_done(conn, msg, fire, agent, task, answer)),
-        };
-        let text = format!(
-            "[Scheduled task #{}, set earlier to run now: carry it out and answer here.]\n{prompt}",
-            fire.reminder
-        );
-        let scope = conn.memory_scope_of(msg);
-        let life = self.lifecycle();
-        let (recall, skills) =
-            futures::future::join(life.recall(&scope, prompt), conn.agent.skills_block(&scope))
-                .await;
-        let run = conn
-            .agent
-            .begin(ChatMessage::user_text(text), &recall, &skills);
-        let mut reply = self.run_agent(conn, msg, run, Some(progress)).await?;
-        if let Reply::Send(cp) = &mut reply {
-            cp.reply_to = None;
-        }
-        Ok(reply)
-    }
-
     /// `/reminders`: the chat's reminders, times in its zone, a cancel button each.
     pub(super) async fn reminders_reply(
         &self,
@@ -195,5 +138,63 @@ impl App {
         if let Err(e) = conn.bot.answer_callback(&q.id, &text, alert).await {
             tracing::debug!(error = %e, "answerCallbackQuery failed");
         }
+    }
+}
+
+impl Turn<'_> {
+    /// A firing: the text to send, or the prompt's agent turn (its answer goes to the chat,
+    /// not as a reply). Nothing when the person who set it may no longer talk to the bot.
+    pub(super) async fn fired(
+        &self,
+        fire: &Fire,
+        progress: &super::progress::Progress<'_>,
+    ) -> Result<Reply, super::Answer> {
+        let Turn { app, conn, msg, .. } = *self;
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        if !app.may_talk(conn, user).await.map_err(Failure::storage)? {
+            tracing::info!(connector = %conn.id, reminder = fire.reminder, "its owner is no longer allowed; not fired");
+            return Ok(Reply::Nothing);
+        }
+        tracing::info!(connector = %conn.id, reminder = fire.reminder, at = fire.at_ms, "reminder fires");
+        let prompt = match &fire.what {
+            What::Text(text) => {
+                return Ok(Reply::Send(Checkpoint {
+                    parts: plain_parts(&format!("⏰ {text}")),
+                    sent: 0,
+                    reply_to: None,
+                    session_turn: None,
+                    books: None,
+                }))
+            }
+            What::Prompt(p) => p,
+            What::Spawn { agent, task, tools } => {
+                let tools = tools.clone();
+                return Ok(app
+                    .background_task(conn, msg, fire, agent, task, tools)
+                    .await?);
+            }
+            What::Done {
+                agent,
+                task,
+                answer,
+            } => return Ok(app.background_done(conn, msg, fire, agent, task, answer)),
+        };
+        let text = format!(
+            "[Scheduled task #{}, set earlier to run now: carry it out and answer here.]\n{prompt}",
+            fire.reminder
+        );
+        let scope = conn.memory_scope_of(msg);
+        let life = app.lifecycle();
+        let (recall, skills) =
+            futures::future::join(life.recall(&scope, prompt), conn.agent.skills_block(&scope))
+                .await;
+        let run = conn
+            .agent
+            .begin(ChatMessage::user_text(text), &recall, &skills);
+        let mut reply = self.run_agent(run, Some(progress)).await?;
+        if let Reply::Send(cp) = &mut reply {
+            cp.reply_to = None;
+        }
+        Ok(reply)
     }
 }

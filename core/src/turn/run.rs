@@ -5,10 +5,10 @@
 //! the delivery.
 
 use super::progress::{Progress, MAX_SUSPENDED_BYTES};
-use super::{Answer, Checkpoint, Failure, Reply};
+use super::{Answer, Checkpoint, Failure, Reply, Turn};
 use crate::agent::{Failed, RunState, Step as AgentStep, Verdict};
 use crate::app::App;
-use crate::connector::{Connector, Routed};
+use crate::connector::Connector;
 use crate::inbox::Suspended;
 use crate::llm::ChatMessage;
 use crate::session;
@@ -18,172 +18,6 @@ use crate::telegram::Message;
 use crate::tools::ToolContext;
 
 impl App {
-    /// Runs the agent from `run` for `msg`'s conversation, with "typing…" beside it; with
-    /// `progress`, each step is kept in the job (see `progress.rs`).
-    pub(super) async fn run_agent(
-        &self,
-        conn: &Routed<'_>,
-        msg: &Message,
-        run: RunState,
-        progress: Option<&Progress<'_>>,
-    ) -> Result<Reply, Answer> {
-        let key = session::session_key(&conn.id, msg);
-        let scope = conn.memory_scope_of(msg);
-        // The chat's model is read beside the history, not after it.
-        let (session, model) = futures::future::join(
-            self.current_session(&key, Some((conn, &scope))),
-            self.chosen_model(conn, msg.chat.id.0),
-        )
-        .await;
-        let history = session::for_model(
-            session.map_err(Failure::storage)?,
-            self.config.session.history_window,
-        );
-        let granted = self
-            .granted(conn, msg.chat.id.0)
-            .await
-            .map_err(Failure::storage)?;
-        let origin = Some(super::reminders::origin(&conn.id, msg));
-        let ctx = ToolContext {
-            scope,
-            granted,
-            origin,
-            depth: 0,
-            budget: None,
-            // Unique to this update's turn (its job's trace: connector and update id; a
-            // message id is not, for a reminder's firing), kept across crashes.
-            call: match progress {
-                Some(p) => format!("{}/{}", p.trace, msg.chat.id.0),
-                None => format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id),
-            },
-        };
-        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        let budget = self
-            .budget(&conn.id, user)
-            .await
-            .map_err(Failure::storage)?;
-        let recorded = run.recorded;
-        let first_seq = run.logged;
-        let target = Target {
-            chat_id: msg.chat.id.0,
-            thread_id: msg.topic(),
-        };
-        let round = run.round;
-        let allowance = progress.map(|p| p.allowance());
-        // The reply shows as it is written (a draft, or a placeholder in groups).
-        let drafts = self.drafts_for(msg);
-        let on_text = |text: &str| {
-            if let Some(d) = &drafts {
-                d.set(text);
-            }
-        };
-        // Each model and tool call goes on the event bus as it ends.
-        let trace = progress.map(|p| p.trace.clone()).unwrap_or_default();
-        let on_step = |at: u64, step: &crate::audit::Step| {
-            if let Some(e) = crate::events::Event::of_step(step) {
-                self.events.publish(at, &trace, e);
-            }
-        };
-        let opts = crate::agent::RunOptions {
-            on_step: Some(&on_step),
-            budget,
-            model: model.as_deref(),
-            on_text: drafts
-                .is_some()
-                .then_some(&on_text as crate::llm::OnText<'_>),
-            saver: progress.map(|p| p as &dyn crate::agent::Saver),
-            allowance,
-            ..Default::default()
-        };
-        let turn = conn.agent.run(&history, run, &ctx, opts);
-        let beside = super::draft::Beside {
-            conn,
-            target,
-            message_id: msg.message_id,
-            drafts: drafts.as_ref(),
-            allowance,
-        };
-        let step = self.beside_turn(beside, turn).await;
-        let mut step = match step {
-            Ok(step) => step,
-            Err(failed) => {
-                // The turn fails (and is retried); what this attempt spent and did, the
-                // failed call included, is kept now, as no delivery will carry it.
-                let Failed { error, mut state } = *failed;
-                let steps = std::mem::take(&mut state.log);
-                let logged = first_seq.saturating_add(steps.len() as u32);
-                let books = self.books(msg, state.usage.since(&recorded), first_seq, steps);
-                self.keep_books(conn, books).await;
-                // The retry goes on from the last step, its books starting after these.
-                if let Some(p) = progress {
-                    state.recorded = state.usage;
-                    state.logged = logged;
-                    p.keep(state);
-                }
-                // The chain as the chat ordered it: its last link is the one that failed last.
-                let chain = conn.agent.chain.preferring(model.as_deref());
-                return Err(Answer::Failed(Failure::model(&error, &chain)));
-            }
-        };
-        if let AgentStep::Pause(state) = step {
-            // Its steps stay in the state, unwritten, for the invocation that goes on (their
-            // books are written with the answer, once).
-            return match progress {
-                Some(p) => {
-                    p.keep(*state);
-                    Err(Answer::HandOff)
-                }
-                None => Err(Answer::Lost),
-            };
-        }
-        let (spent, steps) = match &mut step {
-            AgentStep::Lost | AgentStep::Pause(_) => return Err(Answer::Lost),
-            AgentStep::Done(out) => (out.usage, std::mem::take(&mut out.log)),
-            AgentStep::Ask { state, .. } => {
-                let steps = std::mem::take(&mut state.log);
-                state.logged = first_seq.saturating_add(steps.len() as u32);
-                (state.usage, steps)
-            }
-        };
-        self.tell_owner_of_leaks(conn, msg, &steps).await;
-        // Kept in the job and written beside the delivery (a retry of the job runs the model
-        // again and counts that too).
-        let books = self.books(msg, spent.since(&recorded), first_seq, steps);
-        match step {
-            AgentStep::Lost | AgentStep::Pause(_) => Err(Answer::Lost),
-            AgentStep::Done(out) => Ok(self.turn_reply(conn, msg, out.reply, out.messages, books)),
-            AgentStep::Ask { state, call } => {
-                let mut state = *state;
-                state.recorded = state.usage;
-                // Images and documents are not kept while the turn waits: the model has seen
-                // them; the resumed turn reads a line saying they were there.
-                for m in &mut state.messages {
-                    *m = m.without_media();
-                }
-                let size = serde_json::to_vec(&state).map_or(usize::MAX, |b| b.len());
-                if size > MAX_SUSPENDED_BYTES {
-                    // Too big to keep while waiting: refuse the call and go on.
-                    tracing::warn!(size, "turn too large to wait for an approval; call refused");
-                    self.keep_books(conn, books).await;
-                    state.verdicts.insert(call.id, Verdict::Denied);
-                    return Box::pin(self.run_agent(conn, msg, state, progress)).await;
-                }
-                let from = msg.from.as_ref().map_or(0, |u| u.id.0);
-                let now = self.platform.clock.now_ms();
-                Ok(Reply::Ask(Box::new(Suspended {
-                    id: format!("{}.{}", msg.message_id, state.round.max(round)),
-                    run: state,
-                    call,
-                    asker: from,
-                    message_id: None,
-                    expires_ms: now.saturating_add(self.config.approvals.expiry_ms()),
-                    answer: None,
-                    books,
-                })))
-            }
-        }
-    }
-
     /// The bookkeeping of `msg`'s turn: its spend and audit `steps` (numbered from
     /// `first_seq`); `None` when there is none.
     pub(super) fn books(
@@ -266,6 +100,170 @@ impl App {
             )),
             books,
         })
+    }
+}
+
+impl Turn<'_> {
+    /// Runs the agent from `run` for `msg`'s conversation, with "typing…" beside it; with
+    /// `progress`, each step is kept in the job (see `progress.rs`).
+    pub(super) async fn run_agent(
+        &self,
+        run: RunState,
+        progress: Option<&Progress<'_>>,
+    ) -> Result<Reply, Answer> {
+        let Turn { app, conn, msg, .. } = *self;
+        let key = session::session_key(&conn.id, msg);
+        let scope = conn.memory_scope_of(msg);
+        // The chat's model is read beside the history, not after it.
+        let (session, model) = futures::future::join(
+            app.current_session(&key, Some((conn, &scope))),
+            app.chosen_model(conn, msg.chat.id.0),
+        )
+        .await;
+        let history = session::for_model(
+            session.map_err(Failure::storage)?,
+            app.config.session.history_window,
+        );
+        let granted = app
+            .granted(conn, msg.chat.id.0)
+            .await
+            .map_err(Failure::storage)?;
+        let origin = Some(super::reminders::origin(&conn.id, msg));
+        let ctx = ToolContext {
+            scope,
+            granted,
+            origin,
+            depth: 0,
+            budget: None,
+            // Unique to this update's turn (its job's trace: connector and update id; a
+            // message id is not, for a reminder's firing), kept across crashes.
+            call: match progress {
+                Some(p) => format!("{}/{}", p.trace, msg.chat.id.0),
+                None => format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id),
+            },
+        };
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        let budget = app.budget(&conn.id, user).await.map_err(Failure::storage)?;
+        let recorded = run.recorded;
+        let first_seq = run.logged;
+        let target = Target {
+            chat_id: msg.chat.id.0,
+            thread_id: msg.topic(),
+        };
+        let round = run.round;
+        let allowance = progress.map(|p| p.allowance());
+        // The reply shows as it is written (a draft, or a placeholder in groups).
+        let drafts = app.drafts_for(msg);
+        let on_text = |text: &str| {
+            if let Some(d) = &drafts {
+                d.set(text);
+            }
+        };
+        // Each model and tool call goes on the event bus as it ends.
+        let trace = progress.map(|p| p.trace.clone()).unwrap_or_default();
+        let on_step = |at: u64, step: &crate::audit::Step| {
+            if let Some(e) = crate::events::Event::of_step(step) {
+                app.events.publish(at, &trace, e);
+            }
+        };
+        let opts = crate::agent::RunOptions {
+            on_step: Some(&on_step),
+            budget,
+            model: model.as_deref(),
+            on_text: drafts
+                .is_some()
+                .then_some(&on_text as crate::llm::OnText<'_>),
+            saver: progress.map(|p| p as &dyn crate::agent::Saver),
+            allowance,
+            ..Default::default()
+        };
+        let turn = conn.agent.run(&history, run, &ctx, opts);
+        let beside = super::draft::Beside {
+            conn,
+            target,
+            message_id: msg.message_id,
+            drafts: drafts.as_ref(),
+            allowance,
+        };
+        let step = app.beside_turn(beside, turn).await;
+        let mut step = match step {
+            Ok(step) => step,
+            Err(failed) => {
+                // The turn fails (and is retried); what this attempt spent and did, the
+                // failed call included, is kept now, as no delivery will carry it.
+                let Failed { error, mut state } = *failed;
+                let steps = std::mem::take(&mut state.log);
+                let logged = first_seq.saturating_add(steps.len() as u32);
+                let books = app.books(msg, state.usage.since(&recorded), first_seq, steps);
+                app.keep_books(conn, books).await;
+                // The retry goes on from the last step, its books starting after these.
+                if let Some(p) = progress {
+                    state.recorded = state.usage;
+                    state.logged = logged;
+                    p.keep(state);
+                }
+                // The chain as the chat ordered it: its last link is the one that failed last.
+                let chain = conn.agent.chain.preferring(model.as_deref());
+                return Err(Answer::Failed(Failure::model(&error, &chain)));
+            }
+        };
+        if let AgentStep::Pause(state) = step {
+            // Its steps stay in the state, unwritten, for the invocation that goes on (their
+            // books are written with the answer, once).
+            return match progress {
+                Some(p) => {
+                    p.keep(*state);
+                    Err(Answer::HandOff)
+                }
+                None => Err(Answer::Lost),
+            };
+        }
+        let (spent, steps) = match &mut step {
+            AgentStep::Lost | AgentStep::Pause(_) => return Err(Answer::Lost),
+            AgentStep::Done(out) => (out.usage, std::mem::take(&mut out.log)),
+            AgentStep::Ask { state, .. } => {
+                let steps = std::mem::take(&mut state.log);
+                state.logged = first_seq.saturating_add(steps.len() as u32);
+                (state.usage, steps)
+            }
+        };
+        app.tell_owner_of_leaks(conn, msg, &steps).await;
+        // Kept in the job and written beside the delivery (a retry of the job runs the model
+        // again and counts that too).
+        let books = app.books(msg, spent.since(&recorded), first_seq, steps);
+        match step {
+            AgentStep::Lost | AgentStep::Pause(_) => Err(Answer::Lost),
+            AgentStep::Done(out) => Ok(app.turn_reply(conn, msg, out.reply, out.messages, books)),
+            AgentStep::Ask { state, call } => {
+                let mut state = *state;
+                state.recorded = state.usage;
+                // Images and documents are not kept while the turn waits: the model has seen
+                // them; the resumed turn reads a line saying they were there.
+                for m in &mut state.messages {
+                    *m = m.without_media();
+                }
+                let size = serde_json::to_vec(&state).map_or(usize::MAX, |b| b.len());
+                if size > MAX_SUSPENDED_BYTES {
+                    // Too big to keep while waiting: refuse the call and go on.
+                    tracing::warn!(size, "turn too large to wait for an approval; call refused");
+                    app.keep_books(conn, books).await;
+                    state.verdicts.insert(call.id, Verdict::Denied);
+                    return Box::pin(self.run_agent(state, progress)).await;
+                }
+                let from = msg.from.as_ref().map_or(0, |u| u.id.0);
+                let now = app.platform.clock.now_ms();
+                Ok(Reply::Ask(Box::new(Suspended {
+                    id: format!("{}.{}", msg.message_id, state.round.max(round)),
+                    run: state,
+                    call,
+                    asker: from,
+                    message_id: None,
+                    expires_ms: now.saturating_add(app.config.approvals.expiry_ms()),
+                    answer: None,
+                    books,
+                })))
+            }
+        }
     }
 }
 
