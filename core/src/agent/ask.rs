@@ -27,24 +27,22 @@ impl Agent {
                 rules.push((Rule::Allow, None));
                 continue;
             }
-            // A tool this agent does not have is not asked about: the call gets the
-            // "unknown tool" error (found by fuzzing: a made-up 4,000-character name
-            // reached the approval message).
-            let level = registry
-                .get(name)
-                .map_or(Level::Unsafe, |t| t.level_for(ctx, input));
+            // A tool this agent does not have is not asked about, whatever the turn read: the
+            // call gets the "unknown tool" error (found by fuzzing: a made-up 4,000-character
+            // name reached the approval message; and by the injection corpus on the Worker:
+            // `exec`, which only native offers, was asked about after a page ordered it).
+            let Some(tool) = registry.get(name) else {
+                rules.push((Rule::Allow, None));
+                continue;
+            };
+            let level = tool.level_for(ctx, input);
             // A call that would carry a secret out is refused below, never asked about.
-            let leak = registry
-                .get(name)
-                .and_then(|t| self.leak(t.as_ref(), name, input));
+            let leak = self.leak(tool.as_ref(), name, input);
             if leak.is_some() {
                 rules.push((Rule::Allow, leak));
                 continue;
             }
-            let mut rule = match registry.get(name) {
-                Some(_) => self.rule(name, level),
-                None => Rule::Allow,
-            };
+            let mut rule = self.rule(name, level);
             // A crash left an earlier call of this tool with an unknown outcome: an
             // unsafe one is the user's to decide again, whatever the policy or grant.
             let unsure = level == Level::Unsafe && state.unsure.contains(name);
@@ -52,8 +50,7 @@ impl Agent {
             let tainted = match &state.tainted {
                 Some(source)
                     if self.config.policy.ask_after_untrusted
-                        && (level == Level::Unsafe
-                            || registry.get(name).is_some_and(|t| t.acts_beyond(input))) =>
+                        && (level == Level::Unsafe || tool.acts_beyond(input)) =>
                 {
                     Some(format!("this turn read {source}, which may say anything"))
                 }
