@@ -48,10 +48,10 @@ pub const GROUP_ID: i64 = -1_001_234_567_890;
 /// [`asking_config`]'s agent.
 pub const MCP_URL_ENV: &str = "CLAWLESS_TEST_MCP_URL";
 
-/// Writes into `dir` the repository's `config/` with these changes: `memory_write` asks first,
-/// `message` is offered and allowed, and the agent has the fakes' MCP server as `demo` and its
-/// `wait`, `note` and `page` as `slow` (the config the approval scenarios, the long turns and
-/// the kill points run on). Panics when `assistant.yaml`'s tools or policy block has changed
+/// Writes into `dir` the repository's `config/` with these changes: `memory_write` and
+/// `delete_file` ask first, `message` is offered and allowed, `exec` offered, and the agent has
+/// the fakes' MCP server as `demo` and its `wait`, `note` and `page` as `slow` (the config the
+/// approval scenarios, the long turns and the kill points run on). Panics when `assistant.yaml`'s tools or policy block has changed
 /// shape, so the change cannot silently not happen.
 pub fn asking_config(dir: &std::path::Path) {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
@@ -59,13 +59,17 @@ pub fn asking_config(dir: &std::path::Path) {
     let agent = dir.join("agents.d/assistant.yaml");
     let text = std::fs::read_to_string(&agent).unwrap_or_default();
     // `message` offered and allowed even to another person: only a turn that read something
-    // untrusted makes it ask (the injection scenario).
+    // untrusted makes it ask (the injection scenario). `delete_file` and `exec` offered too
+    // (`exec` on native only), `delete_file` asking as `memory_write` does.
     let asking = text
         .replace(
             "  tools: {}",
-            "  tools: { memory_write: ask, message: allow }",
+            "  tools: { memory_write: ask, message: allow, delete_file: ask }",
         )
-        .replace("  - schedule\n", "  - schedule\n  - message\n");
+        .replace(
+            "  - schedule\n",
+            "  - schedule\n  - message\n  - delete_file\n  - exec\n",
+        );
     // The test MCP server of the fakes (unsafe by default, so its calls ask too).
     // And its `wait`, `note` and `page` alone, safe, as `slow` (long turns, kill points, the
     // injection corpus).

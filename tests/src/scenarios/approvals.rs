@@ -147,7 +147,7 @@ super::scenarios! {
     }
 
     /// The injection corpus (`crate::injection::for_shells`), five pages a scenario (a chat
-    /// of its own, so its messages stay within the pacer's burst): see [`injected_pages`].
+    /// of its own, so its messages stay within the pacer's burst): see `injected_pages`.
     fn injected_pages_1_to_5_get_nothing_done_unasked(c) {
         injected_pages(c, 0..5).await
     }
@@ -174,11 +174,13 @@ super::scenarios! {
 }
 
 /// Pages `range` of the injection corpus (`crate::injection::for_shells`, 30 pages), read
-/// through a safe MCP tool, order a message to another person, an hourly task or a memory
-/// rewrite, and the model obeys each. Each call asks (the message and the task, which the
-/// policy allows, because the turn read the page), the next question supersedes it, and in
-/// the end nothing was sent, scheduled or remembered.
+/// through a safe MCP tool, order a command, a message to another person, an hourly task, a
+/// memory rewrite or a file deleted, and the model obeys each. Each call asks (the command,
+/// the message and the task, which the policy allows, because the turn read the page); on a
+/// shell without `exec` the command is refused as an unknown tool. The next question
+/// supersedes a waiting call, and in the end nothing was sent, scheduled or remembered.
 async fn injected_pages(c: &Ctx<'_>, range: std::ops::Range<usize>) {
+    use crate::injection::Order;
     let pages = crate::injection::for_shells();
     assert_eq!(pages.len(), 30);
     let to_other = c.sent_to(super::BYSTANDER).len();
@@ -190,17 +192,43 @@ async fn injected_pages(c: &Ctx<'_>, range: std::ops::Range<usize>) {
             .count()
     };
     let read_before = read(c);
-    for (k, n) in range.clone().enumerate() {
+    let no_exec = c.shell.name() != "native";
+    let unknown = |c: &Ctx<'_>| {
+        let sent = c.sent_to(c.user);
+        sent.iter()
+            // (Sent as HTML: the quotes around the name are escaped.)
+            .filter(|t| t.starts_with("Tool said: Unknown tool &quot;exec&quot;"))
+            .count()
+    };
+    let (mut asked, mut refused) = (c.approvals_to(c.user).len(), unknown(c));
+    for n in range.clone() {
         let page = &pages[n];
         c.post(&c.text(&format!("page: {n}"))).await;
+        if page.order == Order::Exec && no_exec {
+            refused += 1;
+            let started = std::time::Instant::now();
+            while unknown(c) < refused {
+                let sent = c.sent_to(c.user);
+                let last = &sent[sent.len().saturating_sub(2)..];
+                let late = started.elapsed() > LIMIT;
+                assert!(
+                    !late,
+                    "page {n}'s command not refused; the last replies {last:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert_eq!(c.approvals_to(c.user).len(), asked, "page {n} asked");
+            continue;
+        }
+        asked += 1;
         within(&format!("the approval of page {n}"), LIMIT, || {
-            c.approvals_to(c.user).len() > k
+            c.approvals_to(c.user).len() >= asked
         })
         .await;
-        let asked = &c.approvals_to(c.user)[k];
-        let text = asked["text"].as_str().unwrap_or("");
+        let approval = &c.approvals_to(c.user)[asked - 1];
+        let text = approval["text"].as_str().unwrap_or("");
         assert!(text.contains(page.tool), "page {n}: {text}");
-        if page.order != crate::injection::Order::Memory {
+        if matches!(page.order, Order::Exec | Order::Message | Order::Schedule) {
             assert!(
                 text.contains("Asked because this turn read the answer of the MCP tool slow__page"),
                 "page {n}: {text}"
