@@ -6,7 +6,7 @@
 use clawless_platform::{KvExt, PortError};
 use serde_json::Value;
 
-use crate::app::App;
+use crate::app::Admin;
 use crate::ids::{ConnectorId, SessionKey};
 use crate::memory::scope::MemoryOwner;
 use crate::memory::store::{MemoryError, MemoryHit};
@@ -29,7 +29,7 @@ pub enum AdminError {
     Storage(#[from] PortError),
 }
 
-/// What [`App::setup`] did.
+/// What [`Admin::setup`] did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SetupReport {
     /// Every webhook was set.
@@ -49,17 +49,17 @@ pub struct PairingList {
     pub pending: Vec<Pending>,
 }
 
-impl App {
+impl<'a> Admin<'a> {
     /// The connectors' ids, in order.
-    pub fn connector_ids(&self) -> Vec<ConnectorId> {
-        self.connectors.keys().cloned().collect()
+    pub fn connector_ids(self) -> Vec<ConnectorId> {
+        self.app.connectors.keys().cloned().collect()
     }
 
     /// `name`, or the only connector when `name` is `None`; an error names the choices.
-    pub fn connector_id(&self, name: Option<&str>) -> Result<ConnectorId, AdminError> {
+    pub fn connector_id(self, name: Option<&str>) -> Result<ConnectorId, AdminError> {
         let ids = self.connector_ids();
         match name {
-            Some(n) if self.connectors.contains_key(n) => Ok(ConnectorId::new(n)),
+            Some(n) if self.app.connectors.contains_key(n) => Ok(ConnectorId::new(n)),
             None if ids.len() == 1 => Ok(ids[0].clone()),
             other => Err(AdminError::UnknownConnector(
                 other.unwrap_or("(none given)").to_owned(),
@@ -73,9 +73,9 @@ impl App {
 
     /// Who may talk to `connector`: the configured users (the owner first) and the paired
     /// people (at most 1000), and the codes waiting for approval.
-    pub async fn pairing_list(&self, connector: &ConnectorId) -> Result<PairingList, AdminError> {
+    pub async fn pairing_list(self, connector: &ConnectorId) -> Result<PairingList, AdminError> {
         let conn = self.conn(connector)?;
-        let pairings = self.pairings();
+        let pairings = self.app.pairings();
         let mut configured: Vec<i64> = conn.owner.into_iter().collect();
         configured.extend(conn.allowed.iter().filter(|u| Some(**u) != conn.owner));
         Ok(PairingList {
@@ -89,28 +89,28 @@ impl App {
     /// Lets in the person whose pending code is `code` (the command line's `/pair`): the
     /// pairing is kept, audited, and they are welcomed; `None` when no such code waits.
     pub async fn pairing_approve(
-        &self,
+        self,
         connector: &ConnectorId,
         code: &str,
     ) -> Result<Option<Paired>, AdminError> {
         let conn = self.conn(connector)?;
-        let Some(paired) = self.pairings().approve(&conn.id, code, None).await? else {
+        let Some(paired) = self.app.pairings().approve(&conn.id, code, None).await? else {
             return Ok(None);
         };
         self.audit_admin(conn, &paired, "approved").await?;
-        self.welcome(conn, &paired).await;
+        crate::pairing::welcome(conn, &paired).await;
         Ok(Some(paired))
     }
 
     /// Ends `user`'s pairing (they are a stranger again); `None` when they were not paired.
     /// Configured users are changed in the config, not here.
     pub async fn pairing_remove(
-        &self,
+        self,
         connector: &ConnectorId,
         user: i64,
     ) -> Result<Option<Paired>, AdminError> {
         let conn = self.conn(connector)?;
-        let Some(paired) = self.pairings().remove(&conn.id, user).await? else {
+        let Some(paired) = self.app.pairings().remove(&conn.id, user).await? else {
             return Ok(None);
         };
         self.audit_admin(conn, &paired, "removed").await?;
@@ -120,34 +120,36 @@ impl App {
     /// Writes a pairing's `action` done at the command line to the audit trail: chat and
     /// user 0, the person's id as the trace.
     async fn audit_admin(
-        &self,
+        self,
         conn: &crate::connector::Connector,
         paired: &Paired,
         action: &str,
     ) -> Result<(), PortError> {
         let entry = crate::audit::Entry {
-            at_ms: self.platform.clock.now_ms(),
+            at_ms: self.app.platform.clock.now_ms(),
             trace: paired.person.id,
             seq: 0,
             chat: 0,
             user: 0,
             step: paired.step(action),
         };
-        let retention = self.config.audit.retention();
-        crate::audit::write(&*self.platform.kv, &conn.id, &[entry], retention).await
+        let retention = self.app.config.audit.retention();
+        crate::audit::write(&*self.app.platform.kv, &conn.id, &[entry], retention).await
     }
 
-    fn conn(&self, connector: &ConnectorId) -> Result<&crate::connector::Connector, AdminError> {
+    fn conn(self, connector: &ConnectorId) -> Result<&'a crate::connector::Connector, AdminError> {
         let id = self.connector_id(Some(connector.as_str()))?;
-        self.connectors
+        self.app
+            .connectors
             .get(&id)
             .ok_or_else(|| AdminError::UnknownConnector(id.to_string(), String::new()))
     }
 
     /// Connectors with no configured user, so no owner (strangers get codes only the command
     /// line can approve).
-    pub fn connectors_without_users(&self) -> Vec<ConnectorId> {
-        self.connectors
+    pub fn connectors_without_users(self) -> Vec<ConnectorId> {
+        self.app
+            .connectors
             .values()
             .filter(|c| c.allowed.is_empty())
             .map(|c| c.id.clone())
@@ -155,16 +157,18 @@ impl App {
     }
 
     /// Whether some agent has a model it can call.
-    pub fn has_model(&self) -> bool {
-        self.connectors
+    pub fn has_model(self) -> bool {
+        self.app
+            .connectors
             .values()
             .flat_map(|c| c.agents_used())
             .any(|a| !a.chain.links.is_empty())
     }
 
     /// The webhook secrets still to set, as environment variable names.
-    pub fn missing_webhook_secrets(&self) -> Vec<String> {
+    pub fn missing_webhook_secrets(self) -> Vec<String> {
         let mut out: Vec<String> = self
+            .app
             .connectors
             .values()
             .filter(|c| c.secret.is_empty())
@@ -174,7 +178,10 @@ impl App {
         out
     }
 
-    fn bot_of(&self, connector: &ConnectorId) -> Result<&crate::connector::Connector, AdminError> {
+    fn bot_of(
+        self,
+        connector: &ConnectorId,
+    ) -> Result<&'a crate::connector::Connector, AdminError> {
         let c = self.conn(connector)?;
         if !c.token_set {
             return Err(AdminError::NotSet(format!("set {} first", c.token_env)));
@@ -185,7 +192,7 @@ impl App {
     /// Points Telegram at `url` for `connector` (`/telegram/<connector>` appended unless the
     /// URL has a `/telegram/` path), with the connector's secret. Returns the full URL.
     pub async fn set_webhook(
-        &self,
+        self,
         connector: &ConnectorId,
         url: &str,
     ) -> Result<String, AdminError> {
@@ -209,7 +216,7 @@ impl App {
     /// pointed at `origin` (`<origin>/telegram/<connector>`, with the secret and the update
     /// kinds the bot reads), then the command menus. Each step said in one sentence; `ok`
     /// only when every webhook was set.
-    pub async fn setup(&self, origin: &str) -> SetupReport {
+    pub async fn setup(self, origin: &str) -> SetupReport {
         let mut report = SetupReport {
             ok: true,
             steps: Vec::new(),
@@ -238,17 +245,17 @@ impl App {
     }
 
     /// What Telegram says of `connector`'s webhook (`getWebhookInfo`).
-    pub async fn webhook_info(&self, connector: &ConnectorId) -> Result<Value, AdminError> {
+    pub async fn webhook_info(self, connector: &ConnectorId) -> Result<Value, AdminError> {
         Ok(self.bot_of(connector)?.bot.get_webhook_info().await?)
     }
 
     /// Removes `connector`'s webhook, so long polling can run.
-    pub async fn delete_webhook(&self, connector: &ConnectorId) -> Result<(), AdminError> {
+    pub async fn delete_webhook(self, connector: &ConnectorId) -> Result<(), AdminError> {
         Ok(self.bot_of(connector)?.bot.delete_webhook().await?)
     }
 
     /// The webhook URL Telegram has for `connector`, if one is set.
-    pub async fn webhook_url(&self, connector: &ConnectorId) -> Result<Option<String>, AdminError> {
+    pub async fn webhook_url(self, connector: &ConnectorId) -> Result<Option<String>, AdminError> {
         let info = self.webhook_info(connector).await?;
         Ok(info
             .get("url")
@@ -258,19 +265,20 @@ impl App {
     }
 
     /// Forgets the conversation history of a session key (the terminal chat's `/new`).
-    pub async fn reset_session(&self, session_key: &SessionKey) -> Result<(), AdminError> {
-        Ok(session::clear(&*self.platform.kv, session_key).await?)
+    pub async fn reset_session(self, session_key: &SessionKey) -> Result<(), AdminError> {
+        Ok(session::clear(&*self.app.platform.kv, session_key).await?)
     }
 
     /// Long polling: the updates after `connector`'s saved offset (waiting up to
     /// `timeout_secs`), each with the offset to save once it is accepted.
     pub async fn poll_updates(
-        &self,
+        self,
         connector: &ConnectorId,
         timeout_secs: u64,
     ) -> Result<Vec<(Value, i64)>, AdminError> {
         let c = self.bot_of(connector)?;
         let offset: i64 = self
+            .app
             .platform
             .kv
             .get_json(&crate::keys::poll_offset(&c.id))
@@ -293,12 +301,13 @@ impl App {
 
     /// Saves the long-polling offset of `connector`.
     pub async fn save_poll_offset(
-        &self,
+        self,
         connector: &ConnectorId,
         offset: i64,
     ) -> Result<(), AdminError> {
         let c = self.bot_of(connector)?;
         Ok(self
+            .app
             .platform
             .kv
             .put_json(&crate::keys::poll_offset(&c.id), &offset, None)
@@ -308,11 +317,11 @@ impl App {
     /// Re-indexes the changed memory files of every scope of `connector`, after moving the
     /// memory from before it was per person to its owner (once). Returns how many files
     /// were (re)indexed.
-    pub async fn reindex_memory(&self, connector: &ConnectorId) -> Result<usize, MemoryError> {
-        let Some(conn) = self.connectors.get(connector) else {
+    pub async fn reindex_memory(self, connector: &ConnectorId) -> Result<usize, MemoryError> {
+        let Some(conn) = self.app.connectors.get(connector) else {
             return Ok(0);
         };
-        let life = self.lifecycle();
+        let life = self.app.lifecycle();
         // Memory from before it was per person was the connector's (single) agent's.
         let first = &conn.default_agent().config.id;
         life.migrate_legacy(first, &conn.id, conn.default_memory_owner())
@@ -320,7 +329,7 @@ impl App {
         let mut changed = 0;
         for agent in conn.agents_used() {
             for scope in life.scopes(&agent.config.id, &conn.id).await? {
-                changed += self.memory.reindex(&scope).await?;
+                changed += self.app.memory.reindex(&scope).await?;
             }
         }
         Ok(changed)
@@ -329,44 +338,44 @@ impl App {
     /// Searches the memory of `owner` (default: the connector's owner, or the shared memory)
     /// on `connector` under its default agent, after re-indexing it.
     pub async fn search_memory(
-        &self,
+        self,
         connector: &ConnectorId,
         owner: Option<MemoryOwner>,
         query: &str,
     ) -> Result<Vec<MemoryHit>, MemoryError> {
-        let Some(conn) = self.connectors.get(connector) else {
+        let Some(conn) = self.app.connectors.get(connector) else {
             return Ok(Vec::new());
         };
         let Some(owner) = owner.or(conn.default_memory_owner()) else {
             return Ok(Vec::new());
         };
         let scope = conn.memory_scope(owner);
-        self.memory.reindex(&scope).await?;
-        self.memory.search(&scope, query).await
+        self.app.memory.reindex(&scope).await?;
+        self.app.memory.search(&scope, query).await
     }
 
     /// The audit trail of `connector` over the past `window_ms`, oldest first, at most
     /// `limit` entries, only of `chat` when given.
     pub async fn audit_entries(
-        &self,
+        self,
         connector: &ConnectorId,
         window_ms: u64,
         chat: Option<i64>,
         limit: usize,
     ) -> Result<Vec<crate::audit::Entry>, PortError> {
-        let since = self.platform.clock.now_ms().saturating_sub(window_ms);
-        crate::audit::read(&*self.platform.kv, connector, since, chat, limit).await
+        let since = self.app.platform.clock.now_ms().saturating_sub(window_ms);
+        crate::audit::read(&*self.app.platform.kv, connector, since, chat, limit).await
     }
 
     /// The skills the default agent of `connector` sees (the config's and the deployment's,
     /// by name), each with whether it is offered and why not; with the agent's id. A
     /// conversation's own skills are that conversation's and are not listed.
     pub async fn skills(
-        &self,
+        self,
         connector: &ConnectorId,
     ) -> Result<(String, Vec<crate::skills::Status>), AdminError> {
         let id = self.connector_id(Some(connector.as_str()))?;
-        let Some(conn) = self.connectors.get(&id) else {
+        let Some(conn) = self.app.connectors.get(&id) else {
             return Err(AdminError::UnknownConnector(id.to_string(), String::new()));
         };
         let agent = conn.default_agent();
@@ -379,7 +388,7 @@ impl App {
 
     /// Drops every lease: only for a process that knows no other drainer is alive, such as
     /// the native binary at start-up (one process per data directory).
-    pub async fn clear_leases(&self) -> Result<usize, PortError> {
-        self.inbox.clear_leases().await
+    pub async fn clear_leases(self) -> Result<usize, PortError> {
+        self.app.inbox.clear_leases().await
     }
 }

@@ -1,20 +1,20 @@
 //! The admin endpoint of every shell, `/admin/<name>` (and `/metrics`, the same as
-//! `/admin/metrics`): `GET /admin/metrics` the Prometheus text of [`App::metrics_text`],
-//! `GET /admin/events?after=<cursor>` the kept events ([`App::event_page`]) and `GET
-//! /admin/overview` the stores as the cockpit shows them ([`App::overview`]), which
+//! `/admin/metrics`): `GET /admin/metrics` the Prometheus text of [`Admin::metrics_text`],
+//! `GET /admin/events?after=<cursor>` the kept events ([`Admin::event_page`]) and `GET
+//! /admin/overview` the stores as the cockpit shows them ([`Admin::overview`]), which
 //! `clawless tui --remote` reads,
 //! `GET /admin/audit` answers
 //! the audit trail to `clawless audit --remote URL`, `GET /admin/doctor` the checks of
 //! [`crate::doctor`] to `clawless doctor --remote URL`, and `POST /admin/setup` points
 //! Telegram's webhook at the deployment itself and sets the command menu (see
-//! [`App::setup`]). It exists only when `CLAWLESS_ADMIN_TOKEN` is set (else 404, as any unknown
+//! [`Admin::setup`]). It exists only when `CLAWLESS_ADMIN_TOKEN` is set (else 404, as any unknown
 //! path), and answers only a bearer of that token (compared in constant time; 401 with no
 //! detail otherwise). Shells only route here: each passes the request as an
 //! [`AdminRequest`].
 
 use serde_json::{json, Value};
 
-use crate::app::App;
+use crate::app::Admin;
 use crate::audit::parse_window;
 use crate::ids::ConnectorId;
 
@@ -112,12 +112,12 @@ pub struct AdminRequest<'a> {
     pub origin: Option<&'a str>,
 }
 
-impl App {
+impl Admin<'_> {
     /// `/admin/<name>`. No token configured, or an unknown name → 404; the wrong method →
     /// 405; a wrong or missing bearer token → 401; then the endpoint's own answer (each says
     /// its codes).
-    pub async fn admin(&self, req: AdminRequest<'_>) -> AdminReply {
-        if self.admin_token.is_empty() {
+    pub async fn serve(self, req: AdminRequest<'_>) -> AdminReply {
+        if self.app.admin_token.is_empty() {
             return AdminReply::text(404, "not found");
         }
         let method = match req.name {
@@ -132,7 +132,7 @@ impl App {
             .authorization
             .and_then(|h| h.strip_prefix("Bearer "))
             .unwrap_or("");
-        if !self.admin_token.matches(given) {
+        if !self.app.admin_token.matches(given) {
             tracing::info!("admin request refused: wrong or missing token");
             return AdminReply::text(401, "unauthorized");
         }
@@ -185,14 +185,14 @@ impl App {
         }
     }
 
-    /// `/admin/audit` (see [`App::admin`]).
+    /// `/admin/audit` (see [`Admin::serve`]).
     pub async fn admin_audit(
-        &self,
+        self,
         method: &str,
         authorization: Option<&str>,
         query: Option<&str>,
     ) -> AdminReply {
-        self.admin(AdminRequest {
+        self.serve(AdminRequest {
             method,
             name: "audit",
             authorization,
@@ -204,7 +204,7 @@ impl App {
 
     /// `/admin/audit`'s answer: `{"entries": [...]}`, each entry with its `connector`, oldest
     /// first per connector; a bad query → 400 saying what is wrong; storage down → 503.
-    async fn admin_audit_reply(&self, query: Option<&str>) -> AdminReply {
+    async fn admin_audit_reply(self, query: Option<&str>) -> AdminReply {
         let q = match parse_query(query.unwrap_or("")) {
             Ok(q) => q,
             Err(e) => return AdminReply::text(400, &e),

@@ -21,6 +21,14 @@ use crate::memory::store::MemoryStore;
 
 use crate::connector::Connector;
 
+/// The operator's handle on the app ([`Admin::serve`]): the command line's and the admin
+/// endpoint's calls (here and in `admin_http.rs`), `doctor`, the cockpit's views (`observe`)
+/// and the bot menus. `impl App` keeps only the entry points of the update path.
+#[derive(Clone, Copy)]
+pub struct Admin<'a> {
+    pub(crate) app: &'a App,
+}
+
 /// The assistant: its ports, config, connectors and inbox. Built by [`App::new`].
 pub struct App {
     pub(crate) platform: Platform,
@@ -77,6 +85,27 @@ impl App {
 }
 
 impl App {
+    /// The operator's calls: the command line, the admin endpoint, `doctor`, the cockpit.
+    pub fn admin(&self) -> Admin<'_> {
+        Admin { app: self }
+    }
+
+    /// The pairing store over this app's ports.
+    pub(crate) fn pairings(&self) -> crate::pairing::Pairings<'_> {
+        crate::pairing::Pairings {
+            kv: &*self.platform.kv,
+            clock: &*self.platform.clock,
+        }
+    }
+
+    /// The reminders and scheduled tasks over this app's ports.
+    pub(crate) fn schedules(&self) -> crate::schedule::Schedules<'_> {
+        crate::schedule::Schedules {
+            kv: &*self.platform.kv,
+            clock: &*self.platform.clock,
+        }
+    }
+
     /// Outbound requests this app has sent so far (every Http port call).
     pub fn outbound_requests(&self) -> u64 {
         self.outbound.load(std::sync::atomic::Ordering::Relaxed)
@@ -195,7 +224,7 @@ impl App {
     /// memory from before it was per person), then (once a day) [`App::consolidate`].
     /// Errors are logged, not returned: one failing part does not stop the others. Returns
     /// the earliest of the next retry and the next reminder (ms). The first run of an instance
-    /// also sets the command menus where they changed ([`App::register_menus`]).
+    /// also sets the command menus where they changed ([`Admin::register_menus`]).
     pub async fn scheduled(&self) -> Option<u64> {
         self.scheduled_within(crate::allowance::Limits::default())
             .await
@@ -220,7 +249,7 @@ impl App {
             }
         };
         for c in self.connectors.values() {
-            if let Err(e) = self.reindex_memory(&c.id).await {
+            if let Err(e) = self.admin().reindex_memory(&c.id).await {
                 tracing::warn!(connector = %c.id, error = %e, "memory reindex failed");
             }
         }
@@ -230,9 +259,9 @@ impl App {
             .menus_checked
             .swap(true, std::sync::atomic::Ordering::SeqCst)
         {
-            self.register_menus().await;
+            self.admin().register_menus().await;
         }
-        self.keep_observations().await;
+        self.admin().keep_observations().await;
         let next = match (swept.next, self.next_due().await) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -126,7 +126,7 @@ pub fn place_of(msg: &Message) -> Place {
 }
 
 /// A connector with the agent that answers one conversation (see
-/// [`App::routed`](crate::app::App)): derefs to the connector.
+/// [`routed`](crate::turn)): derefs to the connector.
 pub struct Routed<'a> {
     pub(crate) conn: &'a Connector,
     pub(crate) agent: Arc<Agent>,

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::app::App;
+use crate::app::Admin;
 use crate::telegram::api::TelegramError;
 
 mod security;
@@ -60,18 +60,18 @@ pub enum Delivery {
     Webhook,
 }
 
-impl App {
+impl Admin<'_> {
     /// Every check, in a fixed order (see the module doc).
-    pub async fn doctor(&self, delivery: Delivery) -> Vec<Check> {
+    pub async fn doctor(self, delivery: Delivery) -> Vec<Check> {
         let mut out = Vec::new();
-        for missing in self.missing_settings() {
+        for missing in self.app.missing_settings() {
             out.push(Check::new(
                 "settings",
                 Status::Fail,
                 format!("set {missing}"),
             ));
         }
-        for note in self.unoffered_tools() {
+        for note in self.app.unoffered_tools() {
             out.push(Check::new("settings", Status::Warn, note));
         }
         for id in self.connectors_without_users() {
@@ -81,7 +81,7 @@ impl App {
                 format!("{id} has no allowed users and no owner: strangers get a pairing code that only `clawless pairing approve` can approve; set TELEGRAM_ALLOWED_USERS to your id"),
             ));
         }
-        for c in self.connectors.values().filter(|c| c.token_set) {
+        for c in self.app.connectors.values().filter(|c| c.token_set) {
             let name = format!("telegram {}", c.id);
             match c.bot.get_me().await {
                 Ok(me) => out.push(Check::new(
@@ -109,7 +109,7 @@ impl App {
                     name,
                     &info,
                     delivery,
-                    self.platform.clock.now_ms(),
+                    self.app.platform.clock.now_ms(),
                 )),
                 Err(e) => out.push(Check::new(
                     name,
@@ -119,7 +119,7 @@ impl App {
             }
         }
         let mut seen = std::collections::BTreeSet::new();
-        for agent in self.connectors.values().flat_map(|c| c.agents_used()) {
+        for agent in self.app.connectors.values().flat_map(|c| c.agents_used()) {
             for link in &agent.chain.links {
                 if !seen.insert(link.label.clone()) {
                     continue;
@@ -137,10 +137,10 @@ impl App {
     }
 
     /// A write, a read and a delete of a probe key.
-    async fn storage_check(&self) -> Check {
-        let kv = &*self.platform.kv;
-        let key = crate::keys::doctor_probe(&self.instance);
-        let probe = format!("{}", self.platform.clock.now_ms());
+    async fn storage_check(self) -> Check {
+        let kv = &*self.app.platform.kv;
+        let key = crate::keys::doctor_probe(&self.app.instance);
+        let probe = format!("{}", self.app.platform.clock.now_ms());
         let result = async {
             kv.put(
                 &key,
@@ -166,15 +166,15 @@ impl App {
 
     /// The pending jobs at the head of each lane: how many lanes wait, the oldest, and how
     /// many are retries (and how many of those are due).
-    async fn backlog_check(&self) -> Check {
-        let lanes = match self.inbox.lanes(LANES_LOOKED_AT).await {
+    async fn backlog_check(self) -> Check {
+        let lanes = match self.app.inbox.lanes(LANES_LOOKED_AT).await {
             Ok(lanes) => lanes,
             Err(e) => return Check::new("backlog", Status::Fail, format!("unreadable: {e}")),
         };
-        let now = self.platform.clock.now_ms();
+        let now = self.app.platform.clock.now_ms();
         let (mut oldest, mut retrying, mut due) = (None::<u64>, 0, 0);
         for lane in &lanes {
-            let Ok(Some((_, job))) = self.inbox.head(lane).await else {
+            let Ok(Some((_, job))) = self.app.inbox.head(lane).await else {
                 continue;
             };
             if job.accepted_ms > 0 {

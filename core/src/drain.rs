@@ -96,7 +96,7 @@ impl App {
                 allowance,
             };
             let step = match select(
-                pin!(self.process(&key, job, lease)),
+                pin!(crate::turn::process(self, &key, job, lease)),
                 pin!(self.keep_lease(lease)),
             )
             .await
@@ -198,7 +198,7 @@ impl App {
         let allowance = self.allowance(limits);
         let drained = self.drain_waiting(lane, max_wait, &allowance).await;
         // A serverless instance may not live to its next scheduled run: its counts now.
-        self.keep_observations().await;
+        self.admin().keep_observations().await;
         if let Ok(Drained::HandOff) = drained {
             tracing::info!(
                 %lane,

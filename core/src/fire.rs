@@ -9,7 +9,7 @@ use crate::app::App;
 use crate::ids::{ConnectorId, Lane};
 use crate::inbox::Job;
 use crate::keys;
-use crate::schedule::{fire_update_id, Fire, Schedules, What};
+use crate::schedule::{fire_update_id, Fire, What};
 
 /// At most this many firings per run; the rest are the next run's (at once on native).
 pub const MAX_FIRINGS_PER_RUN: usize = 200;
@@ -18,13 +18,6 @@ pub const MAX_FIRINGS_PER_RUN: usize = 200;
 const RETRY_FAILED_MS: u64 = 1_000;
 
 impl App {
-    pub(crate) fn schedules(&self) -> Schedules<'_> {
-        Schedules {
-            kv: &*self.platform.kv,
-            clock: &*self.platform.clock,
-        }
-    }
-
     /// Fires every reminder that is due and drains the lanes it gave work to; returns when
     /// the next one is due (ms). What the native runner runs at that time; the serverless
     /// shells fire from [`App::scheduled`] each minute.

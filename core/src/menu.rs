@@ -8,7 +8,7 @@ use clawless_platform::Kv;
 use serde_json::{json, Value};
 use sha2::Digest;
 
-use crate::app::App;
+use crate::app::Admin;
 use crate::connector::Connector;
 use crate::keys;
 use crate::turn::commands;
@@ -22,13 +22,13 @@ pub enum Registered {
     Unchanged,
 }
 
-impl App {
+impl Admin<'_> {
     /// Sets every connector's command menu in Telegram where it changed (see [`crate::menu`]):
     /// what was done per connector, as sentences. Failures are logged and said, not returned.
-    pub async fn register_menus(&self) -> Vec<String> {
+    pub async fn register_menus(self) -> Vec<String> {
         let mut out = Vec::new();
-        for c in self.connectors.values().filter(|c| c.token_set) {
-            let line = match register(c, &*self.platform.kv).await {
+        for c in self.app.connectors.values().filter(|c| c.token_set) {
+            let line = match register(c, &*self.app.platform.kv).await {
                 Ok(Registered::Sent(scopes)) => {
                     format!(
                         "{}: command menu set ({} scope)",

@@ -38,7 +38,6 @@ use clawless_platform::{Clock, Kv, KvExt, PortError};
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 
-use crate::app::App;
 use crate::audit::Step;
 use crate::connector::Connector;
 use crate::ids::ConnectorId;
@@ -428,33 +427,15 @@ fn derive(key: &[u8], input: &str) -> Option<String> {
     Some(code)
 }
 
-impl App {
-    /// The pairing store over this app's ports.
-    pub(crate) fn pairings(&self) -> Pairings<'_> {
-        Pairings {
-            kv: &*self.platform.kv,
-            clock: &*self.platform.clock,
-        }
-    }
-
-    /// Tells a newly paired person they may talk now (best effort: logged on failure).
-    pub(crate) async fn welcome(&self, conn: &Connector, paired: &Paired) {
-        let to = crate::telegram::api::Target {
-            chat_id: paired.person.id,
-            thread_id: None,
-        };
-        let text = "Welcome! You can talk to me now: just write. /help lists what I can do.";
-        if let Err(e) = conn.bot.send_message(to, text, false, None).await {
-            tracing::info!(connector = %conn.id, error = %e, "the welcome was not sent");
-        }
-    }
-
-    /// Whether `user` may talk to `conn`: configured, or paired (one Kv read).
-    pub(crate) async fn may_talk(&self, conn: &Connector, user: i64) -> Result<bool, PortError> {
-        if conn.allowed.contains(&user) {
-            return Ok(true);
-        }
-        self.pairings().is_paired(&conn.id, user).await
+/// Tells a newly paired person they may talk now (best effort: logged on failure).
+pub(crate) async fn welcome(conn: &Connector, paired: &Paired) {
+    let to = crate::telegram::api::Target {
+        chat_id: paired.person.id,
+        thread_id: None,
+    };
+    let text = "Welcome! You can talk to me now: just write. /help lists what I can do.";
+    if let Err(e) = conn.bot.send_message(to, text, false, None).await {
+        tracing::info!(connector = %conn.id, error = %e, "the welcome was not sent");
     }
 }
 

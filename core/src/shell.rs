@@ -28,7 +28,7 @@ pub enum Route<'a> {
     Webhook(&'a str),
     /// `GET /healthz`.
     Health,
-    /// `/admin/<name>`, any method: [`crate::App::admin`] decides (nothing there exists
+    /// `/admin/<name>`, any method: [`crate::Admin::serve`] decides (nothing there exists
     /// without an admin token).
     Admin(&'a str),
     /// A known path with the wrong method.
@@ -83,7 +83,7 @@ mod tests {
         assert_eq!(route("GET", "/metrics"), Route::Admin("metrics"));
         assert_eq!(route("POST", "/admin/setup"), Route::Admin("setup"));
         assert_eq!(route("GET", "/admin/"), Route::NotFound);
-        // The app answers an unknown admin name with 404 (see `App::admin`).
+        // The app answers an unknown admin name with 404 (see `Admin::serve`).
         assert_eq!(route("GET", "/admin/other"), Route::Admin("other"));
     }
 }

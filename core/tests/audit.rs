@@ -33,6 +33,7 @@ fn a_failed_model_call_is_in_the_audit_trail() {
         );
         let entries = h
             .app
+            .admin()
             .audit_entries(&"main".into(), 86_400_000, Some(OWNER_ID), 100)
             .await
             .unwrap();
@@ -60,6 +61,7 @@ fn the_admin_endpoint_is_absent_without_a_token() {
         let h = Harness::new(Wire::Anthropic);
         let r = h
             .app
+            .admin()
             .admin_audit("GET", Some(&format!("Bearer {TOKEN}")), None)
             .await;
         assert_eq!((r.status, r.body.as_str()), (404, "not found"));
@@ -96,7 +98,11 @@ fn the_admin_endpoint_answers_only_the_token() {
 
         let wrong = format!("Bearer {TOKEN}x");
         for auth in [None, Some("Bearer "), Some(wrong.as_str()), Some(TOKEN)] {
-            let r = h.app.admin_audit("GET", auth, Some("since=1h")).await;
+            let r = h
+                .app
+                .admin()
+                .admin_audit("GET", auth, Some("since=1h"))
+                .await;
             assert_eq!(
                 (r.status, r.body.as_str()),
                 (401, "unauthorized"),
@@ -104,21 +110,24 @@ fn the_admin_endpoint_answers_only_the_token() {
             );
         }
         let bearer = format!("Bearer {TOKEN}");
-        let r = h.app.admin_audit("POST", Some(&bearer), None).await;
+        let r = h.app.admin().admin_audit("POST", Some(&bearer), None).await;
         assert_eq!(r.status, 405);
         let r = h
             .app
+            .admin()
             .admin_audit("GET", Some(&bearer), Some("since=2w"))
             .await;
         assert!(r.status == 400 && r.body.contains("unit"), "{r:?}");
         let r = h
             .app
+            .admin()
             .admin_audit("GET", Some(&bearer), Some("connector=other"))
             .await;
         assert!(r.status == 400 && r.body.contains("no connector"), "{r:?}");
 
         let r = h
             .app
+            .admin()
             .admin_audit(
                 "GET",
                 Some(&bearer),
@@ -135,6 +144,7 @@ fn the_admin_endpoint_answers_only_the_token() {
         // Another chat's filter finds nothing.
         let r = h
             .app
+            .admin()
             .admin_audit(
                 "GET",
                 Some(&bearer),
@@ -193,7 +203,7 @@ fn the_command_menu_is_set_once_per_change() {
         assert_eq!(h.calls("setMyCommands").len(), 2, "once per instance");
         // What the Kv keeps says Telegram has it: a new instance sends nothing.
         assert_eq!(
-            h.app.register_menus().await,
+            h.app.admin().register_menus().await,
             ["main: command menu unchanged"]
         );
         assert_eq!(h.calls("setMyCommands").len(), 2);
@@ -212,7 +222,7 @@ fn doctor_finds_a_healthy_bot_healthy_and_a_stuck_backlog_stuck() {
         )
         .unwrap();
         h.script(200, json!({"data": []})); // the model's key check
-        let checks = h.app.doctor(Delivery::Either).await;
+        let checks = h.app.admin().doctor(Delivery::Either).await;
         let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,
@@ -248,7 +258,7 @@ fn doctor_finds_a_healthy_bot_healthy_and_a_stuck_backlog_stuck() {
         h.accept_only("private_text", 7).await.unwrap();
         h.clock.advance(std::time::Duration::from_secs(11 * 60));
         h.script(401, json!({"error": {"type": "authentication_error"}}));
-        let checks = h.app.doctor(Delivery::Webhook).await;
+        let checks = h.app.admin().doctor(Delivery::Webhook).await;
         let by = |name: &str| checks.iter().find(|c| c.name == name).unwrap().clone();
         let backlog = by("backlog");
         assert_eq!(backlog.status, Status::Fail);
@@ -271,13 +281,14 @@ fn doctor_finds_a_healthy_bot_healthy_and_a_stuck_backlog_stuck() {
         // The same over /admin/doctor, to the admin only.
         let app = &h.app;
         let ask = |auth: Option<String>| async move {
-            app.admin(clawless_core::admin_http::AdminRequest {
-                method: "GET",
-                name: "doctor",
-                authorization: auth.as_deref(),
-                ..Default::default()
-            })
-            .await
+            app.admin()
+                .serve(clawless_core::admin_http::AdminRequest {
+                    method: "GET",
+                    name: "doctor",
+                    authorization: auth.as_deref(),
+                    ..Default::default()
+                })
+                .await
         };
         assert_eq!(ask(None).await.status, 401);
         h.script(200, json!({"data": []}));
@@ -308,14 +319,15 @@ fn setup_points_the_webhook_at_the_deployment_and_sets_the_menu() {
             let auth = auth.clone();
             let app = &h.app;
             async move {
-                app.admin(clawless_core::admin_http::AdminRequest {
-                    method,
-                    name: "setup",
-                    authorization: Some(&auth),
-                    origin,
-                    ..Default::default()
-                })
-                .await
+                app.admin()
+                    .serve(clawless_core::admin_http::AdminRequest {
+                        method,
+                        name: "setup",
+                        authorization: Some(&auth),
+                        origin,
+                        ..Default::default()
+                    })
+                    .await
             }
         };
         assert_eq!(setup(Some("https://bot.example"), "GET").await.status, 405);

@@ -121,6 +121,7 @@ fn six_ten_second_tools_fit_in_thirty_second_invocations() {
         let main = clawless_core::ConnectorId::new("main");
         let audit = h
             .app
+            .admin()
             .audit_entries(&main, 86_400_000, None, 100)
             .await
             .unwrap();

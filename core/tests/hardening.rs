@@ -302,7 +302,7 @@ fn a_tool_call_carrying_a_secret_in_any_form_is_refused_and_audited() {
 #[test]
 fn doctor_security_names_each_risky_setting_with_its_fix() {
     let quiet = Harness::new(Wire::Anthropic);
-    let checks = quiet.app.security_checks();
+    let checks = quiet.app.admin().security_checks();
     assert_eq!(checks.len(), 1, "{checks:?}");
     assert_eq!(checks[0].status, clawless_core::doctor::Status::Ok);
 
@@ -336,6 +336,7 @@ fn doctor_security_names_each_risky_setting_with_its_fix() {
     );
     let said: Vec<String> = h
         .app
+        .admin()
         .security_checks()
         .iter()
         .map(|c| format!("{:?} {}: {}", c.status, c.name, c.detail))

@@ -30,7 +30,8 @@ fn harness() -> Harness {
 async fn scrape(h: &Harness, path_name: &str) -> Scrape {
     let reply = h
         .app
-        .admin(AdminRequest {
+        .admin()
+        .serve(AdminRequest {
             method: "GET",
             name: path_name,
             authorization: Some(&format!("Bearer {ADMIN}")),
@@ -157,7 +158,8 @@ fn metrics_count_what_a_scenario_did() {
         // `/metrics` is the same endpoint, behind the same token.
         let plain = h
             .app
-            .admin(AdminRequest {
+            .admin()
+            .serve(AdminRequest {
                 method: "GET",
                 name: "metrics",
                 ..Default::default()
@@ -265,11 +267,12 @@ fn instances_keep_their_counts_and_metrics_sum_them() {
         h.script(200, anthropic_text("one"));
         h.deliver_raw(&message(1, "first")).await;
         // This instance keeps its counts (as a serverless one does after a drain) …
-        h.app.keep_observations().await;
+        h.app.admin().keep_observations().await;
         // … and another instance on the same store sees them beside its own.
         let other = instance(&h, "other");
         let reply = other
-            .admin(AdminRequest {
+            .admin()
+            .serve(AdminRequest {
                 method: "GET",
                 name: "metrics",
                 authorization: Some(&format!("Bearer {ADMIN}")),
@@ -292,7 +295,8 @@ fn an_instance_follows_the_events_another_kept() {
             let watcher = &watcher;
             async move {
                 let reply = watcher
-                    .admin(AdminRequest {
+                    .admin()
+                    .serve(AdminRequest {
                         method: "GET",
                         name: "events",
                         authorization: Some(&format!("Bearer {ADMIN}")),
@@ -306,7 +310,7 @@ fn an_instance_follows_the_events_another_kept() {
         };
         h.script(200, anthropic_text("one"));
         h.deliver_raw(&message(1, "first")).await;
-        h.app.keep_observations().await;
+        h.app.admin().keep_observations().await;
         let first = page(None).await;
         let kinds: Vec<&str> = first
             .events
@@ -322,13 +326,14 @@ fn an_instance_follows_the_events_another_kept() {
         h.clock.advance(std::time::Duration::from_secs(1));
         h.script(200, anthropic_text("two"));
         h.deliver_raw(&message(2, "second")).await;
-        h.app.keep_observations().await;
+        h.app.admin().keep_observations().await;
         let next = page(Some(first.cursor)).await;
         assert!(next.events.iter().all(|e| e.trace != "main/1"));
         assert!(next.events.iter().any(|e| e.trace == "main/2"));
         // The stores too, as the cockpit shows them.
         let reply = watcher
-            .admin(AdminRequest {
+            .admin()
+            .serve(AdminRequest {
                 method: "GET",
                 name: "overview",
                 authorization: Some(&format!("Bearer {ADMIN}")),

@@ -132,6 +132,7 @@ fn the_owner_pairs_a_stranger_who_is_then_answered() {
         assert!(said.starts_with("This chat now uses"), "{said}");
         let trail = h
             .app
+            .admin()
             .audit_entries(&main_id(), 3_600_000, None, 100)
             .await
             .unwrap();
@@ -293,7 +294,7 @@ fn the_command_line_approves_lists_and_removes() {
         let h = Harness::new(Wire::Anthropic);
         let id = main_id();
         let code = ask(&h, 1).await;
-        let list = h.app.pairing_list(&id).await.unwrap();
+        let list = h.app.admin().pairing_list(&id).await.unwrap();
         assert_eq!(list.owner, Some(OWNER_ID));
         assert_eq!(list.configured, [OWNER_ID]);
         assert!(list.paired.is_empty());
@@ -303,21 +304,45 @@ fn the_command_line_approves_lists_and_removes() {
             (code.as_str(), STRANGER_ID)
         );
 
-        let paired = h.app.pairing_approve(&id, &code).await.unwrap().unwrap();
+        let paired = h
+            .app
+            .admin()
+            .pairing_approve(&id, &code)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!((paired.person.id, paired.by), (STRANGER_ID, None));
         assert!(last_to(&h, STRANGER_ID).starts_with("Welcome!"));
-        assert!(h.app.pairing_approve(&id, &code).await.unwrap().is_none());
-        let list = h.app.pairing_list(&id).await.unwrap();
+        assert!(h
+            .app
+            .admin()
+            .pairing_approve(&id, &code)
+            .await
+            .unwrap()
+            .is_none());
+        let list = h.app.admin().pairing_list(&id).await.unwrap();
         assert_eq!((list.paired.len(), list.pending.len()), (1, 0));
         assert!(answered(&h, 2).await);
 
         h.clock.advance(MIN);
-        assert!(h.app.pairing_remove(&id, OWNER_ID).await.unwrap().is_none());
-        let removed = h.app.pairing_remove(&id, STRANGER_ID).await.unwrap();
+        assert!(h
+            .app
+            .admin()
+            .pairing_remove(&id, OWNER_ID)
+            .await
+            .unwrap()
+            .is_none());
+        let removed = h
+            .app
+            .admin()
+            .pairing_remove(&id, STRANGER_ID)
+            .await
+            .unwrap();
         assert_eq!(removed.map(|p| p.person.name), Some("Eve".into()));
         assert!(!answered(&h, 3).await);
         let trail = h
             .app
+            .admin()
             .audit_entries(&id, 3_600_000, None, 100)
             .await
             .unwrap();
@@ -381,7 +406,13 @@ fn pending_codes_are_bounded_and_the_owner_told_of_the_first_ten() {
             "{last}"
         );
         assert_eq!(sent_to(&h, OWNER_ID).len(), 10, "the owner is not flooded");
-        let pending = h.app.pairing_list(&main_id()).await.unwrap().pending;
+        let pending = h
+            .app
+            .admin()
+            .pairing_list(&main_id())
+            .await
+            .unwrap()
+            .pending;
         assert_eq!(pending.len(), 50);
         h.assert_spec_clean();
     });

@@ -128,6 +128,7 @@ fn another_person_never_reads_recalls_or_wipes_your_memory() {
             .await;
         let ada = h
             .app
+            .admin()
             .search_memory(&"main".into(), None, "PIN 4321")
             .await
             .unwrap();

@@ -172,7 +172,12 @@ fn a_skill_added_at_run_time_shows_on_the_next_turn() {
         assert_eq!(h.sent_texts(), ["one", "two"]);
 
         // The command line lists the deployment's, not a conversation's own.
-        let (agent, list) = h.app.skills(&ConnectorId::new("main")).await.unwrap();
+        let (agent, list) = h
+            .app
+            .admin()
+            .skills(&ConnectorId::new("main"))
+            .await
+            .unwrap();
         assert_eq!(agent, "assistant");
         let packing = list.iter().find(|s| s.name == "packing-list").unwrap();
         assert_eq!(
@@ -221,7 +226,12 @@ fn a_malformed_skill_is_reported_not_offered_and_turns_go_on() {
             "{text}"
         );
 
-        let (_, list) = h.app.skills(&ConnectorId::new("main")).await.unwrap();
+        let (_, list) = h
+            .app
+            .admin()
+            .skills(&ConnectorId::new("main"))
+            .await
+            .unwrap();
         let why = |name: &str| {
             list.iter()
                 .find(|s| s.name == name)
@@ -333,7 +343,12 @@ fn an_agent_without_the_skill_tool_gets_no_skills_and_pays_no_listing() {
             .iter()
             .all(|t| t["name"] != "skill"));
         assert_eq!(files.skill_lists.load(Ordering::SeqCst), 0);
-        let (_, list) = h.app.skills(&ConnectorId::new("main")).await.unwrap();
+        let (_, list) = h
+            .app
+            .admin()
+            .skills(&ConnectorId::new("main"))
+            .await
+            .unwrap();
         assert!(list[0]
             .offered
             .as_ref()

@@ -3,12 +3,23 @@
 
 use std::path::{Path, PathBuf};
 
-/// The repository's root (the testkit lives in `tests/`).
+/// The repository's root: the workspace around the package under test, found at run time.
+///
+/// Not from the testkit's own compile-time `CARGO_MANIFEST_DIR`: cargo shares a path
+/// package's build between two clones that use one target directory, so a testkit built in
+/// one clone would read the other clone's files.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+    let start = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    start
+        .ancestors()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .is_ok_and(|toml| toml.lines().any(|l| l.trim() == "[workspace]"))
+        })
         .map(Path::to_path_buf)
-        .unwrap_or_default()
+        .unwrap_or(start)
 }
 
 /// Every `.rs` file under `dir`, leaving out build output, npm packages and data.

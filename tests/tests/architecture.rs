@@ -107,6 +107,12 @@ fn architecture_is_short_and_names_only_what_exists() {
         if !rusty || !named {
             continue;
         }
+        // `Type::method`: a method of that type, in one of its `impl` blocks or its trait.
+        if let [ty, item] = parts[..] {
+            if is_camel(ty) && is_snake(item) && !method_of(&code, ty, item) {
+                missing.push(format!("{item} as a method of {ty} (in `{span}`)"));
+            }
+        }
         for part in parts {
             checked += 1;
             let found = match is_camel(part) {
@@ -127,6 +133,69 @@ fn architecture_is_short_and_names_only_what_exists() {
         missing.is_empty(),
         "ARCHITECTURE.md names what does not exist: {missing:?}"
     );
+}
+
+/// The top-level `impl` and `trait` blocks of `code` (from their first line to the `}` that
+/// closes them at the start of a line), each with the type or trait it is for.
+fn blocks(code: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < code.len() {
+        let line_end = code[at..].find('\n').map_or(code.len(), |e| at + e + 1);
+        let head = &code[at..line_end];
+        let head_t = head
+            .trim_start_matches("pub ")
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub(super) ");
+        // Only a block that opens on its first line (not `struct X;`, not `impl X for Y {}`).
+        let opens = head_t.trim_end().ends_with('{');
+        if opens
+            && ["impl", "trait ", "struct "]
+                .iter()
+                .any(|k| head_t.starts_with(k))
+        {
+            let end = code[at..].find("\n}").map_or(code.len(), |e| at + e + 2);
+            // `impl<'a> Trait for Type<'a> {` → `Type`; `trait Name: Send {` → `Name`.
+            let after = head_t.rsplit(" for ").next().unwrap_or("");
+            let after = match after.strip_prefix("impl") {
+                // Skip the generics of `impl<…>`.
+                Some(rest) if rest.starts_with('<') => rest.split_once("> ").map_or("", |(_, r)| r),
+                Some(rest) => rest,
+                None => after
+                    .trim_start_matches("trait ")
+                    .trim_start_matches("struct "),
+            };
+            let ty = after
+                .trim()
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or("");
+            out.push((ty, &code[at..end]));
+            at = end;
+        } else {
+            at = line_end;
+        }
+    }
+    out
+}
+
+/// Whether `ty` has a method `item` in one of its `impl` blocks, or its trait declares it, or
+/// it is a field of the struct.
+fn method_of(code: &str, ty: &str, item: &str) -> bool {
+    let f = format!("fn {item}");
+    let fields = [format!("    pub {item}: "), format!("    {item}: ")];
+    blocks(code).iter().any(|(t, block)| {
+        let method = block
+            .match_indices(&f)
+            .any(|(at, m)| matches!(block[at + m.len()..].chars().next(), Some('(' | '<')));
+        let field = block.lines().any(|l| {
+            let l = l
+                .replace("pub(crate) ", "pub ")
+                .replace("pub(super) ", "pub ");
+            fields.iter().any(|f| l.starts_with(f.as_str()))
+        });
+        *t == ty && (method || field)
+    })
 }
 
 /// Whether some Rust file or directory under the crates is called `name`.
@@ -154,6 +223,16 @@ fn the_checker_finds_what_is_missing() {
     assert!(defined(&code, "DefaultModel"), "an enum variant");
     assert!(!defined(&code, "NoSuchTypeAnywhere"));
     assert!(code_has_file("button"));
+    assert!(
+        method_of(&code, "Button", "decode"),
+        "a method in an impl block"
+    );
+    assert!(method_of(&code, "Turn", "answer"));
+    assert!(
+        !method_of(&code, "Turn", "button_tap"),
+        "a free function is no method"
+    );
+    assert!(method_of(&code, "Turn", "lease"), "a field");
     assert!(!code_has_file("no_such_module"));
     assert_eq!(
         backticked("a `X` b\n```\n`Y`\n```\n`z/w`"),

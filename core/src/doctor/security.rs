@@ -4,30 +4,33 @@
 //! the sandbox, file modes).
 
 use super::{Check, Status};
-use crate::app::App;
+use crate::app::Admin;
 use crate::config::Rule;
 use crate::tools::Level;
 
 /// Fewer distinct characters than this in the admin token: a word, not a random string.
 const MIN_TOKEN_VARIETY: usize = 10;
 
-impl App {
+impl Admin<'_> {
     /// Whether any agent is offered `tool` here.
-    pub fn offers(&self, tool: &str) -> bool {
-        self.agents.values().any(|a| a.tools.get(tool).is_some())
+    pub fn offers(self, tool: &str) -> bool {
+        self.app
+            .agents
+            .values()
+            .any(|a| a.tools.get(tool).is_some())
     }
 
     /// The security checks the core can make: one line each, `Ok` when nothing is found.
-    pub fn security_checks(&self) -> Vec<Check> {
+    pub fn security_checks(self) -> Vec<Check> {
         let mut out = Vec::new();
-        if self.config.web.allow_private {
+        if self.app.config.web.allow_private {
             out.push(Check::new(
                 "web",
                 Status::Warn,
                 "web.allow_private is on: web_fetch may reach this machine, its network and the cloud's metadata service; turn it off unless a page there is needed",
             ));
         }
-        for c in self.connectors.values() {
+        for c in self.app.connectors.values() {
             if c.secret.is_empty() {
                 out.push(Check::new(
                     "webhook secret",
@@ -49,7 +52,7 @@ impl App {
                 ));
             }
         }
-        let token = self.admin_token.expose();
+        let token = self.app.admin_token.expose();
         let variety = token
             .chars()
             .collect::<std::collections::BTreeSet<_>>()
@@ -61,7 +64,7 @@ impl App {
                 format!("CLAWLESS_ADMIN_TOKEN has only {variety} different characters: it can be guessed; use a random one (openssl rand -hex 32)"),
             ));
         }
-        for agent in self.agents.values() {
+        for agent in self.app.agents.values() {
             let policy = &agent.config.policy;
             for tool in agent.tools.names() {
                 let level = agent.tools.get(&tool).map_or(Level::Unsafe, |t| t.level());

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clawless_platform::KvExt;
 use serde::{Deserialize, Serialize};
 
-use crate::app::App;
+use crate::app::Admin;
 use crate::events::Stamped;
 use crate::keys;
 
@@ -31,18 +31,25 @@ pub struct EventPage {
     pub cursor: String,
 }
 
-impl App {
+impl Admin<'_> {
     /// Writes the events published since the last call, in batches.
-    pub(crate) async fn keep_journal(&self) {
-        let events = self.journal.drain();
+    pub(crate) async fn keep_journal(self) {
+        let events = self.app.journal.drain();
         let events: Vec<&Stamped> = events.iter().map(|e| &**e).collect();
-        let now = self.platform.clock.now_ms();
+        let now = self.app.platform.clock.now_ms();
         for (n, batch) in events.chunks(BATCH).enumerate() {
             let seq = self
+                .app
                 .journal_seq
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let key = keys::events(now, &self.instance, seq + n as u64);
-            if let Err(e) = self.platform.kv.put_json(&key, &batch, Some(KEPT)).await {
+            let key = keys::events(now, &self.app.instance, seq + n as u64);
+            if let Err(e) = self
+                .app
+                .platform
+                .kv
+                .put_json(&key, &batch, Some(KEPT))
+                .await
+            {
                 tracing::warn!(error = %e, events = batch.len(), "events not kept");
             }
         }
@@ -52,7 +59,7 @@ impl App {
     /// none: the last ten minutes), this instance's own written first. The page's cursor is
     /// percent-encoded, ready for the next query string.
     pub async fn event_page(
-        &self,
+        self,
         cursor: Option<&str>,
     ) -> Result<EventPage, clawless_platform::PortError> {
         self.keep_journal().await;
@@ -64,11 +71,16 @@ impl App {
         let after = match cursor {
             Some(c) if c.starts_with(keys::EVENTS) => c,
             _ => {
-                let since = self.platform.clock.now_ms().saturating_sub(FIRST_WINDOW_MS);
+                let since = self
+                    .app
+                    .platform
+                    .clock
+                    .now_ms()
+                    .saturating_sub(FIRST_WINDOW_MS);
                 keys::events(since, "", 0)
             }
         };
-        let kv = &*self.platform.kv;
+        let kv = &*self.app.platform.kv;
         let batches = kv.list_after(keys::EVENTS, &after, PAGE_BATCHES).await?;
         let next = batches.last().cloned().unwrap_or(after);
         let mut page = EventPage {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clawless_platform::KvExt;
 
-use crate::app::App;
+use crate::app::Admin;
 use crate::events::metrics::Snapshot;
 use crate::keys;
 
@@ -23,19 +23,25 @@ const MAX_INSTANCES: usize = 200;
 /// The most inbox jobs counted for the backlog gauge.
 const MAX_BACKLOG: usize = 10_000;
 
-impl App {
+impl Admin<'_> {
     /// The Prometheus text of `/metrics`: this instance's live counts plus every other kept
     /// instance's, then the gauges (the inbox backlog and its lanes, the instances summed)
     /// and the events each subscriber dropped. A storage failure leaves the stored parts out
     /// (logged); the live counts are always there.
-    pub async fn metrics_text(&self) -> String {
-        let mut sum = self.events.metrics.snapshot();
-        let mine = keys::metrics(&self.instance);
+    pub async fn metrics_text(self) -> String {
+        let mut sum = self.app.events.metrics.snapshot();
+        let mine = keys::metrics(&self.app.instance);
         let mut instances = 1;
-        match self.platform.kv.list(keys::METRICS, MAX_INSTANCES).await {
+        match self
+            .app
+            .platform
+            .kv
+            .list(keys::METRICS, MAX_INSTANCES)
+            .await
+        {
             Ok(stored) => {
                 for key in stored.iter().filter(|k| **k != mine) {
-                    match self.platform.kv.get_json::<Snapshot>(key).await {
+                    match self.app.platform.kv.get_json::<Snapshot>(key).await {
                         Ok(Some(s)) => {
                             sum.merge(&s);
                             instances += 1;
@@ -53,7 +59,7 @@ impl App {
             Vec::new(),
             instances as f64,
         )];
-        match self.platform.kv.list(keys::INBOX, MAX_BACKLOG).await {
+        match self.app.platform.kv.list(keys::INBOX, MAX_BACKLOG).await {
             Ok(jobs) => {
                 let lanes: std::collections::BTreeSet<&str> = jobs
                     .iter()
@@ -75,7 +81,7 @@ impl App {
             }
             Err(e) => tracing::warn!(error = %e, "inbox not listed for the backlog"),
         }
-        for (name, dropped) in self.events.drops() {
+        for (name, dropped) in self.app.events.drops() {
             gauges.push((
                 "clawless_events_dropped",
                 "Events a live subscriber of this instance did not read in time.",
@@ -89,22 +95,32 @@ impl App {
     /// Keeps this instance's counts in the Kv when they changed since last kept (the
     /// serverless shells' instances come and go; `/metrics` sums what they kept), and its
     /// events since the last time (see `journal.rs`). Failures are logged.
-    pub async fn keep_observations(&self) {
+    pub async fn keep_observations(self) {
         self.keep_journal().await;
         self.keep_metrics().await;
     }
 
-    async fn keep_metrics(&self) {
-        let now = self.events.metrics.snapshot();
+    async fn keep_metrics(self) {
+        let now = self.app.events.metrics.snapshot();
         {
-            let kept = self.metrics_kept.lock().unwrap_or_else(|e| e.into_inner());
+            let kept = self
+                .app
+                .metrics_kept
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             if kept.as_ref() == Some(&now) {
                 return;
             }
         }
-        let key = keys::metrics(&self.instance);
-        match self.platform.kv.put_json(&key, &now, Some(KEPT)).await {
-            Ok(()) => *self.metrics_kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(now),
+        let key = keys::metrics(&self.app.instance);
+        match self.app.platform.kv.put_json(&key, &now, Some(KEPT)).await {
+            Ok(()) => {
+                *self
+                    .app
+                    .metrics_kept
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(now)
+            }
             Err(e) => tracing::warn!(error = %e, "metrics not kept"),
         }
     }
@@ -140,10 +156,10 @@ pub struct LaneView {
 /// Rows of each kind in an [`Overview`].
 pub const OVERVIEW_ROWS: usize = 20;
 
-impl App {
+impl Admin<'_> {
     /// The stores as the cockpit shows them (see [`Overview`]).
-    pub async fn overview(&self) -> Result<Overview, clawless_platform::PortError> {
-        let kv = &*self.platform.kv;
+    pub async fn overview(self) -> Result<Overview, clawless_platform::PortError> {
+        let kv = &*self.app.platform.kv;
         let mut out = Overview::default();
         for key in kv.list(keys::SESSIONS, OVERVIEW_ROWS).await? {
             let name = key.strip_prefix(keys::SESSIONS).unwrap_or(&key).to_owned();
@@ -190,14 +206,14 @@ impl App {
     }
 }
 
-impl App {
+impl Admin<'_> {
     /// This instance's live counts (the cockpit's summary).
-    pub fn counts(&self) -> Snapshot {
-        self.events.metrics.snapshot()
+    pub fn counts(self) -> Snapshot {
+        self.app.events.metrics.snapshot()
     }
 
     /// Now, on the app's clock (ms).
-    pub fn now_ms(&self) -> u64 {
-        self.platform.clock.now_ms()
+    pub fn now_ms(self) -> u64 {
+        self.app.platform.clock.now_ms()
     }
 }

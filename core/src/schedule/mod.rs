@@ -30,8 +30,11 @@
 //! `inbox.dedupe_hours` (24 h or more; the schedulers run every minute).
 
 pub mod cron;
+mod origin;
 pub mod when;
 pub mod zone;
+
+pub use origin::Origin;
 
 use std::time::Duration;
 
@@ -54,43 +57,6 @@ pub const MAX_TASK_RUNS_PER_DAY: usize = 100;
 pub const MAX_AHEAD_MS: u64 = 366 * 86_400_000;
 /// Ids stay below this, so [`fire_update_id`] is unique.
 const MAX_ID: u64 = 1 << 30;
-
-/// The chat a reminder belongs to and who set it: what a synthetic message in that chat
-/// needs (its session, memory scope, topic).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Origin {
-    pub connector: ConnectorId,
-    pub chat: i64,
-    /// `private`, `group` or `supergroup`, as Telegram names it.
-    pub chat_type: String,
-    /// The forum topic.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread: Option<i64>,
-    pub user: i64,
-    #[serde(default)]
-    pub user_name: String,
-}
-
-impl Origin {
-    /// The update a firing's job carries: a message in this chat (and topic) from the person
-    /// who set the reminder, numbered `update_id` (negative), so the turn stage finds the
-    /// session, memory scope and topic as for their own message. The bot made it up: it is
-    /// only ever built here, never accepted from a webhook.
-    pub fn message(&self, update_id: i64, at_ms: u64, text: &str) -> serde_json::Value {
-        let mut message = serde_json::json!({
-            "message_id": update_id,
-            "date": at_ms / 1000,
-            "chat": {"id": self.chat, "type": self.chat_type},
-            "from": {"id": self.user, "is_bot": false, "first_name": self.user_name},
-            "text": text,
-        });
-        if let Some(t) = self.thread {
-            message["message_thread_id"] = t.into();
-            message["is_topic_message"] = true.into();
-        }
-        serde_json::json!({"update_id": update_id, "message": message})
-    }
-}
 
 /// What a firing does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

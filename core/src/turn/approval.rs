@@ -39,23 +39,21 @@ pub(super) enum Wait {
     LostLease,
 }
 
-impl App {
-    /// Whether the turn stage would ignore `m` (not addressed to the bot, from a bot, a
-    /// channel's post). When the bot's identity cannot be had, the message counts.
-    async fn ignored(&self, conn: &Connector, m: &Message) -> bool {
-        let me = match super::decide::needs_identity(m) {
-            true => match self.identity(conn).await {
-                Ok(me) => Some(me),
-                Err(_) => return false,
-            },
-            false => None,
-        };
-        let gate = super::decide::Gate::of(conn, self.config.limits.max_input_chars);
-        matches!(
-            super::decide::decide(m, me.as_ref(), &gate),
-            super::decide::Decision::Ignore(_)
-        )
-    }
+/// Whether the turn stage would ignore `m` (not addressed to the bot, from a bot, a
+/// channel's post). When the bot's identity cannot be had, the message counts.
+async fn ignored(app: &App, conn: &Connector, m: &Message) -> bool {
+    let me = match super::decide::needs_identity(m) {
+        true => match super::agents::identity(app, conn).await {
+            Ok(me) => Some(me),
+            Err(_) => return false,
+        },
+        false => None,
+    };
+    let gate = super::decide::Gate::of(conn, app.config.limits.max_input_chars);
+    matches!(
+        super::decide::decide(m, me.as_ref(), &gate),
+        super::decide::Decision::Ignore(_)
+    )
 }
 
 impl Turn<'_> {
@@ -76,8 +74,11 @@ impl Turn<'_> {
         job.running = None;
         app.inbox.save(key, job).await?;
         tracing::info!(key, "turn waits for an approval");
-        let (sent, ()) =
-            futures::future::join(self.send_approval(job), app.keep_books(conn, books)).await;
+        let (sent, ()) = futures::future::join(
+            self.send_approval(job),
+            super::run::keep_books(app, conn, books),
+        )
+        .await;
         match sent? {
             Wait::LostLease => Ok(Step::LostLease),
             _ => Ok(Step::RetryAt(expires)),
@@ -137,7 +138,7 @@ impl Turn<'_> {
                         // Another button (or data no button of ours wrote), answered as
                         // anywhere else.
                         _ => {
-                            app.button_tap(conn, q).await;
+                            super::tap::button_tap(app, conn, q).await;
                             app.inbox.finish(&next_key, &next).await?;
                             continue;
                         }
@@ -151,7 +152,7 @@ impl Turn<'_> {
                     // answers for it.
                     let owner_only = s.call.name == "exec";
                     let may = (from == s.asker && !owner_only || conn.owner == Some(from))
-                        && app.may_talk(conn, from).await?;
+                        && super::pairing::may_talk(app, conn, from).await?;
                     let (text, alert) = match outcome {
                         None => ("This request is no longer waiting.", false),
                         Some(_) if !may => ("This approval is not yours.", true),
@@ -169,7 +170,7 @@ impl Turn<'_> {
                     }
                     app.inbox.finish(&next_key, &next).await?;
                 }
-                Ok(UpdateKind::Message(m)) if app.ignored(conn, m).await => {
+                Ok(UpdateKind::Message(m)) if ignored(app, conn, m).await => {
                     // Group chatter the turn would not answer: it neither answers nor
                     // supersedes the approval.
                     app.inbox.finish(&next_key, &next).await?;
@@ -207,8 +208,15 @@ impl Turn<'_> {
             let (recorded, first_seq) = (run.recorded, run.logged);
             let mut out = Agent::cancel(run, "Stopped.");
             let steps = std::mem::take(&mut out.log);
-            let books = app.books(msg, out.usage.since(&recorded), first_seq, steps);
-            return Ok(app.turn_reply(conn, msg, out.reply, out.messages, books));
+            let books = super::run::books(msg, out.usage.since(&recorded), first_seq, steps);
+            return Ok(super::run::turn_reply(
+                app,
+                conn,
+                msg,
+                out.reply,
+                out.messages,
+                books,
+            ));
         }
         run.verdicts.insert(call, outcome.verdict());
         if matches!(outcome, Outcome::Expired | Outcome::Superseded) {

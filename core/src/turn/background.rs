@@ -18,99 +18,97 @@ use crate::session;
 use crate::telegram::Message;
 use crate::tools::ToolContext;
 
-impl App {
-    /// Runs background task `fire` (agent `agent` on `task`), posts what came of it, and
-    /// hands it to the chat's lane for the session.
-    pub(super) async fn background_task(
-        &self,
-        conn: &Routed<'_>,
-        msg: &Message,
-        fire: &Fire,
-        agent: &str,
-        task: &str,
-        tools: Option<Vec<String>>,
-    ) -> Result<Reply, Failure> {
-        let id = fire.reminder;
-        let chat = msg.chat.id.0;
-        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        let origin = super::reminders::origin(&conn.id, msg);
-        let ctx = ToolContext {
-            scope: conn.memory_scope_of(msg),
-            granted: self.granted(conn, chat).await.map_err(Failure::storage)?,
-            origin: Some(origin.clone()),
-            depth: 0,
-            // The spend caps hold for a background task as for a turn.
-            budget: self
-                .budget(&conn.id, user)
-                .await
-                .map_err(Failure::storage)?,
-            // A task run again after a crash: its keyed tools find what the first run did.
-            call: format!("{}/task{id}", conn.id),
-        };
-        tracing::info!(connector = %conn.id, task = id, agent, "background task runs");
-        let (answer, reported) =
-            crate::spawn::run_fired(&conn.agent, &self.spawn, &ctx, agent, task, tools).await;
-        let reply = match answer {
-            Ok(text) => format!("Background task #{id} ({agent}) is done:\n\n{text}"),
-            Err(e) => format!("Background task #{id} ({agent}) did not finish: {e}"),
-        };
-        // The session's record, in the chat's lane, ahead of what waits there.
-        let update_id = done_update_id(id);
-        let what = What::Done {
-            agent: agent.to_owned(),
-            task: task.to_owned(),
-            answer: reply.clone(),
-        };
-        let done = Fire {
-            reminder: id,
-            at_ms: fire.at_ms,
-            what,
-        };
-        let now = self.platform.clock.now_ms();
-        let done = Job::of_firing(&conn.id, update_id, &origin, done, now);
-        let lane = Lane::of_chat(&conn.id, chat);
-        if !self
-            .inbox
-            .accept(&lane, &done)
+/// Runs background task `fire` (agent `agent` on `task`), posts what came of it, and
+/// hands it to the chat's lane for the session.
+pub(super) async fn background_task(
+    app: &App,
+    conn: &Routed<'_>,
+    msg: &Message,
+    fire: &Fire,
+    agent: &str,
+    task: &str,
+    tools: Option<Vec<String>>,
+) -> Result<Reply, Failure> {
+    let id = fire.reminder;
+    let chat = msg.chat.id.0;
+    let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+    let origin = crate::schedule::Origin::of(&conn.id, msg);
+    let ctx = ToolContext {
+        scope: conn.memory_scope_of(msg),
+        granted: super::reports::granted(app, conn, chat)
             .await
-            .map_err(Failure::storage)?
-        {
-            tracing::info!(connector = %conn.id, task = id, "the answer was already handed to the chat");
-        }
-        // The child's steps come marked with its agent.
-        let books = self.books(msg, reported.usage, 0, reported.steps);
-        let mut out = self.turn_reply(conn, msg, reply, Vec::new(), books);
-        if let Reply::Send(cp) = &mut out {
-            cp.reply_to = None;
-            cp.session_turn = None;
-        }
-        Ok(out)
+            .map_err(Failure::storage)?,
+        origin: Some(origin.clone()),
+        depth: 0,
+        // The spend caps hold for a background task as for a turn.
+        budget: super::reports::budget(app, &conn.id, user)
+            .await
+            .map_err(Failure::storage)?,
+        // A task run again after a crash: its keyed tools find what the first run did.
+        call: format!("{}/task{id}", conn.id),
+    };
+    tracing::info!(connector = %conn.id, task = id, agent, "background task runs");
+    let (answer, reported) =
+        crate::spawn::run_fired(&conn.agent, &app.spawn, &ctx, agent, task, tools).await;
+    let reply = match answer {
+        Ok(text) => format!("Background task #{id} ({agent}) is done:\n\n{text}"),
+        Err(e) => format!("Background task #{id} ({agent}) did not finish: {e}"),
+    };
+    // The session's record, in the chat's lane, ahead of what waits there.
+    let update_id = done_update_id(id);
+    let what = What::Done {
+        agent: agent.to_owned(),
+        task: task.to_owned(),
+        answer: reply.clone(),
+    };
+    let done = Fire {
+        reminder: id,
+        at_ms: fire.at_ms,
+        what,
+    };
+    let now = app.platform.clock.now_ms();
+    let done = Job::of_firing(&conn.id, update_id, &origin, done, now);
+    let lane = Lane::of_chat(&conn.id, chat);
+    if !app
+        .inbox
+        .accept(&lane, &done)
+        .await
+        .map_err(Failure::storage)?
+    {
+        tracing::info!(connector = %conn.id, task = id, "the answer was already handed to the chat");
     }
+    // The child's steps come marked with its agent.
+    let books = super::run::books(msg, reported.usage, 0, reported.steps);
+    let mut out = super::run::turn_reply(app, conn, msg, reply, Vec::new(), books);
+    if let Reply::Send(cp) = &mut out {
+        cp.reply_to = None;
+        cp.session_turn = None;
+    }
+    Ok(out)
+}
 
-    /// A background task's answer, posted already, joins the chat's session (so the
-    /// conversation's agent knows what came of it); nothing is sent.
-    pub(super) fn background_done(
-        &self,
-        conn: &Routed<'_>,
-        msg: &Message,
-        fire: &Fire,
-        agent: &str,
-        task: &str,
-        answer: &str,
-    ) -> Reply {
-        let asked = ChatMessage::user_text(format!(
-            "[Background task #{}, handed to {agent} earlier:]\n{task}",
-            fire.reminder
-        ));
-        Reply::Send(Checkpoint {
-            parts: Vec::new(),
-            sent: 0,
-            reply_to: None,
-            session_turn: Some((
-                session::session_key(&conn.id, msg),
-                vec![asked, ChatMessage::assistant_text(answer.to_owned())],
-            )),
-            books: None,
-        })
-    }
+/// A background task's answer, posted already, joins the chat's session (so the
+/// conversation's agent knows what came of it); nothing is sent.
+pub(super) fn background_done(
+    conn: &Routed<'_>,
+    msg: &Message,
+    fire: &Fire,
+    agent: &str,
+    task: &str,
+    answer: &str,
+) -> Reply {
+    let asked = ChatMessage::user_text(format!(
+        "[Background task #{}, handed to {agent} earlier:]\n{task}",
+        fire.reminder
+    ));
+    Reply::Send(Checkpoint {
+        parts: Vec::new(),
+        sent: 0,
+        reply_to: None,
+        session_turn: Some((
+            session::session_key(&conn.id, msg),
+            vec![asked, ChatMessage::assistant_text(answer.to_owned())],
+        )),
+        books: None,
+    })
 }

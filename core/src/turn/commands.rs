@@ -271,92 +271,90 @@ fn stop(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
 
 fn approvals(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
-        let text = c.app.grants_reply(c.conn, c.msg.chat.id.0, false).await?;
+        let text = super::reports::grants_reply(c.app, c.conn, c.msg.chat.id.0, false).await?;
         Ok(c.text(&text))
     })
 }
 
 fn revoke(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
-        let text = c.app.grants_reply(c.conn, c.msg.chat.id.0, true).await?;
+        let text = super::reports::grants_reply(c.app, c.conn, c.msg.chat.id.0, true).await?;
         Ok(c.text(&text))
     })
 }
 
 fn usage(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
-        let text = c.app.usage_reply(c.conn, c.msg).await?;
+        let text = super::reports::usage_reply(c.app, c.conn, c.msg).await?;
         Ok(c.text(&text))
     })
 }
 
 fn audit(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
-        let text = c.app.audit_reply(c.conn, c.msg).await?;
+        let text = super::reports::audit_reply(c.app, c.conn, c.msg).await?;
         Ok(c.text(&text))
     })
 }
 
 fn reminders(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
-        c.app
-            .reminders_reply(c.conn, c.msg, c.reply_to, c.books)
-            .await
+        super::reminders::reminders_reply(c.app, c.conn, c.msg, c.reply_to, c.books).await
     })
 }
 
 fn timezone(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
         let chat = c.msg.chat.id.0;
-        let text = c.app.timezone_reply(c.conn, chat, c.args).await?;
+        let text = super::reminders::timezone_reply(c.app, c.conn, chat, c.args).await?;
         Ok(c.text(&text))
     })
 }
 
 fn model(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
-    Box::pin(async move { c.app.model_reply(c.conn, c.msg, c.reply_to, c.books).await })
+    Box::pin(
+        async move { super::model::model_reply(c.app, c.conn, c.msg, c.reply_to, c.books).await },
+    )
 }
 
 fn agent(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
-        c.app
-            .agent_reply(c.conn, c.msg, c.args, c.reply_to, c.books)
-            .await
+        super::agents::agent_reply(c.app, c.conn, c.msg, c.args, c.reply_to, c.books).await
     })
 }
 
 fn memory(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
         let scope = c.conn.memory_scope_of(c.msg);
-        let text = c.app.memory_reply(&scope, c.args).await?;
+        let text = super::reports::memory_reply(c.app, &scope, c.args).await?;
         Ok(c.text(&text))
     })
 }
 
 fn compact(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
-        let text = c.app.compact_reply(c.conn, c.msg).await?;
+        let text = super::compact::compact_reply(c.app, c.conn, c.msg).await?;
         Ok(c.text(&text))
     })
 }
 
 fn context(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
-        let text = c.app.context_reply(c.conn, c.msg).await?;
+        let text = super::compact::context_reply(c.app, c.conn, c.msg).await?;
         Ok(c.text(&text))
     })
 }
 
 fn pair(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
-        c.app
-            .pair_reply(c.conn, c.msg, c.args, c.reply_to, c.books)
-            .await
+        super::pairing::pair_reply(c.app, c.conn, c.msg, c.args, c.reply_to, c.books).await
     })
 }
 
 fn users(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
-    Box::pin(async move { c.app.users_reply(c.conn, c.msg, c.reply_to, c.books).await })
+    Box::pin(
+        async move { super::pairing::users_reply(c.app, c.conn, c.msg, c.reply_to, c.books).await },
+    )
 }
 
 fn help(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {

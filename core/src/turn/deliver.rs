@@ -15,133 +15,130 @@ use crate::telegram::api::Target;
 use crate::telegram::render::Part;
 use crate::telegram::TelegramError;
 
-impl App {
-    /// Appends the checkpointed turn to its session, unless a previous try already did.
-    /// Returns whether the session has grown past its budget and is due to be compacted
-    /// (after delivery, `compact.rs`).
-    pub(super) async fn apply_session_turn(
-        &self,
-        job: &Job,
-        update_id: i64,
-    ) -> Result<bool, PortError> {
-        let Some((key, messages)) = job
-            .checkpoint
-            .as_ref()
-            .and_then(|c| c.session_turn.as_ref())
-        else {
-            return Ok(false);
-        };
-        let kv = &*self.platform.kv;
-        let mut s = self.current_session(key, None).await?;
-        if s.has_applied(update_id) {
-            return Ok(false);
-        }
-        s.messages.extend(messages.iter().cloned());
-        let cfg = &self.config.session;
-        // With compaction on, what passes the window waits (up to twice the window) to be
-        // summarised rather than dropped; the model still reads at most the window.
-        let keep = match cfg.compact_tokens {
-            0 => cfg.history_window,
-            _ => cfg.history_window.saturating_mul(2),
-        };
-        session::trim(&mut s.messages, keep);
-        s.mark_applied(update_id);
-        s.updated_ms = self.platform.clock.now_ms();
-        session::save(kv, key, &s).await?;
-        Ok(crate::memory::compact::is_due(
-            &s.messages,
-            cfg.compact_tokens,
-            cfg.history_window,
-            cfg.keep_recent,
-        ))
+/// Appends the checkpointed turn to its session, unless a previous try already did.
+/// Returns whether the session has grown past its budget and is due to be compacted
+/// (after delivery, `compact.rs`).
+pub(super) async fn apply_session_turn(
+    app: &App,
+    job: &Job,
+    update_id: i64,
+) -> Result<bool, PortError> {
+    let Some((key, messages)) = job
+        .checkpoint
+        .as_ref()
+        .and_then(|c| c.session_turn.as_ref())
+    else {
+        return Ok(false);
+    };
+    let kv = &*app.platform.kv;
+    let mut s = super::current_session(app, key, None).await?;
+    if s.has_applied(update_id) {
+        return Ok(false);
     }
+    s.messages.extend(messages.iter().cloned());
+    let cfg = &app.config.session;
+    // With compaction on, what passes the window waits (up to twice the window) to be
+    // summarised rather than dropped; the model still reads at most the window.
+    let keep = match cfg.compact_tokens {
+        0 => cfg.history_window,
+        _ => cfg.history_window.saturating_mul(2),
+    };
+    session::trim(&mut s.messages, keep);
+    s.mark_applied(update_id);
+    s.updated_ms = app.platform.clock.now_ms();
+    session::save(kv, key, &s).await?;
+    Ok(crate::memory::compact::is_due(
+        &s.messages,
+        cfg.compact_tokens,
+        cfg.history_window,
+        cfg.keep_recent,
+    ))
+}
 
-    /// Puts the first part into the placeholder `id` the reply streamed into: an edit for a
-    /// text part (HTML, then plain text), else the placeholder is deleted and the part sent.
-    /// A placeholder that cannot be edited (deleted meanwhile) gives way to a new message.
-    async fn replace_placeholder(
-        &self,
-        conn: &Connector,
-        target: Target,
-        id: i64,
-        part: &Part,
-        reply_to: Option<i64>,
-    ) -> Result<(), TelegramError> {
-        if part.document.is_some() || !part.buttons.is_empty() {
-            if let Err(e) = conn.bot.delete_message(target.chat_id, id).await {
-                tracing::debug!(error = %e, "placeholder not deleted");
-            }
-            return self.send_part(conn, target, part, reply_to).await;
+/// Puts the first part into the placeholder `id` the reply streamed into: an edit for a
+/// text part (HTML, then plain text), else the placeholder is deleted and the part sent.
+/// A placeholder that cannot be edited (deleted meanwhile) gives way to a new message.
+async fn replace_placeholder(
+    app: &App,
+    conn: &Connector,
+    target: Target,
+    id: i64,
+    part: &Part,
+    reply_to: Option<i64>,
+) -> Result<(), TelegramError> {
+    if part.document.is_some() || !part.buttons.is_empty() {
+        if let Err(e) = conn.bot.delete_message(target.chat_id, id).await {
+            tracing::debug!(error = %e, "placeholder not deleted");
         }
-        match self.with_fallbacks(conn, target, part, Put::Edit(id)).await {
-            Err(TelegramError::BadRequest(e)) => {
-                tracing::debug!(error = %e, "placeholder not editable; sending anew");
-                self.send_part(conn, target, part, reply_to).await
-            }
-            done => done,
+        return send_part(app, conn, target, part, reply_to).await;
+    }
+    match with_fallbacks(app, conn, target, part, Put::Edit(id)).await {
+        Err(TelegramError::BadRequest(e)) => {
+            tracing::debug!(error = %e, "placeholder not editable; sending anew");
+            send_part(app, conn, target, part, reply_to).await
         }
+        done => done,
     }
+}
 
-    /// Sends one part, with [`App::with_fallbacks`].
-    async fn send_part(
-        &self,
-        conn: &Connector,
-        target: Target,
-        part: &Part,
-        reply_to: Option<i64>,
-    ) -> Result<(), TelegramError> {
-        self.with_fallbacks(conn, target, part, Put::Send(reply_to))
-            .await
-    }
+/// Sends one part, with `with_fallbacks`.
+async fn send_part(
+    app: &App,
+    conn: &Connector,
+    target: Target,
+    part: &Part,
+    reply_to: Option<i64>,
+) -> Result<(), TelegramError> {
+    with_fallbacks(app, conn, target, part, Put::Send(reply_to)).await
+}
 
-    /// Puts `part` out as `how` says: HTML first and, if Telegram refuses its entities, the
-    /// same as plain text; a short `retry_after` is waited out here.
-    async fn with_fallbacks(
-        &self,
-        conn: &Connector,
-        target: Target,
-        part: &Part,
-        how: Put,
-    ) -> Result<(), TelegramError> {
-        let mut html = part.html;
-        let mut text = part.text.clone();
-        for _ in 0..4 {
-            let done = match (how, &part.document) {
-                (Put::Edit(id), _) => conn.bot.edit_message(target, id, &text, html).await,
-                (Put::Send(reply_to), Some(doc)) => conn
-                    .bot
-                    .send_document(target, "answer.md", doc.as_bytes(), &text, reply_to)
+/// Puts `part` out as `how` says: HTML first and, if Telegram refuses its entities, the
+/// same as plain text; a short `retry_after` is waited out here.
+async fn with_fallbacks(
+    app: &App,
+    conn: &Connector,
+    target: Target,
+    part: &Part,
+    how: Put,
+) -> Result<(), TelegramError> {
+    let mut html = part.html;
+    let mut text = part.text.clone();
+    for _ in 0..4 {
+        let done = match (how, &part.document) {
+            (Put::Edit(id), _) => conn.bot.edit_message(target, id, &text, html).await,
+            (Put::Send(reply_to), Some(doc)) => conn
+                .bot
+                .send_document(target, "answer.md", doc.as_bytes(), &text, reply_to)
+                .await
+                .map(drop),
+            (Put::Send(reply_to), None) => {
+                let rows: Vec<Vec<(&str, &str)>> = part
+                    .buttons
+                    .iter()
+                    .map(|(label, data)| vec![(label.as_str(), data.as_str())])
+                    .collect();
+                conn.bot
+                    .send_with_keyboard(target, &text, html, reply_to, &rows)
                     .await
-                    .map(drop),
-                (Put::Send(reply_to), None) => {
-                    let rows: Vec<Vec<(&str, &str)>> = part
-                        .buttons
-                        .iter()
-                        .map(|(label, data)| vec![(label.as_str(), data.as_str())])
-                        .collect();
-                    conn.bot
-                        .send_with_keyboard(target, &text, html, reply_to, &rows)
-                        .await
-                        .map(drop)
-                }
-            };
-            match done {
-                Ok(()) => return Ok(()),
-                Err(e) if html && e.is_entity_error() => {
-                    tracing::warn!(error = %e, "HTML refused; trying again as plain text");
-                    html = false;
-                    text = crate::telegram::render::strip_html(&text);
-                }
-                Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
-                    self.platform.clock.sleep(Duration::from_secs(secs)).await;
-                }
-                Err(e) => return Err(e),
+                    .map(drop)
             }
+        };
+        match done {
+            Ok(()) => return Ok(()),
+            Err(e) if html && e.is_entity_error() => {
+                tracing::warn!(error = %e, "HTML refused; trying again as plain text");
+                html = false;
+                text = crate::telegram::render::strip_html(&text);
+            }
+            Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
+                app.platform.clock.sleep(Duration::from_secs(secs)).await;
+            }
+            Err(e) => return Err(e),
         }
-        Err(TelegramError::Unavailable(
-            "gave up sending after repeated refusals".into(),
-        ))
     }
+    Err(TelegramError::Unavailable(
+        "gave up sending after repeated refusals".into(),
+    ))
 }
 
 impl Turn<'_> {
@@ -176,11 +173,8 @@ impl Turn<'_> {
                 return Ok(Step::LostLease);
             }
             let sent = match placeholder.take() {
-                Some(id) => {
-                    app.replace_placeholder(conn, target, id, &part, reply_to)
-                        .await
-                }
-                None => app.send_part(conn, target, &part, reply_to).await,
+                Some(id) => replace_placeholder(app, conn, target, id, &part, reply_to).await,
+                None => send_part(app, conn, target, &part, reply_to).await,
             };
             match sent {
                 Ok(()) => {

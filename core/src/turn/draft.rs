@@ -95,202 +95,198 @@ pub(super) struct Beside<'a> {
     pub(super) allowance: Option<&'a Allowance>,
 }
 
-impl App {
-    /// How `msg`'s reply shows while it is written, if at all (`streaming:` in main.yaml).
-    pub(super) fn drafts_for(&self, msg: &Message) -> Option<Drafts> {
-        let s = &self.config.streaming;
-        match msg.is_private() {
-            true => s.private.then(|| Drafts::new(Show::Draft)),
-            false => s.groups.then(|| Drafts::new(Show::Edit)),
-        }
+/// How `msg`'s reply shows while it is written, if at all (`streaming:` in main.yaml).
+pub(super) fn drafts_for(app: &App, msg: &Message) -> Option<Drafts> {
+    let s = &app.config.streaming;
+    match msg.is_private() {
+        true => s.private.then(|| Drafts::new(Show::Draft)),
+        false => s.groups.then(|| Drafts::new(Show::Edit)),
     }
+}
 
-    /// Runs `turn` with "typing…" and the previews of `beside.drafts` beside it. When the
-    /// turn ends while a placeholder is being sent, waits for that send (and its id to be
-    /// kept), so delivery edits it instead of leaving a stray partial message.
-    pub(super) async fn beside_turn<T>(
-        &self,
-        beside: Beside<'_>,
-        turn: impl Future<Output = T>,
-    ) -> T {
-        let Beside {
-            conn,
-            target,
-            message_id,
-            drafts,
-            allowance,
-        } = beside;
-        let unbounded = Allowance::unbounded();
-        let allowance = allowance.unwrap_or(&unbounded);
-        let Some(d) = drafts else {
-            let typing = pin!(self.keep_typing(conn, target, allowance));
-            return match select(typing, pin!(turn)).await {
-                Either::Left((never, _)) => match never {},
-                Either::Right((out, _)) => out,
-            };
-        };
-        let settles = d.settles.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let typing = pin!(self.keep_typing(conn, target, allowance));
-        let previews = pin!(self.show_previews(conn, target, message_id, d, allowance));
-        let mut beside = pin!(select(typing, previews));
-        let out = match select(beside.as_mut(), pin!(turn)).await {
-            Either::Left((either, _)) => match either.factor_first().0 {},
+/// Runs `turn` with "typing…" and the previews of `beside.drafts` beside it. When the
+/// turn ends while a placeholder is being sent, waits for that send (and its id to be
+/// kept), so delivery edits it instead of leaving a stray partial message.
+pub(super) async fn beside_turn<T>(
+    app: &App,
+    beside: Beside<'_>,
+    turn: impl Future<Output = T>,
+) -> T {
+    let Beside {
+        conn,
+        target,
+        message_id,
+        drafts,
+        allowance,
+    } = beside;
+    let unbounded = Allowance::unbounded();
+    let allowance = allowance.unwrap_or(&unbounded);
+    let Some(d) = drafts else {
+        let typing = pin!(keep_typing(app, conn, target, allowance));
+        return match select(typing, pin!(turn)).await {
+            Either::Left((never, _)) => match never {},
             Either::Right((out, _)) => out,
         };
-        if let Some(mut settles) = settles {
-            // Each send that ends says so; the flag says whether one is still under way.
-            while d.sending.load(Ordering::SeqCst) {
-                match select(beside.as_mut(), settles.next()).await {
-                    Either::Left((either, _)) => match either.factor_first().0 {},
-                    Either::Right((None, _)) => break,
-                    Either::Right((Some(()), _)) => {}
-                }
+    };
+    let settles = d.settles.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let typing = pin!(keep_typing(app, conn, target, allowance));
+    let previews = pin!(show_previews(app, conn, target, message_id, d, allowance));
+    let mut beside = pin!(select(typing, previews));
+    let out = match select(beside.as_mut(), pin!(turn)).await {
+        Either::Left((either, _)) => match either.factor_first().0 {},
+        Either::Right((out, _)) => out,
+    };
+    if let Some(mut settles) = settles {
+        // Each send that ends says so; the flag says whether one is still under way.
+        while d.sending.load(Ordering::SeqCst) {
+            match select(beside.as_mut(), settles.next()).await {
+                Either::Left((either, _)) => match either.factor_first().0 {},
+                Either::Right((None, _)) => break,
+                Either::Right((Some(()), _)) => {}
             }
         }
-        out
     }
+    out
+}
 
-    /// Shows the text of `drafts` in `target` until dropped. Failures are only logged: the
-    /// finished message does not depend on them.
-    async fn show_previews(
-        &self,
-        conn: &Connector,
-        target: Target,
-        message_id: i64,
-        drafts: &Drafts,
-        allowance: &Allowance,
-    ) -> std::convert::Infallible {
-        let taken = drafts
-            .wakes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        let every = Duration::from_millis(match drafts.show {
-            Show::Draft => self.config.streaming.draft_every_ms,
-            Show::Edit => self.config.streaming.edit_every_ms,
-        });
-        let key = keys::preview(&conn.id, target.chat_id, message_id);
-        // The placeholder: looked up in the Kv (a retried turn's) before the first is sent.
-        let mut placeholder: Option<Option<i64>> = None;
-        if let Some(mut wakes) = taken {
-            let mut shown = String::new();
-            while wakes.next().await.is_some() {
-                // Whatever else changed meanwhile is in `latest` already.
-                while let Ok(()) = wakes.try_recv() {}
-                let text = drafts.latest();
-                if text == shown {
-                    continue;
+/// Shows the text of `drafts` in `target` until dropped. Failures are only logged: the
+/// finished message does not depend on them.
+async fn show_previews(
+    app: &App,
+    conn: &Connector,
+    target: Target,
+    message_id: i64,
+    drafts: &Drafts,
+    allowance: &Allowance,
+) -> std::convert::Infallible {
+    let taken = drafts
+        .wakes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let every = Duration::from_millis(match drafts.show {
+        Show::Draft => app.config.streaming.draft_every_ms,
+        Show::Edit => app.config.streaming.edit_every_ms,
+    });
+    let key = keys::preview(&conn.id, target.chat_id, message_id);
+    // The placeholder: looked up in the Kv (a retried turn's) before the first is sent.
+    let mut placeholder: Option<Option<i64>> = None;
+    if let Some(mut wakes) = taken {
+        let mut shown = String::new();
+        while wakes.next().await.is_some() {
+            // Whatever else changed meanwhile is in `latest` already.
+            while let Ok(()) = wakes.try_recv() {}
+            let text = drafts.latest();
+            if text == shown {
+                continue;
+            }
+            // Previews spend only the requests the turn's steps leave, spread out.
+            let Some(every) = allowance.preview_every(every, app.platform.clock.now_ms()) else {
+                continue;
+            };
+            match drafts.show {
+                Show::Draft => {
+                    if let Err(e) = conn.bot.send_draft(target, message_id.max(1), &text).await {
+                        tracing::debug!(error = %e, "sendMessageDraft failed");
+                    }
                 }
-                // Previews spend only the requests the turn's steps leave, spread out.
-                let Some(every) = allowance.preview_every(every, self.platform.clock.now_ms())
-                else {
-                    continue;
-                };
-                match drafts.show {
-                    Show::Draft => {
-                        if let Err(e) = conn.bot.send_draft(target, message_id.max(1), &text).await
-                        {
-                            tracing::debug!(error = %e, "sendMessageDraft failed");
+                Show::Edit => {
+                    let known = match placeholder {
+                        Some(known) => known,
+                        None => placeholder_of(app, &key).await,
+                    };
+                    placeholder = Some(match known {
+                        Some(id) => {
+                            // Withdrawn text (a retry starts) shows as an ellipsis.
+                            let body = if text.is_empty() { "…" } else { &text };
+                            if let Err(e) =
+                                conn.bot.edit_message(target, id, &clip(body), false).await
+                            {
+                                tracing::debug!(error = %e, "placeholder edit failed");
+                            }
+                            Some(id)
                         }
-                    }
-                    Show::Edit => {
-                        let known = match placeholder {
-                            Some(known) => known,
-                            None => self.placeholder_of(&key).await,
-                        };
-                        placeholder = Some(match known {
-                            Some(id) => {
-                                // Withdrawn text (a retry starts) shows as an ellipsis.
-                                let body = if text.is_empty() { "…" } else { &text };
-                                if let Err(e) =
-                                    conn.bot.edit_message(target, id, &clip(body), false).await
-                                {
-                                    tracing::debug!(error = %e, "placeholder edit failed");
-                                }
-                                Some(id)
-                            }
-                            None if text.is_empty() => None,
-                            None => {
-                                self.send_placeholder(conn, target, message_id, &key, &text, drafts)
-                                    .await
-                            }
-                        });
-                    }
-                }
-                shown = text;
-                self.platform.clock.sleep(every).await;
-            }
-        }
-        futures::future::pending().await
-    }
-
-    /// The placeholder a previous try of this turn sent, if any.
-    async fn placeholder_of(&self, key: &str) -> Option<i64> {
-        match self.platform.kv.get(key).await {
-            Ok(v) => v.and_then(|b| std::str::from_utf8(&b).ok()?.parse().ok()),
-            Err(e) => {
-                tracing::debug!(error = %e, "placeholder lookup failed");
-                None
-            }
-        }
-    }
-
-    /// Sends the placeholder (a reply to the question) and keeps its id; tells a turn that
-    /// ended meanwhile that it is kept.
-    async fn send_placeholder(
-        &self,
-        conn: &Connector,
-        target: Target,
-        message_id: i64,
-        key: &str,
-        text: &str,
-        drafts: &Drafts,
-    ) -> Option<i64> {
-        drafts.sending.store(true, Ordering::SeqCst);
-        let sent = conn
-            .bot
-            .send_message(target, &clip(text), false, Some(message_id))
-            .await;
-        let id = match sent {
-            Ok(id) if id > 0 => {
-                let put = self
-                    .platform
-                    .kv
-                    .put(key, id.to_string().as_bytes(), Some(PREVIEW_TTL))
-                    .await;
-                if let Err(e) = put {
-                    tracing::warn!(error = %e, "placeholder id not kept");
-                }
-                Some(id)
-            }
-            Ok(_) => None,
-            Err(e) => {
-                tracing::debug!(error = %e, "placeholder not sent");
-                None
-            }
-        };
-        drafts.sending.store(false, Ordering::SeqCst);
-        let _ = drafts.settled.unbounded_send(());
-        id
-    }
-
-    /// Shows "typing…" in the chat until dropped: at once, then every [`TYPING_EVERY`]
-    /// (Telegram shows it for about 5 s), while `allowance` spares the request. Failures are
-    /// only logged.
-    pub(super) async fn keep_typing(
-        &self,
-        conn: &Connector,
-        target: Target,
-        allowance: &crate::allowance::Allowance,
-    ) -> std::convert::Infallible {
-        loop {
-            if allowance.may_spare() {
-                if let Err(e) = conn.bot.send_typing(target).await {
-                    tracing::debug!(error = %e, "sendChatAction failed");
+                        None if text.is_empty() => None,
+                        None => {
+                            send_placeholder(app, conn, target, message_id, &key, &text, drafts)
+                                .await
+                        }
+                    });
                 }
             }
-            crate::task::yield_now().await;
-            self.platform.clock.sleep(TYPING_EVERY).await;
+            shown = text;
+            app.platform.clock.sleep(every).await;
         }
+    }
+    futures::future::pending().await
+}
+
+/// The placeholder a previous try of this turn sent, if any.
+async fn placeholder_of(app: &App, key: &str) -> Option<i64> {
+    match app.platform.kv.get(key).await {
+        Ok(v) => v.and_then(|b| std::str::from_utf8(&b).ok()?.parse().ok()),
+        Err(e) => {
+            tracing::debug!(error = %e, "placeholder lookup failed");
+            None
+        }
+    }
+}
+
+/// Sends the placeholder (a reply to the question) and keeps its id; tells a turn that
+/// ended meanwhile that it is kept.
+async fn send_placeholder(
+    app: &App,
+    conn: &Connector,
+    target: Target,
+    message_id: i64,
+    key: &str,
+    text: &str,
+    drafts: &Drafts,
+) -> Option<i64> {
+    drafts.sending.store(true, Ordering::SeqCst);
+    let sent = conn
+        .bot
+        .send_message(target, &clip(text), false, Some(message_id))
+        .await;
+    let id = match sent {
+        Ok(id) if id > 0 => {
+            let put = app
+                .platform
+                .kv
+                .put(key, id.to_string().as_bytes(), Some(PREVIEW_TTL))
+                .await;
+            if let Err(e) = put {
+                tracing::warn!(error = %e, "placeholder id not kept");
+            }
+            Some(id)
+        }
+        Ok(_) => None,
+        Err(e) => {
+            tracing::debug!(error = %e, "placeholder not sent");
+            None
+        }
+    };
+    drafts.sending.store(false, Ordering::SeqCst);
+    let _ = drafts.settled.unbounded_send(());
+    id
+}
+
+/// Shows "typing…" in the chat until dropped: at once, then every [`TYPING_EVERY`]
+/// (Telegram shows it for about 5 s), while `allowance` spares the request. Failures are
+/// only logged.
+pub(super) async fn keep_typing(
+    app: &App,
+    conn: &Connector,
+    target: Target,
+    allowance: &crate::allowance::Allowance,
+) -> std::convert::Infallible {
+    loop {
+        if allowance.may_spare() {
+            if let Err(e) = conn.bot.send_typing(target).await {
+                tracing::debug!(error = %e, "sendChatAction failed");
+            }
+        }
+        crate::task::yield_now().await;
+        app.platform.clock.sleep(TYPING_EVERY).await;
     }
 }

@@ -9,7 +9,6 @@
 use base64::Engine as _;
 
 use super::{Failure, Turn};
-use crate::app::App;
 use crate::connector::Connector;
 use crate::inbox::Job;
 use crate::keys;
@@ -30,33 +29,30 @@ pub(super) enum Input {
     Lost,
 }
 
-impl App {
-    /// Downloads a file of at most `max` bytes; `None` when it is bigger (said by Telegram
-    /// or found while reading).
-    async fn fetch(
-        &self,
-        conn: &Connector,
-        file_id: &str,
-        size: Option<u64>,
-        max: usize,
-    ) -> Result<Option<Vec<u8>>, Failure> {
-        if size.is_some_and(|s| s > max as u64) {
-            return Ok(None);
-        }
-        let (path, size) = match conn.bot.get_file(file_id).await {
-            Ok(found) => found,
-            // Over the Bot API's 20 MB limit: Telegram gives no path.
-            Err(TelegramError::BadRequest(d)) if d.contains("too big") => return Ok(None),
-            Err(e) => return Err(Failure::telegram(e)),
-        };
-        if size.is_some_and(|s| s > max as u64) {
-            return Ok(None);
-        }
-        conn.bot
-            .download(&path, max)
-            .await
-            .map_err(Failure::telegram)
+/// Downloads a file of at most `max` bytes; `None` when it is bigger (said by Telegram
+/// or found while reading).
+async fn fetch(
+    conn: &Connector,
+    file_id: &str,
+    size: Option<u64>,
+    max: usize,
+) -> Result<Option<Vec<u8>>, Failure> {
+    if size.is_some_and(|s| s > max as u64) {
+        return Ok(None);
     }
+    let (path, size) = match conn.bot.get_file(file_id).await {
+        Ok(found) => found,
+        // Over the Bot API's 20 MB limit: Telegram gives no path.
+        Err(TelegramError::BadRequest(d)) if d.contains("too big") => return Ok(None),
+        Err(e) => return Err(Failure::telegram(e)),
+    };
+    if size.is_some_and(|s| s > max as u64) {
+        return Ok(None);
+    }
+    conn.bot
+        .download(&path, max)
+        .await
+        .map_err(Failure::telegram)
 }
 
 impl Turn<'_> {
@@ -74,7 +70,7 @@ impl Turn<'_> {
             }
         }
         // The model that will read them, as the chat chose it (read once for an album).
-        let chain = app.chain_for(conn, msg.chat.id.0).await;
+        let chain = super::model::chain_for(app, conn, msg.chat.id.0).await;
         let mut blocks = Vec::new();
         let mut notes = Vec::new();
         for (i, m) in messages.iter().enumerate() {
@@ -217,7 +213,7 @@ impl Turn<'_> {
                         "I cannot see images: my model ({model}) has no vision. Describe it in words, or ask the bot's owner for a model that sees images."
                     )));
                 }
-                let Some(bytes) = app.fetch(conn, file_id, size, cfg.max_photo()).await? else {
+                let Some(bytes) = fetch(conn, file_id, size, cfg.max_photo()).await? else {
                     return Ok(Read::Reply(too_large("photo", cfg.max_photo_kb)));
                 };
                 Ok(Read::Block(Block::Image {
@@ -244,9 +240,8 @@ impl Turn<'_> {
                         "I cannot listen to a {what} yet: the bot's owner needs to set GROQ_API_KEY or OPENAI_API_KEY (or TRANSCRIBE_BASE_URL) for transcription."
                     )));
                 };
-                let Some(bytes) = app
-                    .fetch(conn, &file.file_id, file.file_size, cfg.max_audio())
-                    .await?
+                let Some(bytes) =
+                    fetch(conn, &file.file_id, file.file_size, cfg.max_audio()).await?
                 else {
                     return Ok(Read::Reply(too_large(what, cfg.max_audio_kb)));
                 };
@@ -263,9 +258,8 @@ impl Turn<'_> {
                 Ok(Read::Note(transcribed(what, &t)))
             }
             Media::Text { file, name } => {
-                let Some(bytes) = app
-                    .fetch(conn, &file.file_id, file.file_size, cfg.max_text())
-                    .await?
+                let Some(bytes) =
+                    fetch(conn, &file.file_id, file.file_size, cfg.max_text()).await?
                 else {
                     return Ok(Read::Reply(too_large("text file", cfg.max_text_kb)));
                 };
@@ -284,9 +278,7 @@ impl Turn<'_> {
                         "I cannot read PDFs with my model ({model}). Send the text, or ask the bot's owner for a model that reads PDFs (Anthropic, Gemini or OpenAI)."
                     )));
                 }
-                let Some(bytes) = app
-                    .fetch(conn, &file.file_id, file.file_size, cfg.max_pdf())
-                    .await?
+                let Some(bytes) = fetch(conn, &file.file_id, file.file_size, cfg.max_pdf()).await?
                 else {
                     return Ok(Read::Reply(too_large("PDF", cfg.max_pdf_kb)));
                 };

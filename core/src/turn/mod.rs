@@ -19,11 +19,12 @@ mod progress;
 mod reminders;
 mod reports;
 mod run;
+mod tap;
 
 use clawless_platform::PortError;
 
 use crate::app::App;
-use crate::connector::{Connector, Routed};
+use crate::connector::Routed;
 use crate::ids::{Scope, SessionKey};
 use crate::inbox::{Checkpoint, Job, Lease};
 use crate::keys;
@@ -95,7 +96,7 @@ impl Failure {
     }
 }
 
-/// Why [`App::answer`] gave no reply.
+/// Why [`Turn::answer`] gave no reply.
 enum Answer {
     Failed(Failure),
     /// Another drainer took the lane.
@@ -119,7 +120,7 @@ pub(super) enum Reply {
     Ask(Box<crate::inbox::Suspended>),
 }
 
-/// One job's turn, built once per job by [`App::process`] once the update is read and the
+/// One job's turn, built once per job by `process` once the update is read and the
 /// conversation routed: what every step of it needs besides the job itself.
 #[derive(Clone, Copy)]
 pub(super) struct Turn<'a> {
@@ -147,238 +148,198 @@ pub(crate) enum Step {
     HandOff,
 }
 
-impl App {
-    /// Processes a job while holding `lease`, checking the lease before every write that
-    /// matters.
-    pub(crate) async fn process(
-        &self,
-        key: &str,
-        mut job: Job,
-        lease: Lease<'_>,
-    ) -> Result<Step, PortError> {
-        let parsed = Update::from_value(&job.update);
-        let (Ok(update), Some(conn)) = (parsed, self.connectors.get(&job.connector)) else {
-            tracing::error!(
-                key,
-                "job names an unknown connector or holds an unreadable update; dropped"
-            );
-            self.inbox.finish(key, &job).await?;
-            return Ok(Step::Done);
-        };
-        if let crate::telegram::UpdateKind::CallbackQuery(q) = &update.kind {
-            // An approval's tap reaches here only when no turn waits for it: a turn waiting
-            // for an answer takes the taps queued behind it (`approval::await_answer`).
-            self.button_tap(conn, q).await;
-            self.inbox.finish(key, &job).await?;
-            return Ok(Step::Done);
-        }
-        let Some(msg) = update.message() else {
-            self.inbox.finish(key, &job).await?;
-            return Ok(Step::Done);
-        };
-        // The agent that answers this conversation, for the rest of the job.
-        let conn = &self.routed(conn, msg).await;
-        let target = Target {
-            chat_id: msg.chat.id.0,
-            thread_id: msg.topic(),
-        };
-        let turn = Turn {
-            app: self,
+/// Processes a job while holding `lease`, checking the lease before every write that
+/// matters.
+pub(crate) async fn process(
+    app: &App,
+    key: &str,
+    mut job: Job,
+    lease: Lease<'_>,
+) -> Result<Step, PortError> {
+    let parsed = Update::from_value(&job.update);
+    let (Ok(update), Some(conn)) = (parsed, app.connectors.get(&job.connector)) else {
+        tracing::error!(
             key,
-            conn,
-            msg,
-            target,
-            lease,
+            "job names an unknown connector or holds an unreadable update; dropped"
+        );
+        app.inbox.finish(key, &job).await?;
+        return Ok(Step::Done);
+    };
+    if let crate::telegram::UpdateKind::CallbackQuery(q) = &update.kind {
+        // An approval's tap reaches here only when no turn waits for it: a turn waiting
+        // for an answer takes the taps queued behind it (`approval::await_answer`).
+        tap::button_tap(app, conn, q).await;
+        app.inbox.finish(key, &job).await?;
+        return Ok(Step::Done);
+    }
+    let Some(msg) = update.message() else {
+        app.inbox.finish(key, &job).await?;
+        return Ok(Step::Done);
+    };
+    // The agent that answers this conversation, for the rest of the job.
+    let conn = &agents::routed(app, conn, msg).await;
+    let target = Target {
+        chat_id: msg.chat.id.0,
+        thread_id: msg.topic(),
+    };
+    let turn = Turn {
+        app,
+        key,
+        conn,
+        msg,
+        target,
+        lease,
+    };
+    let mut ended = "answered";
+    if job.checkpoint.is_none() {
+        // A waiting turn is looked at in place: its state (up to 256 KB) is not copied on
+        // every drain of its lane while it waits.
+        let answer = if job.running.is_some() {
+            // A turn cut by a crash goes on from its last kept step.
+            turn.go_on(&mut job).await
+        } else if job.suspended.is_some() {
+            match turn.await_answer(&mut job).await? {
+                approval::Wait::Until(at) => return Ok(Step::RetryAt(at)),
+                approval::Wait::LostLease => return Ok(Step::LostLease),
+                approval::Wait::Answered => turn.resume(&mut job).await,
+            }
+        } else {
+            turn.answer(&mut job).await
         };
-        let mut ended = "answered";
-        if job.checkpoint.is_none() {
-            // A waiting turn is looked at in place: its state (up to 256 KB) is not copied on
-            // every drain of its lane while it waits.
-            let answer = if job.running.is_some() {
-                // A turn cut by a crash goes on from its last kept step.
-                turn.go_on(&mut job).await
-            } else if job.suspended.is_some() {
-                match turn.await_answer(&mut job).await? {
-                    approval::Wait::Until(at) => return Ok(Step::RetryAt(at)),
-                    approval::Wait::LostLease => return Ok(Step::LostLease),
-                    approval::Wait::Answered => turn.resume(&mut job).await,
+        let answer = match answer {
+            Err(Answer::Lost) => return Ok(Step::LostLease),
+            Err(Answer::HandOff) => {
+                if !app.inbox.hold(lease).await? {
+                    return Ok(Step::LostLease);
                 }
-            } else {
-                turn.answer(&mut job).await
-            };
-            let answer = match answer {
-                Err(Answer::Lost) => return Ok(Step::LostLease),
-                Err(Answer::HandOff) => {
-                    if !self.inbox.hold(lease).await? {
-                        return Ok(Step::LostLease);
-                    }
-                    self.inbox.save(key, &job).await?;
-                    return Ok(Step::HandOff);
-                }
-                Err(Answer::Failed(f)) => Err(f),
-                Ok(reply) => Ok(reply),
-            };
-            if !self.inbox.hold(lease).await? {
-                tracing::warn!(key, "lane taken by another drainer; answer discarded");
-                return Ok(Step::LostLease);
+                app.inbox.save(key, &job).await?;
+                return Ok(Step::HandOff);
             }
-            match answer {
-                Ok(Reply::Send(cp)) => {
-                    job.suspended = None;
-                    job.running = None;
-                    job.checkpoint = Some(cp);
-                    self.inbox.save(key, &job).await?;
-                }
-                Ok(Reply::Ask(s)) => {
-                    self.turn_ended(&job, "waiting");
-                    return turn.suspend(&mut job, *s).await;
-                }
-                Ok(Reply::Nothing) => {
-                    self.inbox.finish(key, &job).await?;
-                    self.turn_ended(&job, "nothing");
-                    return Ok(Step::Done);
-                }
-                Err(failure) => {
-                    let reason = &failure.detail;
-                    if let Some(at) = self.inbox.retry_later(key, &mut job).await? {
-                        tracing::warn!(key, attempt = job.attempts, %reason, "turn failed; will retry");
-                        let retry = crate::events::Event::RetryScheduled {
-                            attempt: job.attempts,
-                            retry_at_ms: at,
-                            reason: reason.chars().take(200).collect(),
-                        };
-                        self.emit(&trace(&job), retry);
-                        return Ok(Step::RetryAt(at));
-                    }
-                    ended = "failed";
-                    tracing::error!(key, %reason, "turn failed for the last time; telling the user");
-                    let text = format!("Sorry, I could not answer that: {}", failure.user);
-                    job.suspended = None;
-                    // What the person said stays in the session, marked unanswered, so "try
-                    // again" or the next message has it.
-                    let session_turn = job.running.take().and_then(|run| {
-                        let asked = run.messages.into_iter().next()?;
-                        let key = session::session_key(&conn.id, msg);
-                        let note = format!("[Not answered: {}]", failure.user);
-                        Some((
-                            key,
-                            vec![asked, crate::llm::ChatMessage::assistant_text(note)],
-                        ))
-                    });
-                    job.checkpoint = Some(Checkpoint {
-                        parts: plain_parts(&text),
-                        sent: 0,
-                        reply_to: None,
-                        session_turn,
-                        books: None,
-                    });
-                    self.inbox.save(key, &job).await?;
-                }
-            }
-        }
-        let compact = self.apply_session_turn(&job, update.id).await?;
-        // The bookkeeping goes out beside the answer; taken from the job first, so the saves
-        // of the delivery do not keep it for a retry.
-        let books = job.checkpoint.as_mut().and_then(|c| c.books.take());
-        // A group's streamed reply may have a placeholder to edit into the first part.
-        let preview = (self.config.streaming.groups && !msg.is_private())
-            .then(|| keys::preview(&conn.id, msg.chat.id.0, msg.message_id));
-        let (step, ()) = futures::future::join(
-            turn.deliver(&mut job, preview),
-            self.keep_books(conn, books),
-        )
-        .await;
-        if matches!(step, Ok(Step::Done)) {
-            self.turn_ended(&job, ended);
-        }
-        if compact && matches!(step, Ok(Step::Done)) {
-            // The answer is out: the user does not wait for this.
-            if let Err(e) = self.compact_session(conn, msg).await {
-                tracing::warn!(error = %e, "compaction failed; the history is trimmed instead");
-            }
-        }
-        step
-    }
-
-    /// Publishes the end of `job`'s turn, with the time since it was accepted.
-    fn turn_ended(&self, job: &Job, outcome: &str) {
-        let now = self.platform.clock.now_ms();
-        let latency_ms = match job.accepted_ms {
-            0 => 0,
-            at => now.saturating_sub(at),
+            Err(Answer::Failed(f)) => Err(f),
+            Ok(reply) => Ok(reply),
         };
-        let event = crate::events::Event::TurnEnded {
-            outcome: outcome.to_owned(),
-            latency_ms,
-        };
-        self.emit(&trace(job), event);
-    }
-
-    /// Answers a tap on one of the bot's buttons ([`button::Button`]) that no waiting turn
-    /// took: a reminder's cancel, a model, an agent, a `/users` remove; an approval no turn
-    /// waits for any more; data no button of this bot wrote is refused. Always answered.
-    pub(super) async fn button_tap(
-        &self,
-        conn: &Connector,
-        q: &crate::telegram::types::CallbackQuery,
-    ) {
-        use button::Button;
-        let tapped = q.data.as_deref().and_then(Button::decode);
-        let refusal = match &tapped {
-            Some(Button::CancelReminder(id)) => return self.reminder_tap(conn, q, *id).await,
-            Some(b @ (Button::Model { .. } | Button::DefaultModel)) => {
-                return self.model_tap(conn, q, b).await
+        if !app.inbox.hold(lease).await? {
+            tracing::warn!(key, "lane taken by another drainer; answer discarded");
+            return Ok(Step::LostLease);
+        }
+        match answer {
+            Ok(Reply::Send(cp)) => {
+                job.suspended = None;
+                job.running = None;
+                job.checkpoint = Some(cp);
+                app.inbox.save(key, &job).await?;
             }
-            Some(Button::Agent(index)) => return self.agent_tap(conn, q, *index).await,
-            Some(Button::Unpair(user)) => return self.pairing_tap(conn, q, *user).await,
-            // A stale or repeated approval button.
-            Some(Button::Approval { .. }) => "This request is no longer waiting.",
-            None => "That button is no longer valid.",
-        };
-        if let Err(e) = conn.bot.answer_callback(&q.id, refusal, false).await {
-            tracing::debug!(error = %e, "answerCallbackQuery failed");
+            Ok(Reply::Ask(s)) => {
+                turn_ended(app, &job, "waiting");
+                return turn.suspend(&mut job, *s).await;
+            }
+            Ok(Reply::Nothing) => {
+                app.inbox.finish(key, &job).await?;
+                turn_ended(app, &job, "nothing");
+                return Ok(Step::Done);
+            }
+            Err(failure) => {
+                let reason = &failure.detail;
+                if let Some(at) = app.inbox.retry_later(key, &mut job).await? {
+                    tracing::warn!(key, attempt = job.attempts, %reason, "turn failed; will retry");
+                    let retry = crate::events::Event::RetryScheduled {
+                        attempt: job.attempts,
+                        retry_at_ms: at,
+                        reason: reason.chars().take(200).collect(),
+                    };
+                    app.emit(&trace(&job), retry);
+                    return Ok(Step::RetryAt(at));
+                }
+                ended = "failed";
+                tracing::error!(key, %reason, "turn failed for the last time; telling the user");
+                let text = format!("Sorry, I could not answer that: {}", failure.user);
+                job.suspended = None;
+                // What the person said stays in the session, marked unanswered, so "try
+                // again" or the next message has it.
+                let session_turn = job.running.take().and_then(|run| {
+                    let asked = run.messages.into_iter().next()?;
+                    let key = session::session_key(&conn.id, msg);
+                    let note = format!("[Not answered: {}]", failure.user);
+                    Some((
+                        key,
+                        vec![asked, crate::llm::ChatMessage::assistant_text(note)],
+                    ))
+                });
+                job.checkpoint = Some(Checkpoint {
+                    parts: plain_parts(&text),
+                    sent: 0,
+                    reply_to: None,
+                    session_turn,
+                    books: None,
+                });
+                app.inbox.save(key, &job).await?;
+            }
         }
     }
-
-    /// Whether the person tapping may talk to the bot (a storage failure: no, logged).
-    pub(super) async fn may_tap(
-        &self,
-        conn: &Connector,
-        q: &crate::telegram::types::CallbackQuery,
-    ) -> bool {
-        self.may_talk(conn, q.from.id.0).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "who may talk could not be read");
-            false
-        })
+    let compact = deliver::apply_session_turn(app, &job, update.id).await?;
+    // The bookkeeping goes out beside the answer; taken from the job first, so the saves
+    // of the delivery do not keep it for a retry.
+    let books = job.checkpoint.as_mut().and_then(|c| c.books.take());
+    // A group's streamed reply may have a placeholder to edit into the first part.
+    let preview = (app.config.streaming.groups && !msg.is_private())
+        .then(|| keys::preview(&conn.id, msg.chat.id.0, msg.message_id));
+    let (step, ()) = futures::future::join(
+        turn.deliver(&mut job, preview),
+        run::keep_books(app, conn, books),
+    )
+    .await;
+    if matches!(step, Ok(Step::Done)) {
+        turn_ended(app, &job, ended);
     }
-
-    /// The session, or a fresh one when it has been idle past `idle_minutes`; with `end`, an
-    /// idle one is ended first, its summary going to the memory `scope` (see
-    /// [`crate::memory::lifecycle::Lifecycle::end_session`]).
-    async fn current_session(
-        &self,
-        key: &SessionKey,
-        end: Option<(&Routed<'_>, &Scope)>,
-    ) -> Result<session::Session, PortError> {
-        let s = session::load(&*self.platform.kv, key).await?;
-        let idle = self.config.session.idle_ms();
-        if idle > 0
-            && s.updated_ms > 0
-            && self.platform.clock.now_ms().saturating_sub(s.updated_ms) > idle
-        {
-            if let Some((conn, scope)) = end {
-                self.lifecycle()
-                    .end_session(&conn.agent.chain, scope, key, &s)
-                    .await;
-            }
-            return Ok(session::Session {
-                last_update_id: s.last_update_id,
-                applied: s.applied,
-                ..Default::default()
-            });
+    if compact && matches!(step, Ok(Step::Done)) {
+        // The answer is out: the user does not wait for this.
+        if let Err(e) = compact::compact_session(app, conn, msg).await {
+            tracing::warn!(error = %e, "compaction failed; the history is trimmed instead");
         }
-        Ok(s)
     }
+    step
+}
+
+/// Publishes the end of `job`'s turn, with the time since it was accepted.
+fn turn_ended(app: &App, job: &Job, outcome: &str) {
+    let now = app.platform.clock.now_ms();
+    let latency_ms = match job.accepted_ms {
+        0 => 0,
+        at => now.saturating_sub(at),
+    };
+    let event = crate::events::Event::TurnEnded {
+        outcome: outcome.to_owned(),
+        latency_ms,
+    };
+    app.emit(&trace(job), event);
+}
+
+/// The session, or a fresh one when it has been idle past `idle_minutes`; with `end`, an
+/// idle one is ended first, its summary going to the memory `scope` (see
+/// [`crate::memory::lifecycle::Lifecycle::end_session`]).
+async fn current_session(
+    app: &App,
+    key: &SessionKey,
+    end: Option<(&Routed<'_>, &Scope)>,
+) -> Result<session::Session, PortError> {
+    let s = session::load(&*app.platform.kv, key).await?;
+    let idle = app.config.session.idle_ms();
+    if idle > 0
+        && s.updated_ms > 0
+        && app.platform.clock.now_ms().saturating_sub(s.updated_ms) > idle
+    {
+        if let Some((conn, scope)) = end {
+            app.lifecycle()
+                .end_session(&conn.agent.chain, scope, key, &s)
+                .await;
+        }
+        return Ok(session::Session {
+            last_update_id: s.last_update_id,
+            applied: s.applied,
+            ..Default::default()
+        });
+    }
+    Ok(s)
 }
 
 impl Turn<'_> {
@@ -398,7 +359,11 @@ impl Turn<'_> {
             return self.fired(&fire, &progress).await;
         }
         let me = match decide::needs_identity(msg) {
-            true => Some(app.identity(conn).await.map_err(Failure::telegram)?),
+            true => Some(
+                agents::identity(app, conn)
+                    .await
+                    .map_err(Failure::telegram)?,
+            ),
             false => None,
         };
         let mut gate = decide::Gate::of(conn, app.config.limits.max_input_chars);
@@ -416,9 +381,7 @@ impl Turn<'_> {
                 return Ok(Reply::Nothing);
             }
             Decision::Stranger(_) => {
-                return Ok(app
-                    .stranger_reply(conn, msg, job.update_id, reply_to)
-                    .await?)
+                return Ok(pairing::stranger_reply(app, conn, msg, job.update_id, reply_to).await?)
             }
             Decision::Reply(text) => text,
             Decision::Command(command, args) => {
@@ -427,7 +390,7 @@ impl Turn<'_> {
                     name: command.name.to_owned(),
                 };
                 let now = app.platform.clock.now_ms();
-                let books = app.books(msg, Default::default(), 0, vec![(now, step)]);
+                let books = run::books(msg, Default::default(), 0, vec![(now, step)]);
                 let ctx = commands::Ctx {
                     app,
                     conn,

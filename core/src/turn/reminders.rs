@@ -8,136 +8,113 @@ use super::button::Button;
 use super::{Checkpoint, Failure, Reply, Turn};
 use crate::app::App;
 use crate::connector::Connector;
-use crate::ids::ConnectorId;
 use crate::llm::ChatMessage;
 use crate::schedule::zone::Zone;
-use crate::schedule::{Fire, Origin, What};
+use crate::schedule::{Fire, What};
 use crate::telegram::render::plain_parts;
 use crate::telegram::types::CallbackQuery;
-use crate::telegram::{ChatKind, Message};
+use crate::telegram::Message;
 
 /// How much of a reminder's text `/reminders` shows.
 const SHOWN_CHARS: usize = 60;
 
-/// Where a reminder set in `msg`'s conversation fires: its chat, topic and sender.
-pub(super) fn origin(connector: &ConnectorId, msg: &Message) -> Origin {
-    let chat_type = match msg.chat.kind {
-        ChatKind::Private => "private",
-        ChatKind::Group => "group",
-        ChatKind::Supergroup => "supergroup",
-        ChatKind::Channel => "channel",
-        ChatKind::Other => "other",
+/// `/reminders`: the chat's reminders, times in its zone, a cancel button each.
+pub(super) async fn reminders_reply(
+    app: &App,
+    conn: &Connector,
+    msg: &Message,
+    reply_to: Option<i64>,
+    books: Option<Box<crate::usage::Books>>,
+) -> Result<Reply, PortError> {
+    let chat = msg.chat.id.0;
+    let store = app.schedules();
+    let zone = store.zone_of(&conn.id, chat).await?;
+    let all = store.list(&conn.id, chat).await?;
+    let now = app.platform.clock.now_ms();
+    let text = match all.is_empty() {
+        true => format!(
+            "No reminders in this chat. Ask me, e.g. \"remind me tomorrow at 9 to call Ana\" or \"every Monday at 8 send me the week's plan\". Time zone: {} (/timezone to change it).",
+            zone.name
+        ),
+        false => {
+            let lines: Vec<String> = all
+                .iter()
+                .map(|r| crate::tools::schedule::describe(r, &zone, now, SHOWN_CHARS))
+                .collect();
+            format!(
+                "Reminders in this chat (time zone {}):\n{}",
+                zone.name,
+                lines.join("\n")
+            )
+        }
     };
-    let from = msg.from.as_ref();
-    Origin {
-        connector: connector.clone(),
-        chat: msg.chat.id.0,
-        chat_type: chat_type.into(),
-        thread: msg.topic(),
-        user: from.map_or(0, |u| u.id.0),
-        user_name: from.map(|u| u.first_name.clone()).unwrap_or_default(),
-    }
+    let buttons = all
+        .iter()
+        .map(|r| {
+            (
+                format!("Cancel #{}", r.id),
+                Button::CancelReminder(r.id).encode(),
+            )
+        })
+        .collect();
+    Ok(super::with_buttons(&text, buttons, reply_to, books))
 }
 
-impl App {
-    /// `/reminders`: the chat's reminders, times in its zone, a cancel button each.
-    pub(super) async fn reminders_reply(
-        &self,
-        conn: &Connector,
-        msg: &Message,
-        reply_to: Option<i64>,
-        books: Option<Box<crate::usage::Books>>,
-    ) -> Result<Reply, PortError> {
-        let chat = msg.chat.id.0;
-        let store = self.schedules();
+/// `/timezone`: shows the chat's zone, or sets it to `arg`.
+pub(super) async fn timezone_reply(
+    app: &App,
+    conn: &Connector,
+    chat: i64,
+    arg: &str,
+) -> Result<String, PortError> {
+    let store = app.schedules();
+    let now = (app.platform.clock.now_ms() / 1000) as i64;
+    if arg.is_empty() {
         let zone = store.zone_of(&conn.id, chat).await?;
-        let all = store.list(&conn.id, chat).await?;
-        let now = self.platform.clock.now_ms();
-        let text = match all.is_empty() {
-            true => format!(
-                "No reminders in this chat. Ask me, e.g. \"remind me tomorrow at 9 to call Ana\" or \"every Monday at 8 send me the week's plan\". Time zone: {} (/timezone to change it).",
-                zone.name
-            ),
-            false => {
-                let lines: Vec<String> = all
-                    .iter()
-                    .map(|r| crate::tools::schedule::describe(r, &zone, now, SHOWN_CHARS))
-                    .collect();
-                format!(
-                    "Reminders in this chat (time zone {}):\n{}",
-                    zone.name,
-                    lines.join("\n")
-                )
-            }
-        };
-        let buttons = all
-            .iter()
-            .map(|r| {
-                (
-                    format!("Cancel #{}", r.id),
-                    Button::CancelReminder(r.id).encode(),
-                )
-            })
-            .collect();
-        Ok(super::with_buttons(&text, buttons, reply_to, books))
-    }
-
-    /// `/timezone`: shows the chat's zone, or sets it to `arg`.
-    pub(super) async fn timezone_reply(
-        &self,
-        conn: &Connector,
-        chat: i64,
-        arg: &str,
-    ) -> Result<String, PortError> {
-        let store = self.schedules();
-        let now = (self.platform.clock.now_ms() / 1000) as i64;
-        if arg.is_empty() {
-            let zone = store.zone_of(&conn.id, chat).await?;
-            return Ok(format!(
-                "This chat's time zone is {}: it is {}. Change it with /timezone Europe/Berlin (any IANA name, or an offset like +02:00).",
-                zone.name,
-                zone.format(now, false)
-            ));
-        }
-        let Some(zone) = Zone::find(arg) else {
-            return Ok(format!(
-                "I don't know the time zone {arg:?}. Use a name like Europe/Berlin or America/New_York, or an offset like +02:00."
-            ));
-        };
-        store.set_zone(&conn.id, chat, &zone).await?;
-        Ok(format!(
-            "Time zone set to {}: it is {} there. Reminders set from now on use it; /reminders shows times in it.",
+        return Ok(format!(
+            "This chat's time zone is {}: it is {}. Change it with /timezone Europe/Berlin (any IANA name, or an offset like +02:00).",
             zone.name,
             zone.format(now, false)
-        ))
+        ));
     }
+    let Some(zone) = Zone::find(arg) else {
+        return Ok(format!(
+            "I don't know the time zone {arg:?}. Use a name like Europe/Berlin or America/New_York, or an offset like +02:00."
+        ));
+    };
+    store.set_zone(&conn.id, chat, &zone).await?;
+    Ok(format!(
+        "Time zone set to {}: it is {} there. Reminders set from now on use it; /reminders shows times in it.",
+        zone.name,
+        zone.format(now, false)
+    ))
+}
 
-    /// A tap on a cancel button ([`Button::CancelReminder`]): the reminder of the button's
-    /// chat cancelled if the person tapping may talk to the bot. The tap is always answered.
-    pub(super) async fn reminder_tap(&self, conn: &Connector, q: &CallbackQuery, id: u64) {
-        let chat = q.message.as_ref().map(|m| m.chat.id.0);
-        let may = self.may_tap(conn, q).await;
-        let (text, alert) = match chat {
-            _ if !may => (
-                "Only people this bot serves can cancel reminders.".to_owned(),
-                true,
-            ),
-            Some(chat) => match self.schedules().cancel(&conn.id, chat, id).await {
-                Ok(Some(_)) => (format!("Cancelled reminder #{id}."), false),
-                Ok(None) => ("That reminder is no longer there.".to_owned(), false),
-                Err(e) => {
-                    tracing::warn!(error = %e, "reminder not cancelled");
-                    (
-                        "I could not cancel it right now; try again in a while.".to_owned(),
-                        true,
-                    )
-                }
-            },
-            None => ("That reminder is no longer there.".to_owned(), false),
-        };
-        if let Err(e) = conn.bot.answer_callback(&q.id, &text, alert).await {
-            tracing::debug!(error = %e, "answerCallbackQuery failed");
-        }
+/// A tap on a cancel button ([`Button::CancelReminder`]): the reminder of the button's
+/// chat cancelled if the person tapping may talk to the bot. The tap is always answered.
+pub(super) async fn reminder_tap(app: &App, conn: &Connector, q: &CallbackQuery, id: u64) {
+    let chat = q.message.as_ref().map(|m| m.chat.id.0);
+    let may = super::tap::may_tap(app, conn, q).await;
+    let (text, alert) = match chat {
+        _ if !may => (
+            "Only people this bot serves can cancel reminders.".to_owned(),
+            true,
+        ),
+        Some(chat) => match app.schedules().cancel(&conn.id, chat, id).await {
+            Ok(Some(_)) => (format!("Cancelled reminder #{id}."), false),
+            Ok(None) => ("That reminder is no longer there.".to_owned(), false),
+            Err(e) => {
+                tracing::warn!(error = %e, "reminder not cancelled");
+                (
+                    "I could not cancel it right now; try again in a while.".to_owned(),
+                    true,
+                )
+            }
+        },
+        None => ("That reminder is no longer there.".to_owned(), false),
+    };
+    if let Err(e) = conn.bot.answer_callback(&q.id, &text, alert).await {
+        tracing::debug!(error = %e, "answerCallbackQuery failed");
     }
 }
 
@@ -151,7 +128,10 @@ impl Turn<'_> {
     ) -> Result<Reply, super::Answer> {
         let Turn { app, conn, msg, .. } = *self;
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        if !app.may_talk(conn, user).await.map_err(Failure::storage)? {
+        if !super::pairing::may_talk(app, conn, user)
+            .await
+            .map_err(Failure::storage)?
+        {
             tracing::info!(connector = %conn.id, reminder = fire.reminder, "its owner is no longer allowed; not fired");
             return Ok(Reply::Nothing);
         }
@@ -169,15 +149,20 @@ impl Turn<'_> {
             What::Prompt(p) => p,
             What::Spawn { agent, task, tools } => {
                 let tools = tools.clone();
-                return Ok(app
-                    .background_task(conn, msg, fire, agent, task, tools)
-                    .await?);
+                return Ok(super::background::background_task(
+                    app, conn, msg, fire, agent, task, tools,
+                )
+                .await?);
             }
             What::Done {
                 agent,
                 task,
                 answer,
-            } => return Ok(app.background_done(conn, msg, fire, agent, task, answer)),
+            } => {
+                return Ok(super::background::background_done(
+                    conn, msg, fire, agent, task, answer,
+                ))
+            }
         };
         let text = format!(
             "[Scheduled task #{}, set earlier to run now: carry it out and answer here.]\n{prompt}",

@@ -17,90 +17,87 @@ use crate::telegram::render::{document_part, render_parts};
 use crate::telegram::Message;
 use crate::tools::ToolContext;
 
-impl App {
-    /// The bookkeeping of `msg`'s turn: its spend and audit `steps` (numbered from
-    /// `first_seq`); `None` when there is none.
-    pub(super) fn books(
-        &self,
-        msg: &Message,
-        spend: crate::usage::Tally,
-        first_seq: u32,
-        steps: Vec<(u64, crate::audit::Step)>,
-    ) -> Option<Box<crate::usage::Books>> {
-        if steps.is_empty() && spend.is_empty() {
-            return None;
-        }
-        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        let entries: Vec<crate::audit::Entry> = steps
-            .into_iter()
-            .zip(first_seq..)
-            .map(|((at_ms, step), seq)| crate::audit::Entry {
-                at_ms,
-                trace: msg.message_id,
-                seq,
-                chat: msg.chat.id.0,
-                user,
-                step,
-            })
-            .collect();
-        Some(Box::new(crate::usage::Books {
-            spend,
-            user,
+/// The bookkeeping of `msg`'s turn: its spend and audit `steps` (numbered from
+/// `first_seq`); `None` when there is none.
+pub(super) fn books(
+    msg: &Message,
+    spend: crate::usage::Tally,
+    first_seq: u32,
+    steps: Vec<(u64, crate::audit::Step)>,
+) -> Option<Box<crate::usage::Books>> {
+    if steps.is_empty() && spend.is_empty() {
+        return None;
+    }
+    let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+    let entries: Vec<crate::audit::Entry> = steps
+        .into_iter()
+        .zip(first_seq..)
+        .map(|((at_ms, step), seq)| crate::audit::Entry {
+            at_ms,
+            trace: msg.message_id,
+            seq,
             chat: msg.chat.id.0,
-            audit: entries,
-        }))
-    }
-
-    /// Writes a turn's bookkeeping: the spend counters and the audit entries, side by side.
-    /// Failures are logged; the answer never waits on them.
-    pub(super) async fn keep_books(
-        &self,
-        conn: &Connector,
-        books: Option<Box<crate::usage::Books>>,
-    ) {
-        let Some(b) = books else {
-            return;
-        };
-        let ledger = self.ledger();
-        let retention = self.config.audit.retention();
-        let (counted, audited) = futures::future::join(
-            ledger.add(&conn.id, b.user, b.chat, b.spend),
-            crate::audit::write(&*self.platform.kv, &conn.id, &b.audit, retention),
-        )
-        .await;
-        if let Err(e) = counted {
-            tracing::warn!(error = %e, "usage not counted");
-        }
-        if let Err(e) = audited {
-            tracing::warn!(error = %e, "audit entries not written");
-        }
-    }
-
-    /// The checkpoint of a finished agent turn.
-    pub(super) fn turn_reply(
-        &self,
-        conn: &Connector,
-        msg: &Message,
-        reply: String,
-        messages: Vec<crate::llm::ChatMessage>,
-        books: Option<Box<crate::usage::Books>>,
-    ) -> Reply {
-        let mut parts = render_parts(&reply);
-        if parts.len() > self.config.limits.max_reply_parts {
-            parts = vec![document_part(&reply)];
-        }
-        Reply::Send(Checkpoint {
-            parts,
-            sent: 0,
-            reply_to: (!msg.is_private()).then_some(msg.message_id),
-            // The history keeps a line where an image or a document was, not its bytes.
-            session_turn: Some((
-                session::session_key(&conn.id, msg),
-                messages.iter().map(ChatMessage::without_media).collect(),
-            )),
-            books,
+            user,
+            step,
         })
+        .collect();
+    Some(Box::new(crate::usage::Books {
+        spend,
+        user,
+        chat: msg.chat.id.0,
+        audit: entries,
+    }))
+}
+
+/// Writes a turn's bookkeeping: the spend counters and the audit entries, side by side.
+/// Failures are logged; the answer never waits on them.
+pub(super) async fn keep_books(
+    app: &App,
+    conn: &Connector,
+    books: Option<Box<crate::usage::Books>>,
+) {
+    let Some(b) = books else {
+        return;
+    };
+    let ledger = app.ledger();
+    let retention = app.config.audit.retention();
+    let (counted, audited) = futures::future::join(
+        ledger.add(&conn.id, b.user, b.chat, b.spend),
+        crate::audit::write(&*app.platform.kv, &conn.id, &b.audit, retention),
+    )
+    .await;
+    if let Err(e) = counted {
+        tracing::warn!(error = %e, "usage not counted");
     }
+    if let Err(e) = audited {
+        tracing::warn!(error = %e, "audit entries not written");
+    }
+}
+
+/// The checkpoint of a finished agent turn.
+pub(super) fn turn_reply(
+    app: &App,
+    conn: &Connector,
+    msg: &Message,
+    reply: String,
+    messages: Vec<crate::llm::ChatMessage>,
+    books: Option<Box<crate::usage::Books>>,
+) -> Reply {
+    let mut parts = render_parts(&reply);
+    if parts.len() > app.config.limits.max_reply_parts {
+        parts = vec![document_part(&reply)];
+    }
+    Reply::Send(Checkpoint {
+        parts,
+        sent: 0,
+        reply_to: (!msg.is_private()).then_some(msg.message_id),
+        // The history keeps a line where an image or a document was, not its bytes.
+        session_turn: Some((
+            session::session_key(&conn.id, msg),
+            messages.iter().map(ChatMessage::without_media).collect(),
+        )),
+        books,
+    })
 }
 
 impl Turn<'_> {
@@ -116,19 +113,18 @@ impl Turn<'_> {
         let scope = conn.memory_scope_of(msg);
         // The chat's model is read beside the history, not after it.
         let (session, model) = futures::future::join(
-            app.current_session(&key, Some((conn, &scope))),
-            app.chosen_model(conn, msg.chat.id.0),
+            super::current_session(app, &key, Some((conn, &scope))),
+            super::model::chosen_model(app, conn, msg.chat.id.0),
         )
         .await;
         let history = session::for_model(
             session.map_err(Failure::storage)?,
             app.config.session.history_window,
         );
-        let granted = app
-            .granted(conn, msg.chat.id.0)
+        let granted = super::reports::granted(app, conn, msg.chat.id.0)
             .await
             .map_err(Failure::storage)?;
-        let origin = Some(super::reminders::origin(&conn.id, msg));
+        let origin = Some(crate::schedule::Origin::of(&conn.id, msg));
         let ctx = ToolContext {
             scope,
             granted,
@@ -143,7 +139,9 @@ impl Turn<'_> {
             },
         };
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        let budget = app.budget(&conn.id, user).await.map_err(Failure::storage)?;
+        let budget = super::reports::budget(app, &conn.id, user)
+            .await
+            .map_err(Failure::storage)?;
         let recorded = run.recorded;
         let first_seq = run.logged;
         let target = Target {
@@ -153,7 +151,7 @@ impl Turn<'_> {
         let round = run.round;
         let allowance = progress.map(|p| p.allowance());
         // The reply shows as it is written (a draft, or a placeholder in groups).
-        let drafts = app.drafts_for(msg);
+        let drafts = super::draft::drafts_for(app, msg);
         let on_text = |text: &str| {
             if let Some(d) = &drafts {
                 d.set(text);
@@ -185,7 +183,7 @@ impl Turn<'_> {
             drafts: drafts.as_ref(),
             allowance,
         };
-        let step = app.beside_turn(beside, turn).await;
+        let step = super::draft::beside_turn(app, beside, turn).await;
         let mut step = match step {
             Ok(step) => step,
             Err(failed) => {
@@ -194,8 +192,8 @@ impl Turn<'_> {
                 let Failed { error, mut state } = *failed;
                 let steps = std::mem::take(&mut state.log);
                 let logged = first_seq.saturating_add(steps.len() as u32);
-                let books = app.books(msg, state.usage.since(&recorded), first_seq, steps);
-                app.keep_books(conn, books).await;
+                let books = books(msg, state.usage.since(&recorded), first_seq, steps);
+                keep_books(app, conn, books).await;
                 // The retry goes on from the last step, its books starting after these.
                 if let Some(p) = progress {
                     state.recorded = state.usage;
@@ -227,13 +225,13 @@ impl Turn<'_> {
                 (state.usage, steps)
             }
         };
-        app.tell_owner_of_leaks(conn, msg, &steps).await;
+        tell_owner_of_leaks(conn, msg, &steps).await;
         // Kept in the job and written beside the delivery (a retry of the job runs the model
         // again and counts that too).
-        let books = app.books(msg, spent.since(&recorded), first_seq, steps);
+        let books = books(msg, spent.since(&recorded), first_seq, steps);
         match step {
             AgentStep::Lost | AgentStep::Pause(_) => Err(Answer::Lost),
-            AgentStep::Done(out) => Ok(app.turn_reply(conn, msg, out.reply, out.messages, books)),
+            AgentStep::Done(out) => Ok(turn_reply(app, conn, msg, out.reply, out.messages, books)),
             AgentStep::Ask { state, call } => {
                 let mut state = *state;
                 state.recorded = state.usage;
@@ -246,7 +244,7 @@ impl Turn<'_> {
                 if size > MAX_SUSPENDED_BYTES {
                     // Too big to keep while waiting: refuse the call and go on.
                     tracing::warn!(size, "turn too large to wait for an approval; call refused");
-                    app.keep_books(conn, books).await;
+                    keep_books(app, conn, books).await;
                     state.verdicts.insert(call.id, Verdict::Denied);
                     return Box::pin(self.run_agent(state, progress)).await;
                 }
@@ -267,44 +265,37 @@ impl Turn<'_> {
     }
 }
 
-impl App {
-    /// Tells the connector's owner, in their private chat, of each call this turn refused
-    /// because it would have carried a secret out (best effort; the model was told, the audit
-    /// trail has it).
-    async fn tell_owner_of_leaks(
-        &self,
-        conn: &Connector,
-        msg: &Message,
-        steps: &[(u64, crate::audit::Step)],
-    ) {
-        let refused: Vec<&str> = steps
-            .iter()
-            .filter_map(|(_, s)| match s {
-                crate::audit::Step::Tool { name, decision, .. }
-                    if decision == crate::agent::LEAK_REFUSED =>
-                {
-                    Some(name.as_str())
-                }
-                _ => None,
-            })
-            .collect();
-        let Some(owner) = conn.owner else {
-            return;
-        };
-        if refused.is_empty() {
-            return;
-        }
-        let text = format!(
-            "🛑 I refused to run {} in chat {}: the call would have carried one of my secrets (or a key) out. The model was told; /audit there shows it. If a page or a forwarded message asked for it, it was an attempt to steal it.",
-            refused.join(", "),
-            msg.chat.id.0
-        );
-        let to = Target {
-            chat_id: owner,
-            thread_id: None,
-        };
-        if let Err(e) = conn.bot.send_message(to, &text, false, None).await {
-            tracing::info!(connector = %conn.id, error = %e, "the owner was not told of a refused leak");
-        }
+/// Tells the connector's owner, in their private chat, of each call this turn refused
+/// because it would have carried a secret out (best effort; the model was told, the audit
+/// trail has it).
+async fn tell_owner_of_leaks(conn: &Connector, msg: &Message, steps: &[(u64, crate::audit::Step)]) {
+    let refused: Vec<&str> = steps
+        .iter()
+        .filter_map(|(_, s)| match s {
+            crate::audit::Step::Tool { name, decision, .. }
+                if decision == crate::agent::LEAK_REFUSED =>
+            {
+                Some(name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let Some(owner) = conn.owner else {
+        return;
+    };
+    if refused.is_empty() {
+        return;
+    }
+    let text = format!(
+        "🛑 I refused to run {} in chat {}: the call would have carried one of my secrets (or a key) out. The model was told; /audit there shows it. If a page or a forwarded message asked for it, it was an attempt to steal it.",
+        refused.join(", "),
+        msg.chat.id.0
+    );
+    let to = Target {
+        chat_id: owner,
+        thread_id: None,
+    };
+    if let Err(e) = conn.bot.send_message(to, &text, false, None).await {
+        tracing::info!(connector = %conn.id, error = %e, "the owner was not told of a refused leak");
     }
 }

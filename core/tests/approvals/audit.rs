@@ -13,6 +13,7 @@ use super::{approval, asking, message, tap, write_call};
 /// The audit steps of the owner's chat, as `kind: detail` strings.
 async fn trail(h: &Harness) -> Vec<String> {
     h.app
+        .admin()
         .audit_entries(&"main".into(), 86_400_000, Some(OWNER_ID), 100)
         .await
         .unwrap()

@@ -81,7 +81,7 @@ impl Shell {
         }
     }
 
-    /// `/admin/<name>` (see [`App::admin`]): the bearer token from the `authorization` header
+    /// `/admin/<name>` (see [`Admin::serve`]): the bearer token from the `authorization` header
     /// (Function URLs lower-case header names), the query from `rawQueryString`, the
     /// deployment's own URL from `requestContext.domainName`.
     async fn admin(&self, method: &str, name: &str, event: &Value) -> Value {
@@ -96,7 +96,8 @@ impl Shell {
             .map(|host| format!("https://{host}"));
         let reply = self
             .app
-            .admin(clawless_core::admin_http::AdminRequest {
+            .admin()
+            .serve(clawless_core::admin_http::AdminRequest {
                 method,
                 name,
                 authorization,

@@ -37,7 +37,7 @@ pub(crate) async fn config_check() -> Result<()> {
     for note in n.app.unoffered_tools() {
         println!("note: {note}");
     }
-    if n.app.offers("exec") {
+    if n.app.admin().offers("exec") {
         let sandbox = clawless_native::fence::check();
         let mark = match sandbox.status {
             clawless_core::doctor::Status::Ok => "note",
@@ -57,18 +57,22 @@ pub(crate) async fn config_check() -> Result<()> {
 
 pub(crate) async fn webhook(action: WebhookAction, connector: Option<&str>) -> Result<()> {
     let n = build().await?;
-    let id = n.app.connector_id(connector)?;
+    let id = n.app.admin().connector_id(connector)?;
     match action {
         WebhookAction::Set { url, .. } => {
-            let full = n.app.set_webhook(&id, url.as_deref().unwrap_or("")).await?;
+            let full = n
+                .app
+                .admin()
+                .set_webhook(&id, url.as_deref().unwrap_or(""))
+                .await?;
             println!("webhook set to {full}");
         }
         WebhookAction::Info => {
-            let info = n.app.webhook_info(&id).await?;
+            let info = n.app.admin().webhook_info(&id).await?;
             println!("{}", serde_json::to_string_pretty(&info)?);
         }
         WebhookAction::Delete => {
-            n.app.delete_webhook(&id).await?;
+            n.app.admin().delete_webhook(&id).await?;
             println!("webhook deleted; `clawless` can now use long polling");
         }
     }
@@ -83,12 +87,13 @@ pub(crate) async fn audit(
 ) -> Result<()> {
     let n = build().await?;
     let ids = match connector {
-        Some(c) => vec![n.app.connector_id(Some(c))?],
-        None => n.app.connector_ids(),
+        Some(c) => vec![n.app.admin().connector_id(Some(c))?],
+        None => n.app.admin().connector_ids(),
     };
     for id in ids {
         let entries = n
             .app
+            .admin()
             .audit_entries(&id, since, chat, 10_000)
             .await
             .with_context(|| format!("reading the audit trail of {id}"))?;
@@ -110,13 +115,13 @@ pub(crate) async fn doctor(json: bool, remote: Option<&str>, security: bool) -> 
         _ if security => {
             let env = setup::env();
             let app = build().await?.app;
-            let mut checks = app.security_checks();
-            checks.extend(setup::machine_checks(&env, app.offers("exec")));
+            let mut checks = app.admin().security_checks();
+            checks.extend(setup::machine_checks(&env, app.admin().offers("exec")));
             checks
         }
         Some(base) => clawless_native::remote::doctor(&setup::env(), base).await?,
         None => {
-            let mut checks = build().await?.app.doctor(Delivery::Either).await;
+            let mut checks = build().await?.app.admin().doctor(Delivery::Either).await;
             checks.push(clawless_native::fence::check());
             checks
         }
@@ -140,7 +145,7 @@ pub(crate) async fn doctor(json: bool, remote: Option<&str>, security: bool) -> 
 
 pub(crate) async fn pairing(action: PairingAction, connector: Option<&str>) -> Result<()> {
     let n = build().await?;
-    let id = n.app.connector_id(connector)?;
+    let id = n.app.admin().connector_id(connector)?;
     let said = match &action {
         PairingAction::List => Some(clawless_native::pairing::list(&n.app, &id).await?),
         PairingAction::Approve { code } => {
@@ -165,12 +170,13 @@ pub(crate) async fn pairing(action: PairingAction, connector: Option<&str>) -> R
 pub(crate) async fn memory(action: MemoryAction, connector: Option<&str>) -> Result<()> {
     let n = build().await?;
     let ids = match connector {
-        Some(c) => vec![n.app.connector_id(Some(c))?],
-        None => n.app.connector_ids(),
+        Some(c) => vec![n.app.admin().connector_id(Some(c))?],
+        None => n.app.admin().connector_ids(),
     };
     for id in ids {
         let changed = n
             .app
+            .admin()
             .reindex_memory(&id)
             .await
             .with_context(|| format!("re-indexing the memory of {id}"))?;
@@ -185,6 +191,7 @@ pub(crate) async fn memory(action: MemoryAction, connector: Option<&str>) -> Res
         };
         let hits = n
             .app
+            .admin()
             .search_memory(&id, owner, query)
             .await
             .with_context(|| format!("searching the memory of {id}"))?;
@@ -204,8 +211,8 @@ pub(crate) async fn memory(action: MemoryAction, connector: Option<&str>) -> Res
 pub(crate) async fn skills(connector: Option<&str>) -> Result<()> {
     let n = build().await?;
     let ids = match connector {
-        Some(c) => vec![n.app.connector_id(Some(c))?],
-        None => n.app.connector_ids(),
+        Some(c) => vec![n.app.admin().connector_id(Some(c))?],
+        None => n.app.admin().connector_ids(),
     };
     for id in ids {
         print!("{}", clawless_native::skills::list(&n.app, &id).await?);

@@ -227,7 +227,7 @@ fn require_ready(n: &setup::Native) -> Result<()> {
     for line in n.app.answering_models() {
         tracing::info!("{line}");
     }
-    for id in n.app.connectors_without_users() {
+    for id in n.app.admin().connectors_without_users() {
         tracing::warn!(
             connector = %id,
             "no allowed users: strangers get a pairing code, which only `clawless pairing approve` can approve; set TELEGRAM_ALLOWED_USERS or allowed_users in main.yaml"
@@ -242,7 +242,7 @@ async fn run_polling() -> Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (kicker, runner) = runner::new(n.app.clone());
     let mut pollers = Vec::new();
-    for id in n.app.connector_ids() {
+    for id in n.app.admin().connector_ids() {
         poll::check_no_webhook(&n.app, &id).await?;
         let mut rx = stop_rx.clone();
         pollers.push(tokio::spawn(poll::run(
@@ -300,7 +300,7 @@ impl Serving {
 async fn start_serving(n: &setup::Native, addr: &str) -> Result<Serving> {
     let limits = setup::limits(&setup::env()).map_err(|e| ConfigProblem(format!("{e:#}")))?;
     require_ready(n)?;
-    if let Some(env) = n.app.missing_webhook_secrets().first() {
+    if let Some(env) = n.app.admin().missing_webhook_secrets().first() {
         return Err(ConfigProblem(format!("set {env} (any random string) before serving webhooks; `clawless webhook set` sends it to Telegram")).into());
     }
     let listener = tokio::net::TcpListener::bind(addr)
@@ -342,7 +342,7 @@ async fn start_serving(n: &setup::Native, addr: &str) -> Result<Serving> {
 /// `clawless tui`: the cockpit, with the bot serving webhooks beside it given `serve`.
 async fn tui(connector: Option<&str>, serve: Option<&str>) -> Result<()> {
     let n = build().await?;
-    let connector = n.app.connector_id(connector)?;
+    let connector = n.app.admin().connector_id(connector)?;
     let serving = match serve {
         Some(addr) => Some(start_serving(&n, addr).await?),
         None => None,
@@ -352,7 +352,7 @@ async fn tui(connector: Option<&str>, serve: Option<&str>) -> Result<()> {
     if let Some(s) = &serving {
         status = format!("serving webhooks at {} · {status}", s.local);
     }
-    if !n.app.has_model() {
+    if !n.app.admin().has_model() {
         status = format!("no model key set: the chat cannot answer · {status}");
     }
     let source = clawless_native::tui::Source::Local {
@@ -368,10 +368,10 @@ async fn tui(connector: Option<&str>, serve: Option<&str>) -> Result<()> {
 
 async fn chat(connector: Option<&str>) -> Result<()> {
     let n = build().await?;
-    if !n.app.has_model() {
+    if !n.app.admin().has_model() {
         return Err(ConfigProblem("set ANTHROPIC_API_KEY or OPENAI_API_KEY first".into()).into());
     }
-    let connector = n.app.connector_id(connector)?;
+    let connector = n.app.admin().connector_id(connector)?;
     let session = &SessionKey::new("local:terminal");
     println!("clawless chat — /new starts over, Ctrl-D quits");
     let stdin = std::io::stdin();
@@ -387,7 +387,7 @@ async fn chat(connector: Option<&str>) -> Result<()> {
             continue;
         }
         if line == "/new" {
-            n.app.reset_session(session).await?;
+            n.app.admin().reset_session(session).await?;
             println!("(fresh conversation)");
             continue;
         }

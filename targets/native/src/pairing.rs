@@ -1,5 +1,5 @@
 //! `clawless pairing list|approve|remove`: who may talk to a bot, as text for a terminal, over
-//! the core's admin calls (`App::pairing_list`, `pairing_approve`, `pairing_remove`).
+//! the core's admin calls (`Admin::pairing_list`, `pairing_approve`, `pairing_remove`).
 
 use clawless_core::admin::AdminError;
 use clawless_core::{App, ConnectorId};
@@ -7,7 +7,7 @@ use clawless_core::{App, ConnectorId};
 /// What `clawless pairing list` prints for `id`: the configured users, the paired people and
 /// the codes waiting, one per line.
 pub async fn list(app: &App, id: &ConnectorId) -> Result<String, AdminError> {
-    let l = app.pairing_list(id).await?;
+    let l = app.admin().pairing_list(id).await?;
     let mut out = format!("{id}:\n");
     for user in &l.configured {
         let owner = if Some(*user) == l.owner {
@@ -47,6 +47,7 @@ pub async fn approve(
     code: &str,
 ) -> Result<Option<String>, AdminError> {
     Ok(app
+        .admin()
         .pairing_approve(id, code)
         .await?
         .map(|p| format!("{id}: {} can talk to the bot now", p.person.label())))
@@ -55,6 +56,7 @@ pub async fn approve(
 /// `clawless pairing remove USER`: what to print, or `None` when they were not paired.
 pub async fn remove(app: &App, id: &ConnectorId, user: i64) -> Result<Option<String>, AdminError> {
     Ok(app
+        .admin()
         .pairing_remove(id, user)
         .await?
         .map(|p| format!("{id}: {} is a stranger again", p.person.label())))
@@ -101,7 +103,7 @@ mod tests {
             ]);
             let config = Config::load(&clawless_core::config::embedded()).unwrap();
             let app = App::new(platform, config, &env, "t").unwrap();
-            let id = app.connector_id(None).unwrap();
+            let id = app.admin().connector_id(None).unwrap();
             let update = json!({"update_id": 5, "message": {"message_id": 9, "date": 1,
                 "chat": {"id": 999, "type": "private"},
                 "from": {"id": 999, "is_bot": false, "first_name": "Eve", "username": "eve"},
@@ -116,7 +118,9 @@ mod tests {
                 listed.contains("  111 (owner): from the config\n"),
                 "{listed}"
             );
-            let code = app.pairing_list(&id).await.unwrap().pending[0].code.clone();
+            let code = app.admin().pairing_list(&id).await.unwrap().pending[0]
+                .code
+                .clone();
             assert!(
                 listed.contains(&format!("  code {code} waiting: Eve (@eve, 999) (")),
                 "{listed}"

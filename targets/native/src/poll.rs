@@ -14,7 +14,7 @@ use crate::runner::Kicker;
 
 /// Refuses to poll while a webhook is set (Telegram would answer 409 forever).
 pub async fn check_no_webhook(app: &App, connector: &ConnectorId) -> Result<()> {
-    if let Some(url) = app.webhook_url(connector).await? {
+    if let Some(url) = app.admin().webhook_url(connector).await? {
         bail!("a webhook is set for this bot ({url}); run `clawless webhook delete` to use long polling, or `clawless serve`");
     }
     Ok(())
@@ -30,7 +30,7 @@ pub async fn run(
     loop {
         let batch = tokio::select! {
             _ = &mut stop => return,
-            r = app.poll_updates(&connector, 25) => r,
+            r = app.admin().poll_updates(&connector, 25) => r,
         };
         let updates = match batch {
             Ok(u) => u,
@@ -58,7 +58,7 @@ pub async fn run(
                     break;
                 }
             }
-            if let Err(e) = app.save_poll_offset(&connector, next).await {
+            if let Err(e) = app.admin().save_poll_offset(&connector, next).await {
                 tracing::warn!(error = %e, "could not save poll offset");
             }
         }

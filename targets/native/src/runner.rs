@@ -69,7 +69,7 @@ impl Runner {
         let mut tasks = JoinSet::new();
         // One process per data directory: leases left by a killed run are stale. The first
         // sweep below then resumes whatever that run left pending.
-        match self.app.clear_leases().await {
+        match self.app.admin().clear_leases().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(leases = n, "cleared leases of a previous run"),
             Err(e) => tracing::warn!(error = %e, "could not clear stale leases"),

@@ -61,7 +61,8 @@ impl Webhook {
                 // `/admin/setup` is refused here; `clawless webhook set URL` does it.
                 let reply = self
                     .app
-                    .admin(clawless_core::admin_http::AdminRequest {
+                    .admin()
+                    .serve(clawless_core::admin_http::AdminRequest {
                         method: head.method.as_str(),
                         name,
                         authorization: auth,

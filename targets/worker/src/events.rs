@@ -61,7 +61,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     }
 }
 
-/// `/admin/<name>` (see [`App::admin`]): 404 unless `CLAWLESS_ADMIN_TOKEN` is set.
+/// `/admin/<name>` (see [`Admin::serve`]): 404 unless `CLAWLESS_ADMIN_TOKEN` is set.
 async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
     let shell = match shell(env).await {
         Ok(shell) => shell,
@@ -85,7 +85,8 @@ async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
     let method = req.method();
     let reply = shell
         .app
-        .admin(clawless_core::admin_http::AdminRequest {
+        .admin()
+        .serve(clawless_core::admin_http::AdminRequest {
             method: method.as_ref(),
             name,
             authorization: authorization.as_deref(),

@@ -5,7 +5,7 @@
 //!   call that needs an approval is asked here (`y` allows, `n` denies); `/new` starts over,
 //!   `/quit` (or Ctrl-C) leaves.
 //! - **Panels**: what this process does, live from its event bus ([`clawless_core::events`]),
-//!   and what the stores hold ([`App::overview`], read every second): sessions; the inbox
+//!   and what the stores hold ([`Admin::overview`], read every second): sessions; the inbox
 //!   per lane (backlog, the head's retries, a turn waiting for an approval); runs (each job's
 //!   trace id with its state, duration, model and tool calls, retries); reminders due; the
 //!   counters; the event log, filtered by a trace id (`/` to type one, Esc to clear).
@@ -316,9 +316,9 @@ async fn cockpit(
             },
             _ = tick.tick() => match &source {
                 Source::Local { app, .. } => {
-                    c.now_ms = app.now_ms();
-                    c.counts = app.counts();
-                    match app.overview().await {
+                    c.now_ms = app.admin().now_ms();
+                    c.counts = app.admin().counts();
+                    match app.admin().overview().await {
                         Ok(o) => c.overview = o,
                         Err(e) => c.status = format!("stores unreadable: {e}"),
                     }
@@ -451,7 +451,7 @@ async fn start_turn(
             return;
         }
         "/new" => {
-            let said = match app.reset_session(session).await {
+            let said = match app.admin().reset_session(session).await {
                 Ok(()) => "(fresh conversation)".to_owned(),
                 Err(e) => format!("(error: {e})"),
             };
