@@ -17,14 +17,17 @@ use std::time::Duration;
 
 use clawless_platform::{Clock, Kv, KvExt, PortError};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::agent::{PendingCall, RunState, Verdict};
 use crate::config::InboxConfig;
-use crate::ids::{ConnectorId, Lane, SessionKey};
+use crate::ids::{Lane, SessionKey};
 use crate::keys;
 use crate::llm::ChatMessage;
 use crate::telegram::render::Part;
+
+mod job;
+
+pub use job::{Job, MediaState, Stage};
 
 /// How long a drainer holds a lane without renewing it. A live drainer renews every few
 /// seconds beside its work (`App::keep_lease`), so a crashed one's lane is free again within
@@ -39,82 +42,6 @@ pub struct Lease<'a> {
     pub owner: &'a str,
     /// What the holder's invocation may still spend.
     pub allowance: &'a crate::allowance::Allowance,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Job {
-    pub connector: ConnectorId,
-    pub update_id: i64,
-    /// The update as Telegram sent it.
-    pub update: Value,
-    #[serde(default)]
-    pub attempts: u32,
-    /// Not to be tried again before this instant (ms).
-    #[serde(default)]
-    pub not_before_ms: u64,
-    #[serde(default)]
-    pub checkpoint: Option<Checkpoint>,
-    /// The turn, stopped at a call that waits for an approval (see `turn/approval.rs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suspended: Option<Box<Suspended>>,
-    /// The turn in progress, kept after each of its steps (see `turn/progress.rs`): a drain
-    /// after a crash goes on from here, repeating no model call or tool call that finished.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub running: Option<Box<RunState>>,
-    /// A reminder's firing (see [`crate::schedule`]): `update` is then a message the bot
-    /// made up in the reminder's chat, never one from Telegram, and its id is negative.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fire: Option<crate::schedule::Fire>,
-    /// When the ack stored it (ms; 0 in jobs stored before this was kept).
-    #[serde(default)]
-    pub accepted_ms: u64,
-    /// What a media turn already gathered, kept across retries (see `turn/media.rs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub media: Option<Box<MediaState>>,
-}
-
-impl Job {
-    /// A new job for `fire` under `update_id`: its update a message the bot makes up in
-    /// `origin`'s chat, holding what the firing does.
-    pub fn of_firing(
-        connector: &ConnectorId,
-        update_id: i64,
-        origin: &crate::schedule::Origin,
-        fire: crate::schedule::Fire,
-        accepted_ms: u64,
-    ) -> Job {
-        Job {
-            connector: connector.clone(),
-            update_id,
-            update: origin.message(update_id, fire.at_ms, fire.what.body()),
-            attempts: 0,
-            not_before_ms: 0,
-            checkpoint: None,
-            suspended: None,
-            running: None,
-            fire: Some(fire),
-            accepted_ms,
-            media: None,
-        }
-    }
-}
-
-/// What a media turn keeps in its job, so a retry neither loses an album nor pays for a
-/// second transcription.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MediaState {
-    /// The album's other updates, taken out of the lane into this job (their update ids
-    /// are in `album_ids`).
-    #[serde(default)]
-    pub album: Vec<Value>,
-    #[serde(default)]
-    pub album_ids: Vec<i64>,
-    /// Whether the album was gathered (it may have no other update).
-    #[serde(default)]
-    pub gathered: bool,
-    /// Transcripts by file id.
-    #[serde(default)]
-    pub transcripts: std::collections::BTreeMap<String, String>,
 }
 
 /// The answer, once decided: what to send, how much was sent, and the session turn to apply.
@@ -391,6 +318,7 @@ mod tests {
     use super::*;
     use clawless_platform::{FakeClock, MemoryKv};
     use futures::executor::block_on;
+    use serde_json::Value;
 
     #[test]
     fn huge_settings_saturate_instead_of_overflowing() {
@@ -406,19 +334,7 @@ mod tests {
                 dedupe_hours: u64::MAX,
             },
         };
-        let mut job = Job {
-            connector: "main".into(),
-            update_id: 1,
-            update: Value::Null,
-            attempts: 0,
-            not_before_ms: 0,
-            checkpoint: None,
-            suspended: None,
-            running: None,
-            fire: None,
-            accepted_ms: 0,
-            media: None,
-        };
+        let mut job = Job::new("main".into(), 1, Value::Null, 0);
         let lane = Lane::new("main:1");
         let key = keys::job(&lane, 1);
         block_on(async {

@@ -244,19 +244,8 @@ impl App {
         update_id: i64,
         raw: Value,
     ) -> Result<Result<(Lane, i64), &'static str>, PortError> {
-        let job = Job {
-            connector: conn.id.clone(),
-            update_id,
-            update: raw,
-            attempts: 0,
-            not_before_ms: 0,
-            checkpoint: None,
-            suspended: None,
-            running: None,
-            fire: None,
-            accepted_ms: self.platform.clock.now_ms(),
-            media: None,
-        };
+        let now = self.platform.clock.now_ms();
+        let job = Job::new(conn.id.clone(), update_id, raw, now);
         if !self.inbox.accept(&lane, &job).await? {
             tracing::info!(connector = %conn.id, update_id, "duplicate delivery dropped");
             return Ok(Err("duplicate"));

@@ -275,7 +275,7 @@ fn a_group_without_free_slots_waits_without_spending_attempts() {
             "waiting for a slot is not a failed attempt"
         );
         assert!(
-            job.checkpoint.is_some(),
+            job.checkpoint().is_some(),
             "the answer is kept, not asked again"
         );
         assert!(at > h.clock.now_ms());

@@ -285,19 +285,8 @@ fn an_update_accepted_while_the_drainer_lets_go_is_not_stranded() {
     block_on(async {
         let config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
         let lane = &Lane::new("main:111111111");
-        let late = clawless_core::inbox::Job {
-            connector: "main".into(),
-            update_id: 2,
-            update: clawless_testkit::fixtures::update("private_text", 2),
-            attempts: 0,
-            not_before_ms: 0,
-            checkpoint: None,
-            suspended: None,
-            running: None,
-            fire: None,
-            accepted_ms: 0,
-            media: None,
-        };
+        let update = clawless_testkit::fixtures::update("private_text", 2);
+        let late = clawless_core::inbox::Job::new("main".into(), 2, update, 0);
         let job = (
             format!("inbox/{lane}/{:020}", 2),
             serde_json::to_vec(&late).unwrap(),

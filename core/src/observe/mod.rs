@@ -189,10 +189,10 @@ impl Admin<'_> {
             if let Some(head) = held.first() {
                 if let Some(job) = kv.get_json::<crate::inbox::Job>(head).await? {
                     view.head = crate::turn::trace(&job);
-                    view.waiting_for = job.suspended.as_ref().map(|s| s.call.name.clone());
+                    view.waiting_for = job.suspended().map(|s| s.call.name.clone());
                     view.attempts = job.attempts;
                     view.not_before_ms = job.not_before_ms;
-                    view.resuming = job.running.is_some();
+                    view.resuming = job.running().is_some();
                 }
             }
             out.lanes.push(view);

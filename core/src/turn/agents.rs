@@ -129,7 +129,7 @@ pub(super) async fn agent_reply(
 /// A tap on an `/agent` button ([`Button::Agent`]: `index` of the agents offered there).
 pub(super) async fn agent_tap(app: &App, conn: &Connector, q: &CallbackQuery, index: usize) {
     let msg = tap_message(q);
-    let may = super::tap::may_tap(app, conn, q).await;
+    let may = super::pairing::may_tap(app, conn, q).await;
     let (text, alert) = match &msg {
         _ if !may => (
             "Only people this bot serves can choose who answers.".to_owned(),

@@ -24,7 +24,7 @@ use crate::agent::{Agent, PendingCall};
 use crate::app::App;
 use crate::connector::Connector;
 use crate::ids::Lane;
-use crate::inbox::{Job, Outcome, Suspended};
+use crate::inbox::{Job, Outcome, Stage, Suspended};
 use crate::keys;
 use crate::telegram::{Message, Update, UpdateKind};
 
@@ -65,13 +65,12 @@ impl Turn<'_> {
         let expires = s.expires_ms;
         let books = s.books.take();
         let tool = s.call.name.clone();
-        job.suspended = Some(Box::new(s));
+        // The waiting state is newer than any step kept before it.
+        job.stage = Stage::Waiting(Box::new(s));
         app.emit(
             &super::trace(job),
             crate::events::Event::ApprovalAsked { tool },
         );
-        // The waiting state is newer than any step kept before it.
-        job.running = None;
         app.inbox.save(key, job).await?;
         tracing::info!(key, "turn waits for an approval");
         let (sent, ()) = futures::future::join(
@@ -96,7 +95,7 @@ impl Turn<'_> {
             ..
         } = *self;
         loop {
-            let Some(s) = job.suspended.as_deref() else {
+            let Some(s) = job.suspended() else {
                 return Ok(Wait::Answered);
             };
             if s.answer.is_some() {
@@ -112,7 +111,7 @@ impl Turn<'_> {
             }
             let lane: &Lane = lease.lane;
             let Some((next_key, next)) = app.inbox.next_after(lane, key).await? else {
-                let at = job.suspended.as_deref().map_or(0, |s| s.expires_ms);
+                let at = job.suspended().map_or(0, |s| s.expires_ms);
                 return Ok(Wait::Until(at));
             };
             if next.fire.is_some() {
@@ -143,7 +142,7 @@ impl Turn<'_> {
                             continue;
                         }
                     };
-                    let Some(s) = job.suspended.as_deref() else {
+                    let Some(s) = job.suspended() else {
                         return Ok(Wait::Answered);
                     };
                     let outcome = (id == s.id).then(|| Outcome::from(answer));
@@ -196,7 +195,7 @@ impl Turn<'_> {
             lease,
             ..
         } = *self;
-        let Some(s) = job.suspended.as_deref() else {
+        let Some(s) = job.suspended() else {
             return Ok(Reply::Nothing);
         };
         let Some((outcome, _)) = s.answer else {
@@ -237,7 +236,7 @@ impl Turn<'_> {
             lease,
             ..
         } = *self;
-        let Some(s) = job.suspended.as_deref() else {
+        let Some(s) = job.suspended() else {
             return Ok(Wait::Answered);
         };
         if s.message_id.is_some() {
@@ -266,7 +265,7 @@ impl Turn<'_> {
                 if !app.inbox.hold(lease).await? {
                     return Ok(Wait::LostLease);
                 }
-                if let Some(s) = job.suspended.as_deref_mut() {
+                if let Some(s) = job.suspended_mut() {
                     s.message_id = Some(id);
                 }
                 app.inbox.save(key, job).await?;
@@ -296,7 +295,7 @@ impl Turn<'_> {
         if !app.inbox.hold(lease).await? {
             return Ok(Wait::LostLease);
         }
-        let Some(s) = job.suspended.as_deref_mut() else {
+        let Some(s) = job.suspended_mut() else {
             return Ok(Wait::Answered);
         };
         s.answer = Some((outcome, by.clone()));

@@ -23,11 +23,7 @@ pub(super) async fn apply_session_turn(
     job: &Job,
     update_id: i64,
 ) -> Result<bool, PortError> {
-    let Some((key, messages)) = job
-        .checkpoint
-        .as_ref()
-        .and_then(|c| c.session_turn.as_ref())
-    else {
+    let Some((key, messages)) = job.checkpoint().and_then(|c| c.session_turn.as_ref()) else {
         return Ok(false);
     };
     let kv = &*app.platform.kv;
@@ -158,7 +154,7 @@ impl Turn<'_> {
             lease,
             ..
         } = *self;
-        let mut placeholder = match (preview, job.checkpoint.as_ref().map(|c| c.sent)) {
+        let mut placeholder = match (preview, job.checkpoint().map(|c| c.sent)) {
             (Some(preview), Some(0)) => app
                 .platform
                 .kv
@@ -183,7 +179,7 @@ impl Turn<'_> {
                         part: 0,
                         parts: 0,
                     };
-                    if let Some(cp) = job.checkpoint.as_mut() {
+                    if let Some(cp) = job.checkpoint_mut() {
                         cp.sent += 1;
                         sent = crate::events::Event::ReplySent {
                             chat: target.chat_id,
@@ -228,7 +224,7 @@ enum Put {
 
 /// The next part to send and, for the first, the message it replies to.
 fn next_part(job: &Job) -> Option<(Part, Option<i64>)> {
-    let cp = job.checkpoint.as_ref()?;
+    let cp = job.checkpoint()?;
     let part = cp.parts.get(cp.sent)?.clone();
     Some((part, if cp.sent == 0 { cp.reply_to } else { None }))
 }

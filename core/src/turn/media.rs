@@ -122,14 +122,16 @@ impl Turn<'_> {
             lease,
             ..
         } = *self;
-        let state = job.media.get_or_insert_with(Default::default);
+        let accepted_ms = job.accepted_ms;
+        // Only a turn not yet begun reads its media (`process` sends the others elsewhere).
+        let Some(state) = job.media_mut() else {
+            return Ok(Some(Vec::new()));
+        };
         if !state.gathered {
             let clock = &app.platform.clock;
-            let until = job
-                .accepted_ms
-                .saturating_add(app.config.media.album_wait_ms);
+            let until = accepted_ms.saturating_add(app.config.media.album_wait_ms);
             let now = clock.now_ms();
-            if job.accepted_ms > 0 && now < until {
+            if accepted_ms > 0 && now < until {
                 clock
                     .sleep(std::time::Duration::from_millis(until - now))
                     .await;
@@ -149,7 +151,7 @@ impl Turn<'_> {
                         .and_then(|m| m.media_group_id.as_deref())
                         .is_some_and(|g| g == group)
                 });
-                if !same || next.checkpoint.is_some() || next.suspended.is_some() {
+                if !same || next.checkpoint().is_some() || next.suspended().is_some() {
                     break;
                 }
                 state.album.push(next.update);
@@ -162,7 +164,7 @@ impl Turn<'_> {
             }
             app.inbox.save(key, job).await.map_err(Failure::storage)?;
         }
-        let state = job.media.as_deref().cloned().unwrap_or_default();
+        let state = job.media().cloned().unwrap_or_default();
         // Taken out of the lane (again after a crash: finishing twice is harmless), so they
         // are not answered on their own.
         for id in &state.album_ids {
@@ -228,10 +230,7 @@ impl Turn<'_> {
                         cfg.max_voice_secs.div_ceil(60)
                     )));
                 }
-                let known = job
-                    .media
-                    .as_ref()
-                    .and_then(|m| m.transcripts.get(&file.file_id));
+                let known = job.media().and_then(|m| m.transcripts.get(&file.file_id));
                 if let Some(t) = known {
                     return Ok(Read::Note(transcribed(what, t)));
                 }
@@ -250,10 +249,9 @@ impl Turn<'_> {
                     .await
                     .map_err(|e| transcription_failed(&e, tr.name()))?;
                 // Kept before anything else can fail, so a retry does not pay again.
-                job.media
-                    .get_or_insert_with(Default::default)
-                    .transcripts
-                    .insert(file.file_id.clone(), t.clone());
+                if let Some(media) = job.media_mut() {
+                    media.transcripts.insert(file.file_id.clone(), t.clone());
+                }
                 self.save_media(job).await?;
                 Ok(Read::Note(transcribed(what, &t)))
             }

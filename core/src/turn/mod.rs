@@ -26,7 +26,7 @@ use clawless_platform::PortError;
 use crate::app::App;
 use crate::connector::Routed;
 use crate::ids::{Scope, SessionKey};
-use crate::inbox::{Checkpoint, Job, Lease};
+use crate::inbox::{Checkpoint, Job, Lease, Stage};
 use crate::keys;
 use crate::llm::{LlmError, ModelChain};
 use crate::session;
@@ -191,20 +191,19 @@ pub(crate) async fn process(
         lease,
     };
     let mut ended = "answered";
-    if job.checkpoint.is_none() {
-        // A waiting turn is looked at in place: its state (up to 256 KB) is not copied on
-        // every drain of its lane while it waits.
-        let answer = if job.running.is_some() {
+    // An answered job goes straight to its delivery.
+    if !matches!(job.stage, Stage::Answered(_)) {
+        let answer = match job.stage {
             // A turn cut by a crash goes on from its last kept step.
-            turn.go_on(&mut job).await
-        } else if job.suspended.is_some() {
-            match turn.await_answer(&mut job).await? {
+            Stage::Running(_) => turn.go_on(&mut job).await,
+            // A waiting turn is looked at in place: its state (up to 256 KB) is not copied
+            // on every drain of its lane while it waits.
+            Stage::Waiting(_) => match turn.await_answer(&mut job).await? {
                 approval::Wait::Until(at) => return Ok(Step::RetryAt(at)),
                 approval::Wait::LostLease => return Ok(Step::LostLease),
                 approval::Wait::Answered => turn.resume(&mut job).await,
-            }
-        } else {
-            turn.answer(&mut job).await
+            },
+            Stage::New | Stage::Gathered(_) | Stage::Answered(_) => turn.answer(&mut job).await,
         };
         let answer = match answer {
             Err(Answer::Lost) => return Ok(Step::LostLease),
@@ -224,9 +223,7 @@ pub(crate) async fn process(
         }
         match answer {
             Ok(Reply::Send(cp)) => {
-                job.suspended = None;
-                job.running = None;
-                job.checkpoint = Some(cp);
+                job.stage = Stage::Answered(cp);
                 app.inbox.save(key, &job).await?;
             }
             Ok(Reply::Ask(s)) => {
@@ -253,10 +250,13 @@ pub(crate) async fn process(
                 ended = "failed";
                 tracing::error!(key, %reason, "turn failed for the last time; telling the user");
                 let text = format!("Sorry, I could not answer that: {}", failure.user);
-                job.suspended = None;
                 // What the person said stays in the session, marked unanswered, so "try
                 // again" or the next message has it.
-                let session_turn = job.running.take().and_then(|run| {
+                let run = match std::mem::take(&mut job.stage) {
+                    Stage::Running(run) => Some(run),
+                    _ => None,
+                };
+                let session_turn = run.and_then(|run| {
                     let asked = run.messages.into_iter().next()?;
                     let key = session::session_key(&conn.id, msg);
                     let note = format!("[Not answered: {}]", failure.user);
@@ -265,7 +265,7 @@ pub(crate) async fn process(
                         vec![asked, crate::llm::ChatMessage::assistant_text(note)],
                     ))
                 });
-                job.checkpoint = Some(Checkpoint {
+                job.stage = Stage::Answered(Checkpoint {
                     parts: plain_parts(&text),
                     sent: 0,
                     reply_to: None,
@@ -279,7 +279,7 @@ pub(crate) async fn process(
     let compact = deliver::apply_session_turn(app, &job, update.id).await?;
     // The bookkeeping goes out beside the answer; taken from the job first, so the saves
     // of the delivery do not keep it for a retry.
-    let books = job.checkpoint.as_mut().and_then(|c| c.books.take());
+    let books = job.checkpoint_mut().and_then(|c| c.books.take());
     // A group's streamed reply may have a placeholder to edit into the first part.
     let preview = (app.config.streaming.groups && !msg.is_private())
         .then(|| keys::preview(&conn.id, msg.chat.id.0, msg.message_id));
@@ -442,7 +442,7 @@ impl Turn<'_> {
         let Turn {
             app, key, lease, ..
         } = *self;
-        let Some(run) = job.running.as_deref().cloned() else {
+        let Some(run) = job.running().cloned() else {
             return Ok(Reply::Nothing);
         };
         tracing::info!(

@@ -80,7 +80,7 @@ pub(super) async fn model_tap(app: &App, conn: &Connector, q: &CallbackQuery, bu
     // The chain of the agent that answers where the button is.
     let conn = &super::agents::routed_tap(app, conn, q).await;
     let links = &conn.agent.chain.links;
-    let may = super::tap::may_tap(app, conn, q).await;
+    let may = super::pairing::may_tap(app, conn, q).await;
     let (text, alert) = match (button, chat) {
         _ if !may => (
             "Only people this bot serves can choose its model.".to_owned(),

@@ -247,3 +247,11 @@ pub(super) async fn may_talk(app: &App, conn: &Connector, user: i64) -> Result<b
     }
     app.pairings().is_paired(&conn.id, user).await
 }
+
+/// Whether the person tapping may talk to the bot (a storage failure: no, logged).
+pub(super) async fn may_tap(app: &App, conn: &Connector, q: &CallbackQuery) -> bool {
+    may_talk(app, conn, q.from.id.0).await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "who may talk could not be read");
+        false
+    })
+}

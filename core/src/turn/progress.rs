@@ -51,8 +51,7 @@ impl<'a> Progress<'a> {
     /// Puts `state` in the job without writing it: the job's next save (a retry's) keeps it.
     pub(super) fn keep(&self, state: RunState) {
         let mut job = self.job.lock().unwrap_or_else(|e| e.into_inner());
-        job.running = Some(Box::new(kept(state)));
-        job.suspended = None;
+        job.stage = crate::inbox::Stage::Running(Box::new(kept(state)));
     }
 }
 
@@ -89,8 +88,7 @@ impl Saver for Progress<'_> {
         }
         let bytes = {
             let mut job = self.job.lock().unwrap_or_else(|e| e.into_inner());
-            job.running = Some(Box::new(state));
-            job.suspended = None;
+            job.stage = crate::inbox::Stage::Running(Box::new(state));
             serde_json::to_vec(&**job)
         };
         let written = match bytes {

@@ -94,7 +94,7 @@ pub(super) async fn timezone_reply(
 /// chat cancelled if the person tapping may talk to the bot. The tap is always answered.
 pub(super) async fn reminder_tap(app: &App, conn: &Connector, q: &CallbackQuery, id: u64) {
     let chat = q.message.as_ref().map(|m| m.chat.id.0);
-    let may = super::tap::may_tap(app, conn, q).await;
+    let may = super::pairing::may_tap(app, conn, q).await;
     let (text, alert) = match chat {
         _ if !may => (
             "Only people this bot serves can cancel reminders.".to_owned(),

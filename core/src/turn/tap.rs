@@ -32,13 +32,3 @@ pub(super) async fn button_tap(app: &App, conn: &Connector, q: &CallbackQuery) {
         tracing::debug!(error = %e, "answerCallbackQuery failed");
     }
 }
-
-/// Whether the person tapping may talk to the bot (a storage failure: no, logged).
-pub(super) async fn may_tap(app: &App, conn: &Connector, q: &CallbackQuery) -> bool {
-    super::pairing::may_talk(app, conn, q.from.id.0)
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "who may talk could not be read");
-            false
-        })
-}

@@ -160,7 +160,7 @@ fn a_drainer_that_lost_its_lane_never_sends() {
         assert_eq!(h.drain(&lane).await, Drained::Busy);
         assert!(h.sent_texts().is_empty(), "the stale drainer sent nothing");
         assert!(
-            h.head_job(&lane).await.unwrap().checkpoint.is_none(),
+            h.head_job(&lane).await.unwrap().checkpoint().is_none(),
             "nor saved its answer"
         );
         // The other drainer goes away; the job is answered once.
