@@ -10,8 +10,8 @@ use crate::agent::RunState;
 use crate::ids::ConnectorId;
 
 /// One stored update and how far its turn has come.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(from = "JobWire", into = "JobWire")]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "JobWire")]
 pub struct Job {
     pub connector: ConnectorId,
     pub update_id: i64,
@@ -141,7 +141,7 @@ impl Job {
 
 /// A job as stored: each stage in its own optional field, as jobs were written before
 /// [`Stage`], so a job stored by an older version reads the same.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct JobWire {
     connector: ConnectorId,
     update_id: i64,
@@ -152,15 +152,15 @@ struct JobWire {
     not_before_ms: u64,
     #[serde(default)]
     checkpoint: Option<Checkpoint>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     suspended: Option<Box<Suspended>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     running: Option<Box<RunState>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     fire: Option<crate::schedule::Fire>,
     #[serde(default)]
     accepted_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     media: Option<Box<MediaState>>,
 }
 
@@ -187,29 +187,41 @@ impl From<JobWire> for Job {
     }
 }
 
-impl From<Job> for JobWire {
-    fn from(j: Job) -> JobWire {
-        let mut w = JobWire {
-            connector: j.connector,
-            update_id: j.update_id,
-            update: j.update,
-            attempts: j.attempts,
-            not_before_ms: j.not_before_ms,
-            checkpoint: None,
-            suspended: None,
-            running: None,
-            fire: j.fire,
-            accepted_ms: j.accepted_ms,
-            media: None,
-        };
-        match j.stage {
-            Stage::New => {}
-            Stage::Gathered(m) => w.media = Some(m),
-            Stage::Running(r) => w.running = Some(r),
-            Stage::Waiting(s) => w.suspended = Some(s),
-            Stage::Answered(cp) => w.checkpoint = Some(cp),
+impl Serialize for Job {
+    /// As [`JobWire`], borrowed: saving a job copies nothing (the ack path saves every one).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            connector: &'a ConnectorId,
+            update_id: i64,
+            update: &'a Value,
+            attempts: u32,
+            not_before_ms: u64,
+            checkpoint: Option<&'a Checkpoint>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            suspended: Option<&'a Suspended>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            running: Option<&'a RunState>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            fire: Option<&'a crate::schedule::Fire>,
+            accepted_ms: u64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            media: Option<&'a MediaState>,
         }
-        w
+        Wire {
+            connector: &self.connector,
+            update_id: self.update_id,
+            update: &self.update,
+            attempts: self.attempts,
+            not_before_ms: self.not_before_ms,
+            checkpoint: self.checkpoint(),
+            suspended: self.suspended(),
+            running: self.running(),
+            fire: self.fire.as_ref(),
+            accepted_ms: self.accepted_ms,
+            media: self.media(),
+        }
+        .serialize(s)
     }
 }
 

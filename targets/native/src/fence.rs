@@ -162,6 +162,6 @@ pub fn check() -> clawless_core::doctor::Check {
 /// namespace fence, `unshare` dying takes its namespace, and all in it, along.
 pub fn kill_group(pgid: u32) {
     if let Some(pid) = rustix::process::Pid::from_raw(pgid as i32) {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::Kill);
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
 }

@@ -14,6 +14,9 @@ use clap::Parser;
 use clawless_core::admin::AdminError;
 use clawless_core::SessionKey;
 use clawless_native::{listen, poll, runner, server, setup};
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 mod admin_cli;
 use admin_cli::{audit, config_check, doctor, memory, pairing, skills, webhook};
@@ -43,7 +46,11 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse(); // exits with 2 on a wrong command line
     let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+        clawless_platform::native_io::log_filter(std::env::var("RUST_LOG").ok().as_deref())
+            .unwrap_or_else(|e| {
+                eprintln!("warning: {e}; logging at info");
+                Targets::new().with_default(tracing::level_filters::LevelFilter::INFO)
+            });
     match &cli.command {
         // The cockpit owns the terminal: the log goes to a file beside it.
         Some(Command::Tui { .. }) => {
@@ -54,9 +61,10 @@ fn main() -> ExitCode {
                 .open(&path)
             {
                 Ok(file) => tracing_subscriber::fmt()
-                    .with_env_filter(filter)
                     .with_ansi(false)
                     .with_writer(std::sync::Mutex::new(file))
+                    .finish()
+                    .with(filter)
                     .init(),
                 Err(e) => {
                     eprintln!("error: opening the log {}: {e}", path.display());
@@ -65,8 +73,9 @@ fn main() -> ExitCode {
             }
         }
         _ => tracing_subscriber::fmt()
-            .with_env_filter(filter)
             .with_writer(std::io::stderr)
+            .finish()
+            .with(filter)
             .init(),
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
