@@ -104,6 +104,50 @@ pub async fn load(kv: &dyn Kv, session: &SessionKey) -> Result<Session, PortErro
     }
 }
 
+/// The session, or a fresh one when it has been idle past `idle_ms` (`0`: never), with the
+/// idle session it replaces, for the caller to end (summarise into memory). Only the applied
+/// marks carry over, so no turn is applied twice.
+pub async fn load_current(
+    kv: &dyn Kv,
+    session: &SessionKey,
+    idle_ms: u64,
+    now_ms: u64,
+) -> Result<(Session, Option<Session>), PortError> {
+    let s = load(kv, session).await?;
+    if idle_ms > 0 && s.updated_ms > 0 && now_ms.saturating_sub(s.updated_ms) > idle_ms {
+        let fresh = Session {
+            last_update_id: s.last_update_id,
+            applied: s.applied.clone(),
+            ..Default::default()
+        };
+        return Ok((fresh, Some(s)));
+    }
+    Ok((s, None))
+}
+
+/// Appends the turn of `update_id` to the current session (see [`load_current`]) once,
+/// trimmed to `keep` messages, and saves it: the session as saved, or `None` when that turn
+/// was applied before.
+pub async fn append_turn(
+    kv: &dyn Kv,
+    session: &SessionKey,
+    update_id: i64,
+    messages: &[ChatMessage],
+    keep: usize,
+    (idle_ms, now_ms): (u64, u64),
+) -> Result<Option<Session>, PortError> {
+    let (mut s, _) = load_current(kv, session, idle_ms, now_ms).await?;
+    if s.has_applied(update_id) {
+        return Ok(None);
+    }
+    s.messages.extend(messages.iter().cloned());
+    trim(&mut s.messages, keep);
+    s.mark_applied(update_id);
+    s.updated_ms = now_ms;
+    save(kv, session, &s).await?;
+    Ok(Some(s))
+}
+
 pub async fn save(kv: &dyn Kv, session: &SessionKey, s: &Session) -> Result<(), PortError> {
     kv.put_json(&crate::keys::session(session), s, None).await
 }

@@ -42,7 +42,7 @@ impl Agent {
                 rules.push((Rule::Allow, leak));
                 continue;
             }
-            let mut rule = self.rule(name, level);
+            let mut rule = self.config.policy.rule(name, level);
             // A crash left an earlier call of this tool with an unknown outcome: an
             // unsafe one is the user's to decide again, whatever the policy or grant.
             let unsure = level == Level::Unsafe && state.unsure.contains(name);

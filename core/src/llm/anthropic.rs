@@ -2,6 +2,9 @@
 
 mod stream;
 
+pub use stream::Format;
+use stream::{stop_reason, usage};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,10 +12,8 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
-use super::stream::{receive, Assemble, Wire, WireFormat};
-use super::{
-    Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
-};
+use super::stream::receive;
+use super::{Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role};
 use crate::secret::Secret;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -101,27 +102,6 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
     })
 }
 
-/// A `stop_reason` as a [`StopReason`].
-pub(crate) fn stop_reason(reason: Option<&str>) -> StopReason {
-    match reason {
-        Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
-        Some("tool_use") => StopReason::ToolUse,
-        Some("max_tokens") => StopReason::MaxTokens,
-        _ => StopReason::Other,
-    }
-}
-
-/// A `usage` object as [`super::Usage`].
-pub(crate) fn usage(usage: &Value) -> super::Usage {
-    let tokens = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
-    super::Usage {
-        // Anthropic counts cache writes apart from input; they are billed as input here.
-        input: tokens("input_tokens").saturating_add(tokens("cache_creation_input_tokens")),
-        output: tokens("output_tokens"),
-        cached_input: tokens("cache_read_input_tokens"),
-    }
-}
-
 impl Anthropic {
     fn http_request(&self, body: &Value) -> HttpRequest {
         let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
@@ -167,22 +147,5 @@ impl Provider for Anthropic {
             .header("x-api-key", self.api_key.expose())
             .header("anthropic-version", "2023-06-01");
         super::check_key_at(&*self.http, req).await
-    }
-}
-
-/// The Anthropic Messages wire format, as the stream reader reads it.
-pub struct Format;
-
-impl WireFormat for Format {
-    fn wire(&self) -> Wire {
-        Wire::Anthropic
-    }
-
-    fn assembly(&self) -> Box<dyn Assemble> {
-        Box::<stream::Messages>::default()
-    }
-
-    fn parse_response(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
-        parse_response(body)
     }
 }

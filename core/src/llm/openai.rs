@@ -3,6 +3,9 @@
 
 mod stream;
 
+pub use stream::Format;
+use stream::{stop_reason, usage};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,10 +13,8 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
-use super::stream::{receive, Assemble, Wire, WireFormat};
-use super::{
-    Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role, StopReason,
-};
+use super::stream::receive;
+use super::{Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role};
 use crate::secret::Secret;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -156,28 +157,6 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
     })
 }
 
-/// A `finish_reason` as a [`StopReason`]; `calls`: the answer has tool calls.
-pub(crate) fn stop_reason(reason: Option<&str>, calls: bool) -> StopReason {
-    match reason {
-        Some("stop") => StopReason::EndTurn,
-        Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
-        Some("length") => StopReason::MaxTokens,
-        _ if calls => StopReason::ToolUse,
-        _ => StopReason::Other,
-    }
-}
-
-/// A `usage` object as [`super::Usage`]; `prompt_tokens` includes the cached ones.
-pub(crate) fn usage(usage: &Value) -> super::Usage {
-    let tokens = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
-    let cached = tokens("/prompt_tokens_details/cached_tokens");
-    super::Usage {
-        input: tokens("/prompt_tokens").saturating_sub(cached),
-        output: tokens("/completion_tokens"),
-        cached_input: cached,
-    }
-}
-
 impl OpenAi {
     fn http_request(&self, body: &Value) -> HttpRequest {
         let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
@@ -228,22 +207,5 @@ impl Provider for OpenAi {
             req = req.header("authorization", format!("Bearer {}", self.api_key.expose()));
         }
         super::check_key_at(&*self.http, req).await
-    }
-}
-
-/// The OpenAI Chat Completions wire format, as the stream reader reads it.
-pub struct Format;
-
-impl WireFormat for Format {
-    fn wire(&self) -> Wire {
-        Wire::OpenAi
-    }
-
-    fn assembly(&self) -> Box<dyn Assemble> {
-        Box::<stream::Chunks>::default()
-    }
-
-    fn parse_response(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
-        parse_response(body)
     }
 }

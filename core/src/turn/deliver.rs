@@ -26,12 +26,6 @@ pub(super) async fn apply_session_turn(
     let Some((key, messages)) = job.checkpoint().and_then(|c| c.session_turn.as_ref()) else {
         return Ok(false);
     };
-    let kv = &*app.platform.kv;
-    let mut s = super::current_session(app, key, None).await?;
-    if s.has_applied(update_id) {
-        return Ok(false);
-    }
-    s.messages.extend(messages.iter().cloned());
     let cfg = &app.config.session;
     // With compaction on, what passes the window waits (up to twice the window) to be
     // summarised rather than dropped; the model still reads at most the window.
@@ -39,10 +33,11 @@ pub(super) async fn apply_session_turn(
         0 => cfg.history_window,
         _ => cfg.history_window.saturating_mul(2),
     };
-    session::trim(&mut s.messages, keep);
-    s.mark_applied(update_id);
-    s.updated_ms = app.platform.clock.now_ms();
-    session::save(kv, key, &s).await?;
+    let kv = &*app.platform.kv;
+    let when = (cfg.idle_ms(), app.platform.clock.now_ms());
+    let Some(s) = session::append_turn(kv, key, update_id, messages, keep, when).await? else {
+        return Ok(false);
+    };
     Ok(crate::memory::compact::is_due(
         &s.messages,
         cfg.compact_tokens,

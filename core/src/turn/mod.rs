@@ -25,7 +25,6 @@ use clawless_platform::PortError;
 
 use crate::app::App;
 use crate::connector::Routed;
-use crate::ids::{Scope, SessionKey};
 use crate::inbox::{Checkpoint, Job, Lease, Stage};
 use crate::keys;
 use crate::llm::{LlmError, ModelChain};
@@ -312,34 +311,6 @@ fn turn_ended(app: &App, job: &Job, outcome: &str) {
         latency_ms,
     };
     app.emit(&trace(job), event);
-}
-
-/// The session, or a fresh one when it has been idle past `idle_minutes`; with `end`, an
-/// idle one is ended first, its summary going to the memory `scope` (see
-/// [`crate::memory::lifecycle::Lifecycle::end_session`]).
-async fn current_session(
-    app: &App,
-    key: &SessionKey,
-    end: Option<(&Routed<'_>, &Scope)>,
-) -> Result<session::Session, PortError> {
-    let s = session::load(&*app.platform.kv, key).await?;
-    let idle = app.config.session.idle_ms();
-    if idle > 0
-        && s.updated_ms > 0
-        && app.platform.clock.now_ms().saturating_sub(s.updated_ms) > idle
-    {
-        if let Some((conn, scope)) = end {
-            app.lifecycle()
-                .end_session(&conn.agent.chain, scope, key, &s)
-                .await;
-        }
-        return Ok(session::Session {
-            last_update_id: s.last_update_id,
-            applied: s.applied,
-            ..Default::default()
-        });
-    }
-    Ok(s)
 }
 
 impl Turn<'_> {

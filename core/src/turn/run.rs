@@ -113,7 +113,7 @@ impl Turn<'_> {
         let scope = conn.memory_scope_of(msg);
         // The chat's model is read beside the history, not after it.
         let (session, model) = futures::future::join(
-            super::current_session(app, &key, Some((conn, &scope))),
+            current_session(app, &key, (conn, &scope)),
             super::model::chosen_model(app, conn, msg.chat.id.0),
         )
         .await;
@@ -298,4 +298,22 @@ async fn tell_owner_of_leaks(conn: &Connector, msg: &Message, steps: &[(u64, cra
     if let Err(e) = conn.bot.send_message(to, &text, false, None).await {
         tracing::info!(connector = %conn.id, error = %e, "the owner was not told of a refused leak");
     }
+}
+
+/// The session, or a fresh one when it has been idle past `idle_minutes`: the idle one is
+/// ended first, its summary going to the memory `scope` (see
+/// [`crate::memory::lifecycle::Lifecycle::end_session`]).
+async fn current_session(
+    app: &App,
+    key: &crate::ids::SessionKey,
+    (conn, scope): (&crate::connector::Routed<'_>, &crate::ids::Scope),
+) -> Result<session::Session, clawless_platform::PortError> {
+    let (idle, now) = (app.config.session.idle_ms(), app.platform.clock.now_ms());
+    let (s, ended) = session::load_current(&*app.platform.kv, key, idle, now).await?;
+    if let Some(old) = ended {
+        app.lifecycle()
+            .end_session(&conn.agent.chain, scope, key, &old)
+            .await;
+    }
+    Ok(s)
 }

@@ -4,10 +4,11 @@
 
 use serde_json::{Map, Value};
 
-use super::{stop_reason, usage};
+use super::parse_response;
 use crate::llm::sse::Event;
+use crate::llm::stream::WireFormat;
 use crate::llm::stream::{cut, json, response, room_for_part, text_of, Assemble, Part, Wire};
-use crate::llm::{ChatResponse, LlmError};
+use crate::llm::{ChatResponse, LlmError, StopReason};
 
 const WIRE: Wire = Wire::Anthropic;
 
@@ -148,5 +149,43 @@ impl Assemble for Messages {
         let stop = stop_reason(self.stop.as_deref());
         let usage = usage(&Value::Object(self.usage));
         Ok(response(self.parts, stop, usage))
+    }
+}
+
+/// A `stop_reason` as a [`StopReason`].
+pub(crate) fn stop_reason(reason: Option<&str>) -> StopReason {
+    match reason {
+        Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        _ => StopReason::Other,
+    }
+}
+
+/// A `usage` object as [`crate::llm::Usage`].
+pub(crate) fn usage(usage: &Value) -> crate::llm::Usage {
+    let tokens = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
+    crate::llm::Usage {
+        // Anthropic counts cache writes apart from input; they are billed as input here.
+        input: tokens("input_tokens").saturating_add(tokens("cache_creation_input_tokens")),
+        output: tokens("output_tokens"),
+        cached_input: tokens("cache_read_input_tokens"),
+    }
+}
+
+/// The Anthropic Messages wire format, as the stream reader reads it.
+pub struct Format;
+
+impl WireFormat for Format {
+    fn wire(&self) -> Wire {
+        Wire::Anthropic
+    }
+
+    fn assembly(&self) -> Box<dyn Assemble> {
+        Box::<Messages>::default()
+    }
+
+    fn parse_response(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        parse_response(body)
     }
 }

@@ -6,10 +6,11 @@
 
 use serde_json::Value;
 
-use super::{stop_reason, usage};
+use super::parse_response;
 use crate::llm::sse::Event;
+use crate::llm::stream::WireFormat;
 use crate::llm::stream::{cut, json, response, room_for_part, Assemble, Part, Wire};
-use crate::llm::{ChatResponse, LlmError};
+use crate::llm::{ChatResponse, LlmError, StopReason};
 
 const WIRE: Wire = Wire::OpenAi;
 
@@ -142,5 +143,44 @@ impl Assemble for Chunks {
         let stop = stop_reason(self.finish.as_deref(), any_call);
         let usage = usage(self.usage.as_ref().unwrap_or(&Value::Null));
         Ok(response(parts, stop, usage))
+    }
+}
+
+/// A `finish_reason` as a [`StopReason`]; `calls`: the answer has tool calls.
+pub(crate) fn stop_reason(reason: Option<&str>, calls: bool) -> StopReason {
+    match reason {
+        Some("stop") => StopReason::EndTurn,
+        Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
+        Some("length") => StopReason::MaxTokens,
+        _ if calls => StopReason::ToolUse,
+        _ => StopReason::Other,
+    }
+}
+
+/// A `usage` object as [`crate::llm::Usage`]; `prompt_tokens` includes the cached ones.
+pub(crate) fn usage(usage: &Value) -> crate::llm::Usage {
+    let tokens = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let cached = tokens("/prompt_tokens_details/cached_tokens");
+    crate::llm::Usage {
+        input: tokens("/prompt_tokens").saturating_sub(cached),
+        output: tokens("/completion_tokens"),
+        cached_input: cached,
+    }
+}
+
+/// The OpenAI Chat Completions wire format, as the stream reader reads it.
+pub struct Format;
+
+impl WireFormat for Format {
+    fn wire(&self) -> Wire {
+        Wire::OpenAi
+    }
+
+    fn assembly(&self) -> Box<dyn Assemble> {
+        Box::<Chunks>::default()
+    }
+
+    fn parse_response(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        parse_response(body)
     }
 }
