@@ -13,6 +13,8 @@ impl Agent {
     /// The tools of a turn starting now: the built-ins, and the tools of each MCP server that
     /// answers its listing (one that does not is left out of this turn, not failing it).
     pub async fn toolset(&self) -> ToolRegistry {
+        // The built-ins' specs are built once per agent: the clone carries them.
+        self.tools.specs();
         let mut registry = self.tools.clone();
         if self.mcp.is_empty() {
             return registry;

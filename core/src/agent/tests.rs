@@ -315,7 +315,7 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
         model: String::new(),
         system: String::new(),
         messages: vec![],
-        tools: vec![],
+        tools: Default::default(),
         max_tokens: 1,
     };
     let resp = block_on(chain.chat(&req)).unwrap();

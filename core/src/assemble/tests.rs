@@ -122,7 +122,7 @@ fn a_gemini_link_calls_the_native_api_at_its_base_url() {
         model: links[0].model.clone(),
         system: String::new(),
         messages: vec![ChatMessage::user_text("hi")],
-        tools: vec![],
+        tools: Default::default(),
         max_tokens: 64,
     };
     let answer = block_on(links[0].provider.chat(&request)).unwrap();

@@ -54,7 +54,7 @@ pub fn request_body(req: &ChatRequest) -> Value {
         "messages": messages,
     });
     if !req.tools.is_empty() {
-        body["tools"] = json!(req.tools);
+        body["tools"] = json!(&*req.tools);
     }
     body
 }

@@ -151,7 +151,8 @@ pub struct ChatRequest {
     pub model: String,
     pub system: String,
     pub messages: Vec<ChatMessage>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared: an agent builds its tools' specs once and every request refers to them.
+    pub tools: std::sync::Arc<[ToolSpec]>,
     pub max_tokens: u32,
 }
 

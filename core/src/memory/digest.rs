@@ -144,7 +144,7 @@ pub async fn ask(
         model: String::new(),
         system: system.to_owned(),
         messages: vec![ChatMessage::user_text(input)],
-        tools: Vec::new(),
+        tools: Default::default(),
         max_tokens: 600,
     };
     let response = chain.chat(&request).await?;

@@ -232,17 +232,24 @@ impl Report {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Their specs, built once (a tool's spec does not change; the schemas are the costly
+    /// part of a turn's request), forgotten when a tool joins.
+    specs: std::sync::OnceLock<Arc<[ToolSpec]>>,
 }
 
 impl ToolRegistry {
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.spec().name, tool);
+        self.specs = std::sync::OnceLock::new();
     }
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)
     }
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|t| t.spec()).collect()
+    /// Every tool's spec, in name order; built on the first call, shared after.
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        self.specs
+            .get_or_init(|| self.tools.values().map(|t| t.spec()).collect())
+            .clone()
     }
     pub fn names(&self) -> Vec<String> {
         self.tools.keys().cloned().collect()
@@ -255,7 +262,10 @@ impl ToolRegistry {
             .filter(|(name, _)| keep(name))
             .map(|(name, tool)| (name.clone(), tool.clone()))
             .collect();
-        ToolRegistry { tools }
+        ToolRegistry {
+            tools,
+            specs: Default::default(),
+        }
     }
     /// The built-ins an agent lists, fitted to its limits (`memory_write` indexes within a
     /// budget under the agent's tool timeout).

@@ -97,6 +97,46 @@ mod tests {
     }
 
     #[test]
+    fn a_registry_builds_its_specs_once_and_again_when_a_tool_joins() {
+        let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(0));
+        let mut reg = crate::tools::ToolRegistry::default();
+        reg.register(Arc::new(CurrentTime {
+            clock: clock.clone(),
+        }));
+        let first = reg.specs();
+        assert!(
+            Arc::ptr_eq(&first, &reg.specs()),
+            "built once, shared after"
+        );
+        assert!(
+            Arc::ptr_eq(&first, &reg.clone().specs()),
+            "a clone carries them"
+        );
+        assert_eq!(first.len(), 1);
+        /// The same tool under another name.
+        struct Renamed(CurrentTime);
+        #[async_trait]
+        impl Tool for Renamed {
+            fn level(&self) -> Level {
+                Level::Safe
+            }
+            fn spec(&self) -> ToolSpec {
+                ToolSpec {
+                    name: "current_time_again".into(),
+                    ..self.0.spec()
+                }
+            }
+            async fn call(&self, ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
+                self.0.call(ctx, input).await
+            }
+        }
+        let mut more = reg.clone();
+        more.register(Arc::new(Renamed(CurrentTime { clock })));
+        assert_eq!(more.specs().len(), 2, "a tool that joins is in the specs");
+        assert_eq!(reg.specs().len(), 1, "the original keeps its own");
+    }
+
+    #[test]
     fn zone_names_and_offsets_both_work() {
         let tool = CurrentTime {
             clock: Arc::new(FakeClock::new(1_785_000_000_000)),

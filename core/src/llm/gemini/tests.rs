@@ -54,7 +54,8 @@ fn request(messages: Vec<ChatMessage>) -> ChatRequest {
                 "properties": {"zone": {"type": "string"}},
                 "additionalProperties": false
             }),
-        }],
+        }]
+        .into(),
         max_tokens: 512,
     }
 }

@@ -68,7 +68,7 @@ fn request() -> ChatRequest {
         model: "m".into(),
         system: "s".into(),
         messages: vec![ChatMessage::user_text("What's the weather in Paris?")],
-        tools: vec![],
+        tools: Default::default(),
         max_tokens: 100,
     }
 }
