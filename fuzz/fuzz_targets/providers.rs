@@ -19,7 +19,7 @@ fn replay(response: ChatResponse) {
         model: "m".into(),
         system: "s".into(),
         messages: vec![ChatMessage::user_text("hi"), response.message],
-        tools: Vec::new(),
+        tools: Default::default(),
         max_tokens: 16,
     };
     for body in [
