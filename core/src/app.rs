@@ -29,6 +29,12 @@ pub struct Admin<'a> {
     pub(crate) app: &'a App,
 }
 
+/// The control panel's handle on the app ([`Panel::serve`], `core/src/panel`).
+#[derive(Clone, Copy)]
+pub struct Panel<'a> {
+    pub(crate) app: &'a App,
+}
+
 /// The assistant: its ports, config, connectors and inbox. Built by [`App::new`].
 pub struct App {
     pub(crate) platform: Platform,
@@ -42,6 +48,8 @@ pub struct App {
     pub(crate) counter: AtomicU64,
     /// `CLAWLESS_ADMIN_TOKEN`: empty when the admin endpoint does not exist.
     pub(crate) admin_token: crate::secret::Secret,
+    /// `CLAWLESS_PUBLIC_URL`: where the panel's links point (else the webhook's origin).
+    pub(crate) public_url: Option<String>,
     /// Every configured agent: what the spawn tools' directory refers to (weakly).
     pub(crate) agents: BTreeMap<String, Arc<crate::agent::Agent>>,
     /// What a background sub-agent runs with (see [`crate::spawn`]).
@@ -88,6 +96,11 @@ impl App {
     /// The operator's calls: the command line, the admin endpoint, `doctor`, the cockpit.
     pub fn admin(&self) -> Admin<'_> {
         Admin { app: self }
+    }
+
+    /// The control panel: `/app/...` and `/api/...` of every shell.
+    pub fn panel(&self) -> Panel<'_> {
+        Panel { app: self }
     }
 
     /// The pairing store over this app's ports.

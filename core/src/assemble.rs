@@ -251,6 +251,10 @@ impl App {
                         token.expose(),
                         env.secret(&c.webhook_secret_env).expose()
                     )),
+                    panel_keys: crate::panel::auth::PanelKeys::new(
+                        token.expose(),
+                        env.secret(&c.webhook_secret_env).expose(),
+                    ),
                     shared_memory: c.shared_memory,
                     agents: agents.clone(),
                     routing: routing.clone(),
@@ -276,6 +280,10 @@ impl App {
             instance: instance.into(),
             counter: AtomicU64::new(0),
             admin_token,
+            public_url: env
+                .get("CLAWLESS_PUBLIC_URL")
+                .map(|u| u.trim().trim_end_matches('/').to_owned())
+                .filter(|u| !u.is_empty()),
             agents: (*agents).clone(),
             spawn,
             transcriber: crate::media::transcribe::from_env(platform_http, env)

@@ -32,6 +32,8 @@
 //! | `preview/<connector>/<chat>/<message>` | the placeholder a group's streamed reply to a message edits, a day | turn |
 //! | `events/<at ms:015>/<instance>/<n:06>` | a batch of an instance's events (JSON), a day | observe (journal) |
 //! | `metrics/<instance>` | an instance's counts (`metrics::Snapshot`), kept three days since its last write | observe |
+//! | `panel-link/<token digest>` | a panel sign-in link: whose, whether used (TTL 10 min) | panel |
+//! | `panel-out/<connector>/<user>` | when a person last signed out everywhere from the panel | panel |
 //! | `call/<turn>:<round>:<call id>` | what a tool call that must happen once did (a reminder's id, then "done"), two days | schedule |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
@@ -246,4 +248,14 @@ pub fn chat_agent(session_key: &SessionKey) -> String {
 /// model writes, then to the answer's first part).
 pub fn preview(connector: &ConnectorId, chat: i64, message: i64) -> String {
     format!("preview/{connector}/{chat}/{message}")
+}
+
+/// A panel sign-in link, under its token's digest.
+pub fn panel_link(digest: &str) -> String {
+    format!("panel-link/{digest}")
+}
+
+/// When `user` last signed out of the panel everywhere.
+pub fn panel_signed_out(connector: &ConnectorId, user: i64) -> String {
+    format!("panel-out/{connector}/{user}")
 }

@@ -64,6 +64,7 @@ pub mod memory;
 pub mod menu;
 pub mod observe;
 pub mod pairing;
+pub mod panel;
 pub mod schedule;
 pub mod secret;
 pub mod session;

@@ -31,6 +31,9 @@ pub enum Route<'a> {
     /// `/admin/<name>`, any method: [`crate::Admin::serve`] decides (nothing there exists
     /// without an admin token).
     Admin(&'a str),
+    /// `/app`, `/app/...` and `/api/...`, any method: the control panel
+    /// ([`crate::app::Panel::serve`]) with the whole path.
+    Panel(&'a str),
     /// A known path with the wrong method.
     MethodNotAllowed,
     NotFound,
@@ -44,6 +47,9 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         } else {
             Route::MethodNotAllowed
         };
+    }
+    if path == "/app" || path.starts_with("/app/") || path.starts_with("/api/") {
+        return Route::Panel(path);
     }
     if path == "/metrics" {
         return Route::Admin("metrics");
@@ -85,5 +91,12 @@ mod tests {
         assert_eq!(route("GET", "/admin/"), Route::NotFound);
         // The app answers an unknown admin name with 404 (see `Admin::serve`).
         assert_eq!(route("GET", "/admin/other"), Route::Admin("other"));
+        assert_eq!(route("GET", "/app"), Route::Panel("/app"));
+        assert_eq!(route("GET", "/app/panel.js"), Route::Panel("/app/panel.js"));
+        assert_eq!(
+            route("DELETE", "/api/reminders/3"),
+            Route::Panel("/api/reminders/3")
+        );
+        assert_eq!(route("GET", "/apps"), Route::NotFound);
     }
 }

@@ -63,6 +63,15 @@ pub struct Target {
     pub thread_id: Option<i64>,
 }
 
+/// One inline keyboard button: `(label, callback data)`, `(label, URL)` or a Mini App
+/// `(label, HTTPS URL)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key<'a> {
+    Callback(&'a str, &'a str),
+    Url(&'a str, &'a str),
+    WebApp(&'a str, &'a str),
+}
+
 pub struct BotApi {
     http: Arc<dyn Http>,
     base: String,
@@ -174,7 +183,7 @@ impl BotApi {
         text: &str,
         html: bool,
         reply_to: Option<i64>,
-        rows: &[Vec<(&str, &str)>],
+        rows: &[Vec<Key<'_>>],
     ) -> Result<i64, TelegramError> {
         let mut body = json!({ "chat_id": to.chat_id, "text": text });
         if let Some(t) = to.thread_id {
@@ -192,7 +201,15 @@ impl BotApi {
                 .iter()
                 .map(|row| {
                     row.iter()
-                        .map(|(label, data)| json!({ "text": label, "callback_data": data }))
+                        .map(|key| match key {
+                            Key::Callback(label, data) => {
+                                json!({ "text": label, "callback_data": data })
+                            }
+                            Key::Url(label, url) => json!({ "text": label, "url": url }),
+                            Key::WebApp(label, url) => {
+                                json!({ "text": label, "web_app": { "url": url } })
+                            }
+                        })
                         .collect()
                 })
                 .collect();
@@ -210,7 +227,10 @@ impl BotApi {
         text: &str,
         buttons: &[(&str, String)],
     ) -> Result<i64, TelegramError> {
-        let row: Vec<(&str, &str)> = buttons.iter().map(|(l, d)| (*l, d.as_str())).collect();
+        let row: Vec<Key<'_>> = buttons
+            .iter()
+            .map(|(l, d)| Key::Callback(l, d.as_str()))
+            .collect();
         self.send_with_keyboard(to, text, false, None, &[row]).await
     }
 

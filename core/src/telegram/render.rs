@@ -18,6 +18,19 @@ pub struct Part {
     /// Inline buttons under the message, one per row: `(label, callback data ≤ 64 bytes)`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub buttons: Vec<(String, String)>,
+    /// Link buttons after those, one per row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkButton>,
+}
+
+/// A button that opens a page: in the browser (`url`), or as a Mini App inside Telegram
+/// (`web_app`, HTTPS only, private chats only).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LinkButton {
+    pub label: String,
+    pub url: String,
+    #[serde(default)]
+    pub web_app: bool,
 }
 
 /// The caption of an answer sent as a document.
@@ -30,6 +43,7 @@ pub fn document_part(markdown: &str) -> Part {
         html: false,
         document: Some(markdown.to_owned()),
         buttons: Vec::new(),
+        links: Vec::new(),
     }
 }
 
@@ -64,6 +78,7 @@ pub fn render_parts(markdown: &str) -> Vec<Part> {
             html: false,
             document: None,
             buttons: Vec::new(),
+            links: Vec::new(),
         });
     }
     out
@@ -84,6 +99,7 @@ fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
             html: true,
             document: None,
             buttons: Vec::new(),
+            links: Vec::new(),
         });
         return;
     }
@@ -101,6 +117,7 @@ pub fn plain_parts(text: &str) -> Vec<Part> {
             html: false,
             document: None,
             buttons: Vec::new(),
+            links: Vec::new(),
         })
         .collect()
 }

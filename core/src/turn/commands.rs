@@ -9,7 +9,7 @@ use super::{Checkpoint, Reply};
 use crate::app::App;
 use crate::connector::Routed;
 use crate::session;
-use crate::telegram::render::plain_parts;
+use crate::telegram::render::{plain_parts, LinkButton};
 use crate::telegram::Message;
 use crate::usage::Books;
 
@@ -178,6 +178,13 @@ pub const COMMANDS: &[Command] = &[
         run: users,
     },
     Command {
+        name: "panel",
+        help: "your control panel: memory, reminders, usage (private chat)",
+        owner_only: false,
+        needs_model: false,
+        run: panel,
+    },
+    Command {
         name: "help",
         help: "this message",
         owner_only: false,
@@ -328,6 +335,43 @@ fn memory(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
         let scope = c.conn.memory_scope_of(c.msg);
         let text = super::reports::memory_reply(c.app, &scope, c.args).await?;
         Ok(c.text(&text))
+    })
+}
+
+/// The panel's two ways in: a Mini App button (HTTPS only) and a one-time browser link.
+fn panel(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let (Some(from), true) = (&c.msg.from, c.msg.is_private()) else {
+            return Ok(c.text("Send /panel in a private chat with me: the link is yours alone."));
+        };
+        let panel = c.app.panel();
+        let Some(base) = panel.base(c.conn).await else {
+            return Ok(c.text("I don't know the address I'm reached at. Set CLAWLESS_PUBLIC_URL to it (https://…), then send /panel again."));
+        };
+        let token = panel.new_link(c.conn, from.id.0, c.msg.message_id).await?;
+        let mut links = Vec::new();
+        if base.starts_with("https://") {
+            links.push(LinkButton {
+                label: "Open the panel".into(),
+                url: format!("{base}/app/"),
+                web_app: true,
+            });
+        }
+        links.push(LinkButton {
+            label: "Open in a browser (once, 10 min)".into(),
+            url: format!("{base}/app/login?t={token}"),
+            web_app: false,
+        });
+        let reply = c.text("Your control panel: your memory, reminders and usage. The browser link works once, within 10 minutes; keep it to yourself.");
+        Ok(match reply {
+            Reply::Send(mut cp) => {
+                if let Some(last) = cp.parts.last_mut() {
+                    last.links = links;
+                }
+                Reply::Send(cp)
+            }
+            other => other,
+        })
     })
 }
 

@@ -11,7 +11,7 @@ use crate::app::App;
 use crate::connector::Connector;
 use crate::inbox::Job;
 use crate::session;
-use crate::telegram::api::Target;
+use crate::telegram::api::{Key, Target};
 use crate::telegram::render::Part;
 use crate::telegram::TelegramError;
 
@@ -57,7 +57,7 @@ async fn replace_placeholder(
     part: &Part,
     reply_to: Option<i64>,
 ) -> Result<(), TelegramError> {
-    if part.document.is_some() || !part.buttons.is_empty() {
+    if part.document.is_some() || !part.buttons.is_empty() || !part.links.is_empty() {
         if let Err(e) = conn.bot.delete_message(target.chat_id, id).await {
             tracing::debug!(error = %e, "placeholder not deleted");
         }
@@ -103,10 +103,17 @@ async fn with_fallbacks(
                 .await
                 .map(drop),
             (Put::Send(reply_to), None) => {
-                let rows: Vec<Vec<(&str, &str)>> = part
+                let rows: Vec<Vec<Key<'_>>> = part
                     .buttons
                     .iter()
-                    .map(|(label, data)| vec![(label.as_str(), data.as_str())])
+                    .map(|(label, data)| vec![Key::Callback(label, data)])
+                    .chain(part.links.iter().map(|l| {
+                        vec![if l.web_app {
+                            Key::WebApp(&l.label, &l.url)
+                        } else {
+                            Key::Url(&l.label, &l.url)
+                        }]
+                    }))
                     .collect();
                 conn.bot
                     .send_with_keyboard(target, &text, html, reply_to, &rows)

@@ -14,7 +14,7 @@ mod deliver;
 mod draft;
 mod media;
 mod model;
-mod pairing;
+pub(crate) mod pairing;
 mod progress;
 mod reminders;
 mod reports;

@@ -241,7 +241,7 @@ async fn audit_tap(app: &App, conn: &Connector, q: &CallbackQuery, step: Step) {
 }
 
 /// Whether `user` may talk to `conn`: configured, or paired (one Kv read).
-pub(super) async fn may_talk(app: &App, conn: &Connector, user: i64) -> Result<bool, PortError> {
+pub(crate) async fn may_talk(app: &App, conn: &Connector, user: i64) -> Result<bool, PortError> {
     if conn.allowed.contains(&user) {
         return Ok(true);
     }

@@ -108,6 +108,58 @@ impl Shell {
         response_typed(reply.status, reply.content_type, &reply.body)
     }
 
+    /// `/app/...` and `/api/...`: the core's panel. A Function URL gives cookies apart from the
+    /// headers (`cookies`), and takes `Set-Cookie` the same way.
+    async fn panel(&self, method: &str, path: &str, event: &Value) -> Value {
+        let header = |name: &str| {
+            event
+                .get("headers")
+                .and_then(|h| h.get(name))
+                .and_then(Value::as_str)
+        };
+        let cookie = event.get("cookies").and_then(Value::as_array).map(|c| {
+            c.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("; ")
+        });
+        let body = match body(event, clawless_core::panel::MAX_BODY) {
+            Ok(b) => b,
+            Err(BodyRefused::TooLarge) => return response(413, "payload too large"),
+            Err(_) => return response(400, "bad request"),
+        };
+        let reply = self
+            .app
+            .panel()
+            .serve(clawless_core::panel::PanelRequest {
+                method,
+                path,
+                query: event.get("rawQueryString").and_then(Value::as_str),
+                authorization: header("authorization"),
+                cookie: cookie.as_deref(),
+                csrf: header("x-csrf-token"),
+                body: &body,
+            })
+            .await;
+        let mut headers = serde_json::Map::new();
+        headers.insert("content-type".into(), json!(reply.content_type));
+        let mut cookies = Vec::new();
+        for (name, value) in reply.headers {
+            if name == "set-cookie" {
+                cookies.push(json!(value));
+            } else {
+                headers.insert(name.into(), json!(value));
+            }
+        }
+        json!({
+            "statusCode": reply.status,
+            "headers": headers,
+            "body": reply.body,
+            "isBase64Encoded": false,
+            "cookies": cookies,
+        })
+    }
+
     /// A Function URL request, routed by the core; a webhook goes through the core's sequence
     /// ([`App::serve_webhook`]: authorized before its body is decoded, one over the cap
     /// refused without decoding it), then its lane is drained by a self-invoke.
@@ -116,6 +168,7 @@ impl Shell {
             Route::Webhook(connector) => connector,
             Route::Health => return response(200, "ok"),
             Route::Admin(name) => return self.admin(method, name, event).await,
+            Route::Panel(path) => return self.panel(method, path, event).await,
             Route::MethodNotAllowed => return response(405, "method not allowed"),
             Route::NotFound => return response(404, "not found"),
         };

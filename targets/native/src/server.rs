@@ -72,10 +72,47 @@ impl Webhook {
                     .await;
                 respond_owned(reply.status, reply.content_type, reply.body)
             }
+            Route::Panel(path) => self.panel(&head, path, body).await,
             Route::Webhook(connector) => self.webhook(connector, &head.headers, body).await,
             Route::MethodNotAllowed => respond(405, "method not allowed"),
             Route::NotFound => respond(404, "not found"),
         }
+    }
+
+    /// `/app/...` and `/api/...`: the core's panel, the body read capped and in time.
+    async fn panel<B>(&self, head: &hyper::http::request::Parts, path: &str, body: B) -> Reply
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BodyError>,
+    {
+        let header = |name| head.headers.get(name).and_then(|v| v.to_str().ok());
+        let body = match read_capped(body, clawless_core::panel::MAX_BODY, self.body_timeout).await
+        {
+            Ok(b) => b,
+            Err(BodyRefused::TooLarge) => return respond(413, "payload too large"),
+            Err(BodyRefused::TooSlow) => return respond(408, "request timeout"),
+            Err(BodyRefused::Unreadable) => return respond(400, "bad request"),
+        };
+        let reply = self
+            .app
+            .panel()
+            .serve(clawless_core::panel::PanelRequest {
+                method: head.method.as_str(),
+                path,
+                query: head.uri.query(),
+                authorization: header("authorization"),
+                cookie: header("cookie"),
+                csrf: header("x-csrf-token"),
+                body: &body,
+            })
+            .await;
+        let mut out = respond_owned(reply.status, reply.content_type, reply.body);
+        for (name, value) in reply.headers {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                out.headers_mut().append(name, v);
+            }
+        }
+        out
     }
 
     /// The core's webhook sequence ([`App::serve_webhook`]) with this server's body reader;

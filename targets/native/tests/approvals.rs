@@ -10,7 +10,7 @@ mod common;
 use clawless_testkit::fixtures::OWNER_ID;
 use clawless_testkit::scenarios;
 use clawless_testkit::servers::{fakes, text_update, until};
-use common::bot::{post_update, start_bot_with, Serve, SECRET};
+use common::bot::{post_update, start_bot_with, Serve, SECRET, TOKEN};
 use common::shells::Native;
 use serde_json::{json, Value};
 
@@ -49,6 +49,7 @@ async fn approval_scenarios_on_native() {
             ("TELEGRAM_ALLOWED_USERS", &users),
             ("CLAWLESS_CONFIG", config.to_str().unwrap()),
             ("CLAWLESS_ADMIN_TOKEN", ADMIN),
+            ("CLAWLESS_PUBLIC_URL", "https://panel.test"),
         ],
         ..Serve::default()
     };
@@ -70,6 +71,36 @@ async fn approval_scenarios_on_native() {
         r.text().await.unwrap()
     };
     scenarios::metrics_count_a_scenario(&native, scrape).await;
+    // The control panel over this process's HTTP.
+    let base = native.bot.url.clone();
+    scenarios::panel_over_http(&native, TOKEN, |c| panel_call(&base, c)).await;
+}
+
+/// One panel request to the server at `base`, redirects not followed.
+pub async fn panel_call(base: &str, c: scenarios::PanelCall) -> scenarios::PanelAnswer {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let method = reqwest::Method::from_bytes(c.method.as_bytes()).unwrap();
+    let mut req = client
+        .request(method, format!("{base}{}", c.path))
+        .body(c.body);
+    for (name, value) in c.headers {
+        req = req.header(name, value);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let headers = r
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    scenarios::PanelAnswer {
+        status,
+        headers,
+        body: r.text().await.unwrap(),
+    }
 }
 
 const ADMIN: &str = "native-admin-token-0123456789";

@@ -56,6 +56,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         Route::Webhook(connector) => webhook(req, connector, &env, ctx).await,
         Route::Health => Response::ok("ok"),
         Route::Admin(name) => admin(&req, &env, name).await,
+        Route::Panel(path) => panel(req, &env, path).await,
         Route::MethodNotAllowed => Response::error("method not allowed", 405),
         Route::NotFound => Response::error("not found", 404),
     }
@@ -96,6 +97,55 @@ async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
         .await;
     let headers = worker::Headers::new();
     headers.set("content-type", reply.content_type)?;
+    Ok(Response::ok(reply.body)?
+        .with_status(reply.status)
+        .with_headers(headers))
+}
+
+/// `/app/...` and `/api/...` that are not static assets (those are served before the Worker
+/// runs, from `core/panel`; see `wrangler.toml`): the core's panel.
+async fn panel(mut req: Request, env: &Env, path: &str) -> Result<Response> {
+    let shell = match shell(env).await {
+        Ok(shell) => shell,
+        Err(e) => {
+            worker::console_error!("start-up failed: {e}");
+            return Response::error("not configured", 500);
+        }
+    };
+    let header = |name: &str| req.headers().get(name).ok().flatten();
+    let (authorization, cookie, csrf) = (
+        header("authorization"),
+        header("cookie"),
+        header("x-csrf-token"),
+    );
+    let url = req.inner().url();
+    let query = url
+        .split_once('?')
+        .map(|(_, q)| q.split('#').next().unwrap_or(q).to_owned());
+    let method = req.method();
+    let body = match read_capped(&mut req, clawless_core::panel::MAX_BODY).await {
+        Ok(b) => b,
+        Err(BodyRefused::TooLarge) => return Response::error("payload too large", 413),
+        Err(_) => return Response::error("bad request", 400),
+    };
+    let reply = shell
+        .app
+        .panel()
+        .serve(clawless_core::panel::PanelRequest {
+            method: method.as_ref(),
+            path,
+            query: query.as_deref(),
+            authorization: authorization.as_deref(),
+            cookie: cookie.as_deref(),
+            csrf: csrf.as_deref(),
+            body: &body,
+        })
+        .await;
+    let headers = worker::Headers::new();
+    headers.set("content-type", reply.content_type)?;
+    for (name, value) in &reply.headers {
+        headers.append(name, value)?;
+    }
     Ok(Response::ok(reply.body)?
         .with_status(reply.status)
         .with_headers(headers))

@@ -14,10 +14,12 @@ mod kill_points;
 mod list;
 mod long_turn;
 mod metrics;
+mod panel;
 
 pub use kill_points::{KillPoint, KILL_POINTS, LISTING};
 pub use long_turn::{a_long_streamed_answer_is_answered_once, a_long_turn_is_answered_once};
 pub use metrics::{assert_turn_kept, metrics_count_a_scenario};
+pub use panel::{launch_data, panel_over_http, PanelAnswer, PanelCall, PANEL_USER};
 
 use std::cell::Cell;
 use std::future::Future;
@@ -97,7 +99,7 @@ const BYSTANDER: i64 = crate::injection::OTHER_PERSON;
 /// The users a shell running the scenarios must allow (`TELEGRAM_ALLOWED_USERS`): the
 /// fixtures' owner, one user per scenario of either list, and a bystander.
 pub fn allowed_users() -> String {
-    let mut users = vec![OWNER_ID, BYSTANDER];
+    let mut users = vec![OWNER_ID, BYSTANDER, PANEL_USER];
     users.extend((1..=all().len()).map(user_of));
     users.extend((APPROVALS_FROM..APPROVALS_FROM + approvals().len()).map(user_of));
     users

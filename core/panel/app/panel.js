@@ -1,0 +1,270 @@
+// The clawless control panel. Plain script, no library: every text from the bot's stores is
+// put on the page with textContent (never as markup), so nothing it holds can run.
+"use strict";
+
+const state = { auth: null, csrf: null, me: null };
+
+// Inside Telegram the launch data arrives in the URL's fragment (tgWebAppData); it is kept for
+// this tab only and the fragment removed from the address bar.
+function launch() {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const data = hash.get("tgWebAppData");
+  if (data) {
+    sessionStorage.setItem("tma", data);
+    theme(hash.get("tgWebAppThemeParams"));
+    history.replaceState(null, "", location.pathname);
+  }
+  state.auth = sessionStorage.getItem("tma");
+  if (state.auth) {
+    document.documentElement.classList.add("tg");
+    theme(sessionStorage.getItem("tma-theme"));
+  }
+}
+
+// Telegram's theme colours, only values that are colours.
+function theme(json) {
+  if (!json) return;
+  let params;
+  try { params = JSON.parse(json); } catch { return; }
+  sessionStorage.setItem("tma-theme", json);
+  const names = {
+    bg_color: "--tg-bg", text_color: "--tg-text", hint_color: "--tg-hint",
+    link_color: "--tg-link", button_color: "--tg-button",
+    button_text_color: "--tg-button-text", secondary_bg_color: "--tg-secondary-bg",
+  };
+  for (const [k, v] of Object.entries(names)) {
+    const c = params[k];
+    if (typeof c === "string" && /^#[0-9a-fA-F]{3,8}$/.test(c)) {
+      document.documentElement.style.setProperty(v, c);
+    }
+  }
+}
+
+async function api(method, path, body) {
+  const headers = {};
+  if (state.auth) headers["Authorization"] = "tma " + state.auth;
+  else if (state.csrf && method !== "GET") headers["X-CSRF-Token"] = state.csrf;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const r = await fetch(path, {
+    method, headers, credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data = null;
+  try { data = await r.json(); } catch { data = null; }
+  if (!r.ok) {
+    const why = (data && typeof data.error === "string") ? data.error : ("error " + r.status);
+    const e = new Error(why);
+    e.status = r.status;
+    throw e;
+  }
+  return data;
+}
+
+// Builds an element: el("p", {class: "hint"}, "text", child, …). Strings become text nodes.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "onclick") e.addEventListener("click", v);
+    else if (k === "onsubmit") e.addEventListener("submit", v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    e.append(typeof c === "string" || typeof c === "number" ? String(c) : c);
+  }
+  return e;
+}
+
+function show(...nodes) {
+  const view = document.getElementById("view");
+  view.replaceChildren(...nodes);
+}
+
+function say(text) {
+  document.getElementById("status").textContent = text;
+}
+
+function when(ms) {
+  return new Date(ms).toLocaleString();
+}
+
+function dollars(micros) {
+  return "$" + (micros / 1e6).toFixed(4);
+}
+
+async function guarded(f) {
+  try { say(""); await f(); }
+  catch (e) {
+    if (e.status === 401) {
+      show(el("p", {}, "You are signed out. Open the panel again from the bot, or send /panel in a private chat for a browser link."));
+    } else {
+      say(e.message);
+    }
+  }
+}
+
+const tabs = {
+  async memory() {
+    const form = el("form", { class: "row" });
+    const q = el("input", { class: "grow", type: "search", placeholder: "Search your memory", name: "q" });
+    form.append(q, el("button", { type: "submit" }, "Search"));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      guarded(() => memorySearch(form, q.value));
+    });
+    const data = await api("GET", "/api/memory");
+    const list = [];
+    for (const s of data.scopes) {
+      list.push(el("h2", {}, "Agent " + s.agent));
+      for (const f of s.files) {
+        list.push(el("div", { class: "card row" },
+          el("span", { class: "grow" }, f),
+          el("button", { class: "quiet", onclick: () => guarded(() => memoryFile(s.agent, f)) }, "Open")));
+      }
+    }
+    if (list.length === 0) list.push(el("p", { class: "hint" }, "Nothing in memory yet. Ask the bot to remember something."));
+    show(form, ...list);
+  },
+  async reminders() {
+    const data = await api("GET", "/api/reminders");
+    const rows = data.reminders.map((r) => el("div", { class: "card row" },
+      el("div", { class: "grow" },
+        el("div", {}, r.text),
+        el("div", { class: "hint" }, "next " + when(r.next_ms) + (r.cron ? " · " + r.cron + " (" + r.zone + ")" : ""))),
+      el("button", { class: "danger", onclick: () => guarded(async () => {
+        await api("DELETE", "/api/reminders/" + encodeURIComponent(r.id));
+        say("Reminder cancelled.");
+        await tabs.reminders();
+      }) }, "Cancel")));
+    show(el("h2", {}, "Reminders"), ...(rows.length ? rows : [el("p", { class: "hint" }, "No reminders.")]));
+  },
+  async usage() {
+    const u = await api("GET", "/api/usage");
+    const table = el("table", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "calls"), el("th", {}, "tokens in"), el("th", {}, "tokens out"), el("th", {}, "cost")));
+    const line = (name, t) => table.append(el("tr", {}, el("td", {}, name), el("td", {}, t.calls), el("td", {}, t.input), el("td", {}, t.output), el("td", {}, dollars(t.cost_micros))));
+    line("You, today", u.today);
+    line("You, this month", u.month);
+    if (u.everyone) {
+      line("Everyone, today", u.everyone.today);
+      line("Everyone, this month", u.everyone.month);
+    }
+    show(el("h2", {}, "Usage"), table);
+  },
+  async pairing() {
+    const p = await api("GET", "/api/pairing");
+    const pending = p.pending.map((c) => el("div", { class: "card row" },
+      el("span", { class: "grow" }, c.code + " · " + JSON.stringify(c.person || {})),
+      el("button", { onclick: () => guarded(async () => {
+        await api("POST", "/api/pairing/approve", { code: c.code });
+        say("Approved.");
+        await tabs.pairing();
+      }) }, "Approve")));
+    const paired = p.paired.map((x) => el("div", { class: "card row" },
+      el("span", { class: "grow" }, JSON.stringify(x.person || x)),
+      el("button", { class: "danger", onclick: () => guarded(async () => {
+        await api("POST", "/api/pairing/remove", { user: x.person.id });
+        say("Removed.");
+        await tabs.pairing();
+      }) }, "Remove")));
+    show(el("h2", {}, "Waiting for approval"), ...(pending.length ? pending : [el("p", { class: "hint" }, "No codes waiting.")]),
+      el("h2", {}, "Paired"), ...(paired.length ? paired : [el("p", { class: "hint" }, "Nobody paired.")]),
+      el("h2", {}, "From the configuration"), el("p", {}, p.configured.join(", ")));
+  },
+  async audit() {
+    const a = await api("GET", "/api/audit?since=24h");
+    const traces = new Map();
+    for (const e of a.entries) {
+      const k = e.trace;
+      if (!traces.has(k)) traces.set(k, []);
+      traces.get(k).push(e);
+    }
+    const cards = [...traces.entries()].reverse().map(([trace, steps]) => el("div", { class: "card" },
+      el("div", { class: "hint" }, "trace " + trace + " · chat " + steps[0].chat + " · " + when(steps[0].at_ms)),
+      ...steps.map((s) => el("pre", {}, JSON.stringify(s, null, 1)))));
+    show(el("h2", {}, "Audit trail, last 24 h"), ...(cards.length ? cards : [el("p", { class: "hint" }, "Nothing in the last 24 hours.")]));
+  },
+  async health() {
+    const h = await api("GET", "/api/health");
+    show(el("h2", {}, "Health"), el("pre", {}, JSON.stringify(h, null, 2)));
+  },
+  async config() {
+    const c = await api("GET", "/api/config");
+    show(el("h2", {}, "Configuration (secrets redacted)"), el("pre", {}, JSON.stringify(c, null, 2)));
+  },
+  async account() {
+    const me = state.me;
+    const out = (everywhere) => guarded(async () => {
+      await api("POST", "/api/signout", { everywhere });
+      sessionStorage.removeItem("tma");
+      state.auth = null;
+      show(el("p", {}, everywhere ? "Signed out everywhere." : "Signed out."));
+      document.getElementById("tabs").hidden = true;
+    });
+    show(el("h2", {}, "Account"),
+      el("p", {}, "Signed in as " + (me.name || "user") + " (" + me.id + ") on bot " + me.connector + (me.owner ? ", its owner." : ".")),
+      el("div", { class: "row" },
+        el("button", { class: "quiet", onclick: () => out(false) }, "Sign out"),
+        el("button", { class: "danger", onclick: () => out(true) }, "Sign out everywhere")));
+  },
+};
+
+async function memorySearch(form, words) {
+  const data = await api("GET", "/api/memory?q=" + encodeURIComponent(words));
+  const hits = data.hits.map((h) => el("div", { class: "card" },
+    el("div", { class: "hint" }, h.agent + " · " + h.path + ":" + h.line + " · ", el("span", { class: "score" }, "score " + Number(h.score).toFixed(3))),
+    el("div", {}, h.text)));
+  show(form, el("h2", {}, "Results"), ...(hits.length ? hits : [el("p", { class: "hint" }, "Nothing matches.")]));
+}
+
+async function memoryFile(agent, path) {
+  const q = "?agent=" + encodeURIComponent(agent) + "&path=" + encodeURIComponent(path);
+  const f = await api("GET", "/api/memory/file" + q);
+  const text = el("textarea", { "aria-label": path });
+  text.value = f.text;
+  show(el("h2", {}, path),
+    text,
+    el("div", { class: "row" },
+      el("button", { onclick: () => guarded(async () => {
+        await api("PUT", "/api/memory/file" + q, { text: text.value });
+        say("Saved.");
+      }) }, "Save"),
+      el("button", { class: "danger", onclick: (ev) => guarded(async () => {
+        // Two taps, no dialog (Telegram's web views do not all show one).
+        if (ev.target.dataset.sure !== "1") {
+          ev.target.dataset.sure = "1";
+          ev.target.textContent = "Tap again to delete";
+          return;
+        }
+        await api("DELETE", "/api/memory/file" + q);
+        say("Deleted.");
+        await tabs.memory();
+      }) }, "Delete"),
+      el("button", { class: "quiet", onclick: () => guarded(tabs.memory) }, "Back")));
+}
+
+function open(name) {
+  for (const b of document.querySelectorAll("#tabs button")) {
+    if (b.dataset.tab === name) b.setAttribute("aria-current", "page");
+    else b.removeAttribute("aria-current");
+  }
+  guarded(tabs[name]);
+}
+
+async function start() {
+  launch();
+  await guarded(async () => {
+    const me = await api("GET", "/api/me");
+    state.me = me;
+    state.csrf = me.csrf || null;
+    document.getElementById("who").textContent = (me.name || String(me.id)) + (me.owner ? " · owner" : "");
+    const nav = document.getElementById("tabs");
+    for (const b of nav.querySelectorAll("button")) {
+      if (b.hasAttribute("data-owner")) b.hidden = !me.owner;
+      b.addEventListener("click", () => open(b.dataset.tab));
+    }
+    nav.hidden = false;
+    open("memory");
+  });
+}
+
+document.addEventListener("DOMContentLoaded", start);

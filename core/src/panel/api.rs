@@ -1,0 +1,465 @@
+//! The panel's JSON API, `/api/...`, for a signed-in person ([`Who`]). Everyone reaches only
+//! their own: the memory of their private chats (each agent's scope of theirs), the
+//! reminders of their private chat, their usage. Nothing takes an id of another person:
+//! every store is addressed from the signed-in identity, so there is no id to swap. The owner
+//! of the bot also reaches the audit trail, pairing, health and the configuration.
+//!
+//! | method and path | what |
+//! |---|---|
+//! | `GET /api/me` | who is signed in, whether the owner, the CSRF token (browser) |
+//! | `POST /api/signout` | ends this browser's session; `{"everywhere": true}` every session and launch data signed so far |
+//! | `GET /api/memory[?q=words]` | the memory files per agent, or a search with scores |
+//! | `GET`, `PUT`, `DELETE /api/memory/file?agent=A&path=P` | one file: read, replace (`{"text"}`), delete; the index follows |
+//! | `GET /api/reminders`, `DELETE /api/reminders/<id>` | reminders of the private chat |
+//! | `GET /api/usage` | tokens and cost today and this month |
+//! | `GET /api/audit[?since=24h]` | owner: the audit trail |
+//! | `GET /api/pairing`, `POST /api/pairing/approve` (`{"code"}`), `POST /api/pairing/remove` (`{"user"}`) | owner |
+//! | `GET /api/health` | owner: backlog, retries, approvals, reminders, counts |
+//! | `GET /api/config` | owner: the effective configuration, secrets redacted |
+
+use serde_json::{json, Value};
+
+use super::{PanelReply, PanelRequest, Who};
+use crate::app::App;
+use crate::ids::Scope;
+use crate::memory::scope::{scope as memory_scope, MemoryOwner};
+use crate::memory::store::{root, MemoryError};
+use crate::usage::{Ledger, Period, Who as Payer};
+
+/// Memory files listed per agent, at most.
+const MAX_FILES: usize = 200;
+/// Search words read, at most (characters).
+const MAX_WORDS: usize = 200;
+
+/// Answers one API call of `who`.
+pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> PanelReply {
+    let m = req.method.to_ascii_uppercase();
+    let path = req.path.trim_end_matches('/');
+    let query = req.query.unwrap_or("");
+    let owner_only = matches!(
+        path,
+        "/api/audit"
+            | "/api/pairing"
+            | "/api/pairing/approve"
+            | "/api/pairing/remove"
+            | "/api/health"
+            | "/api/config"
+    );
+    if owner_only && !who.owner {
+        return PanelReply::error(403, "only the bot's owner sees this");
+    }
+    let done = match (m.as_str(), path) {
+        ("GET", "/api/me") => Ok(me(who)),
+        ("POST", "/api/signout") => return signout(app, who, req.body).await,
+        ("GET", "/api/memory") => memory(app, who, param(query, "q")).await,
+        ("GET" | "PUT" | "DELETE", "/api/memory/file") => {
+            memory_file(app, who, &m, query, req.body).await
+        }
+        ("GET", "/api/reminders") => reminders(app, who).await,
+        ("DELETE", p) if p.starts_with("/api/reminders/") => {
+            match p["/api/reminders/".len()..].parse::<u64>() {
+                Ok(id) => cancel_reminder(app, who, id).await,
+                Err(_) => Err(PanelReply::error(404, "no such reminder")),
+            }
+        }
+        ("GET", "/api/usage") => usage(app, who).await,
+        ("GET", "/api/audit") => audit(app, who, param(query, "since")).await,
+        ("GET", "/api/pairing") => pairing(app, who).await,
+        ("POST", "/api/pairing/approve") => pairing_change(app, who, req.body, true).await,
+        ("POST", "/api/pairing/remove") => pairing_change(app, who, req.body, false).await,
+        ("GET", "/api/health") => health(app).await,
+        ("GET", "/api/config") => Ok(config(app)),
+        (
+            _,
+            "/api/me"
+            | "/api/signout"
+            | "/api/memory"
+            | "/api/reminders"
+            | "/api/usage"
+            | "/api/audit"
+            | "/api/pairing"
+            | "/api/pairing/approve"
+            | "/api/pairing/remove"
+            | "/api/health"
+            | "/api/config",
+        ) => Err(PanelReply::error(405, "method not allowed")),
+        _ => Err(PanelReply::error(404, "not found")),
+    };
+    match done {
+        Ok(v) => PanelReply::json(200, &v),
+        Err(reply) => reply,
+    }
+}
+
+type Answer = Result<Value, PanelReply>;
+
+fn unavailable(e: impl std::fmt::Display) -> PanelReply {
+    tracing::error!(error = %e, "panel: storage unavailable");
+    PanelReply::error(503, "storage unavailable")
+}
+
+/// The decoded value of `name` in a query string.
+fn param(query: &str, name: &str) -> Option<String> {
+    query.split('&').find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        (k == name).then(|| super::auth::form_decode(v)).flatten()
+    })
+}
+
+fn body_json(body: &[u8]) -> Result<Value, PanelReply> {
+    serde_json::from_slice(body).map_err(|_| PanelReply::error(400, "the body is not JSON"))
+}
+
+fn me(who: &Who<'_>) -> Value {
+    let mut v = json!({
+        "id": who.user,
+        "name": who.name,
+        "connector": who.conn.id.as_str(),
+        "owner": who.owner,
+    });
+    if let Some(cookie) = &who.cookie {
+        v["csrf"] = json!(super::auth::csrf_token(&who.conn.panel_keys, cookie));
+    }
+    v
+}
+
+async fn signout(app: &App, who: &Who<'_>, body: &[u8]) -> PanelReply {
+    let everywhere = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("everywhere").and_then(Value::as_bool))
+        .unwrap_or(false);
+    if everywhere {
+        let now = app.platform.clock.now_ms();
+        let key = crate::keys::panel_signed_out(&who.conn.id, who.user);
+        let bytes = now.to_string();
+        if let Err(e) = app.platform.kv.put(&key, bytes.as_bytes(), None).await {
+            return unavailable(e);
+        }
+        tracing::info!(connector = %who.conn.id, "panel: signed out everywhere");
+    }
+    PanelReply::json(200, &json!({ "ok": true, "everywhere": everywhere })).with(
+        "set-cookie",
+        format!(
+            "{}=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Strict",
+            super::auth::COOKIE
+        ),
+    )
+}
+
+/// The memory scopes of `who`: one per agent (a bot with one memory for everyone: only the
+/// owner reaches it).
+fn scopes(app: &App, who: &Who<'_>) -> Vec<(String, Scope)> {
+    let owner = if who.conn.shared_memory {
+        if !who.owner {
+            return Vec::new();
+        }
+        MemoryOwner::Shared
+    } else {
+        MemoryOwner::User(who.user)
+    };
+    app.agents
+        .keys()
+        .map(|agent| (agent.clone(), memory_scope(agent, &who.conn.id, owner)))
+        .collect()
+}
+
+/// Whether `rel` is a memory file of a scope (`MEMORY.md`, `memory/<name>.md`).
+fn is_memory_file(rel: &str) -> bool {
+    let name = rel.strip_prefix("memory/").unwrap_or(rel);
+    (rel == "MEMORY.md" || rel.starts_with("memory/"))
+        && name.ends_with(".md")
+        && !name.contains('/')
+        && !name.contains("..")
+        && name.len() <= 128
+}
+
+async fn memory(app: &App, who: &Who<'_>, q: Option<String>) -> Answer {
+    let scopes = scopes(app, who);
+    if let Some(q) = q.filter(|q| !q.trim().is_empty()) {
+        let words: String = q.chars().take(MAX_WORDS).collect();
+        let mut hits = Vec::new();
+        for (agent, scope) in &scopes {
+            let at = format!("{}/", root(scope));
+            match app.memory.search(scope, &words).await {
+                Ok(found) => hits.extend(found.into_iter().map(|h| {
+                    json!({
+                        "agent": agent,
+                        "path": h.path.strip_prefix(&at).unwrap_or(&h.path),
+                        "line": h.start_line,
+                        "score": h.score,
+                        "text": h.text,
+                    })
+                })),
+                Err(MemoryError::Port(e)) => return Err(unavailable(e)),
+                Err(e) => tracing::warn!(error = %e, "panel: memory search failed"),
+            }
+        }
+        return Ok(json!({ "hits": hits }));
+    }
+    let mut out = Vec::new();
+    for (agent, scope) in &scopes {
+        let dir = root(scope);
+        let at = format!("{dir}/");
+        let files = app.memory.files.list(&dir).await.map_err(unavailable)?;
+        let files: Vec<&str> = files
+            .iter()
+            .filter_map(|f| f.strip_prefix(&at))
+            .filter(|rel| is_memory_file(rel))
+            .take(MAX_FILES)
+            .collect();
+        if !files.is_empty() {
+            out.push(json!({ "agent": agent, "files": files }));
+        }
+    }
+    Ok(json!({ "scopes": out }))
+}
+
+async fn memory_file(app: &App, who: &Who<'_>, method: &str, query: &str, body: &[u8]) -> Answer {
+    let agent = param(query, "agent").unwrap_or_default();
+    let rel = param(query, "path").unwrap_or_default();
+    let Some((_, scope)) = scopes(app, who).into_iter().find(|(a, _)| *a == agent) else {
+        return Err(PanelReply::error(404, "no such memory"));
+    };
+    if !is_memory_file(&rel) {
+        return Err(PanelReply::error(
+            400,
+            "a memory file is MEMORY.md or memory/<name>.md",
+        ));
+    }
+    let full = format!("{}/{rel}", root(&scope));
+    let current = app.memory.read(&scope, &rel).await.map_err(|e| match e {
+        MemoryError::Port(e) => unavailable(e),
+        other => PanelReply::error(500, &other.to_string()),
+    })?;
+    match method {
+        "GET" => match current {
+            Some(text) => Ok(json!({ "agent": agent, "path": rel, "text": text })),
+            None => Err(PanelReply::error(404, "no such file")),
+        },
+        "PUT" => {
+            let text = body_json(body)?
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| PanelReply::error(400, "send {\"text\": \"...\"}"))?;
+            if text.len() > app.memory.config.max_file_bytes() {
+                return Err(PanelReply::error(413, "over memory.max_file_kb"));
+            }
+            app.memory
+                .files
+                .write(&full, text.as_bytes())
+                .await
+                .map_err(unavailable)?;
+            reindex(app, &scope, &full).await?;
+            tracing::info!(connector = %who.conn.id, "panel: memory file written");
+            Ok(json!({ "ok": true }))
+        }
+        _ => {
+            if current.is_none() {
+                return Err(PanelReply::error(404, "no such file"));
+            }
+            app.memory.files.delete(&full).await.map_err(unavailable)?;
+            reindex(app, &scope, &full).await?;
+            tracing::info!(connector = %who.conn.id, "panel: memory file deleted");
+            Ok(json!({ "ok": true }))
+        }
+    }
+}
+
+async fn reindex(app: &App, scope: &Scope, full: &str) -> Result<(), PanelReply> {
+    match app.memory.index_file(scope, full).await {
+        Ok(_) => Ok(()),
+        Err(MemoryError::Port(e)) => Err(unavailable(e)),
+        // The file is saved; the scheduled re-index tries again.
+        Err(e) => {
+            tracing::warn!(error = %e, "panel: memory file not indexed");
+            Ok(())
+        }
+    }
+}
+
+async fn reminders(app: &App, who: &Who<'_>) -> Answer {
+    let list = app
+        .schedules()
+        .list(&who.conn.id, who.user)
+        .await
+        .map_err(unavailable)?;
+    let list: Vec<Value> = list
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "text": r.what.body(),
+                "next_ms": r.next_ms,
+                "cron": r.cron,
+                "zone": r.zone,
+            })
+        })
+        .collect();
+    Ok(json!({ "reminders": list }))
+}
+
+async fn cancel_reminder(app: &App, who: &Who<'_>, id: u64) -> Answer {
+    match app.schedules().cancel(&who.conn.id, who.user, id).await {
+        Ok(Some(_)) => Ok(json!({ "ok": true })),
+        Ok(None) => Err(PanelReply::error(404, "no such reminder")),
+        Err(e) => Err(unavailable(e)),
+    }
+}
+
+async fn usage(app: &App, who: &Who<'_>) -> Answer {
+    let ledger = Ledger {
+        kv: &*app.platform.kv,
+        clock: &*app.platform.clock,
+    };
+    let id = &who.conn.id;
+    let mut v = json!({
+        "today": ledger.get(id, Period::Day, Payer::User(who.user)).await.map_err(unavailable)?,
+        "month": ledger.get(id, Period::Month, Payer::User(who.user)).await.map_err(unavailable)?,
+    });
+    if who.owner {
+        v["everyone"] = json!({
+            "today": ledger.get(id, Period::Day, Payer::Everyone).await.map_err(unavailable)?,
+            "month": ledger.get(id, Period::Month, Payer::Everyone).await.map_err(unavailable)?,
+        });
+    }
+    Ok(v)
+}
+
+async fn audit(app: &App, who: &Who<'_>, since: Option<String>) -> Answer {
+    let window = match since {
+        Some(s) => crate::audit::parse_window(&s).map_err(|e| PanelReply::error(400, &e))?,
+        None => 24 * 3_600_000,
+    };
+    let entries = app
+        .admin()
+        .audit_entries(&who.conn.id, window, None, 500)
+        .await
+        .map_err(unavailable)?;
+    Ok(json!({ "entries": entries }))
+}
+
+async fn pairing(app: &App, who: &Who<'_>) -> Answer {
+    let list = app
+        .admin()
+        .pairing_list(&who.conn.id)
+        .await
+        .map_err(unavailable)?;
+    Ok(json!({
+        "owner": list.owner,
+        "configured": list.configured,
+        "paired": list.paired,
+        "pending": list.pending,
+    }))
+}
+
+async fn pairing_change(app: &App, who: &Who<'_>, body: &[u8], approve: bool) -> Answer {
+    let v = body_json(body)?;
+    let admin = app.admin();
+    let done = if approve {
+        let code = v
+            .get("code")
+            .and_then(Value::as_str)
+            .filter(|c| c.len() <= 16)
+            .ok_or_else(|| PanelReply::error(400, "send {\"code\": \"...\"}"))?;
+        admin
+            .pairing_approve(&who.conn.id, &code.to_ascii_uppercase())
+            .await
+    } else {
+        let user = v
+            .get("user")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| PanelReply::error(400, "send {\"user\": <id>}"))?;
+        admin.pairing_remove(&who.conn.id, user).await
+    };
+    match done {
+        Ok(Some(p)) => Ok(json!({ "ok": true, "paired": p })),
+        Ok(None) => Err(PanelReply::error(404, "no such code or person")),
+        Err(e) => Err(unavailable(e)),
+    }
+}
+
+async fn health(app: &App) -> Answer {
+    let overview = app.admin().overview().await.map_err(unavailable)?;
+    Ok(json!({
+        "overview": overview,
+        "counts": app.admin().counts(),
+    }))
+}
+
+/// The effective configuration with every value that could be a secret replaced (names of
+/// environment variables stay: they say where a secret comes from, not what it is).
+fn config(app: &App) -> Value {
+    let mut v = serde_json::to_value(&*app.config).unwrap_or(Value::Null);
+    redact(&mut v, false);
+    v
+}
+
+fn redact(v: &mut Value, secret: bool) {
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map.iter_mut() {
+                let k = k.to_ascii_lowercase();
+                let named = !k.ends_with("_env")
+                    && [
+                        "secret",
+                        "password",
+                        "token",
+                        "authorization",
+                        "api_key",
+                        "apikey",
+                        "headers",
+                        "env",
+                        "cookie",
+                    ]
+                    .iter()
+                    .any(|s| k.contains(s));
+                redact(val, secret || named);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|x| redact(x, secret)),
+        Value::String(s) if secret => *s = "[redacted]".into(),
+        Value::Number(_) | Value::Bool(_) if secret => *v = Value::String("[redacted]".into()),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_files_are_only_memory_files() {
+        for ok in ["MEMORY.md", "memory/2026-11-27.md", "memory/notes.md"] {
+            assert!(is_memory_file(ok), "{ok}");
+        }
+        for bad in [
+            "../MEMORY.md",
+            "memory/../../x.md",
+            "memory/a/b.md",
+            "skills/x.md",
+            "MEMORY.txt",
+            "memory/x.txt",
+            "",
+        ] {
+            assert!(!is_memory_file(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn secrets_are_redacted_and_env_names_kept() {
+        let mut v = json!({
+            "token_env": "TELEGRAM_BOT_TOKEN",
+            "mcp": [{"headers": {"Authorization": "Bearer sk-1"}, "env": {"KEY": "v"}, "url": "https://x"}],
+            "api_key": "sk-2",
+            "name": "main"
+        });
+        redact(&mut v, false);
+        let s = v.to_string();
+        assert!(
+            !s.contains("sk-1") && !s.contains("sk-2") && !s.contains("\"v\""),
+            "{s}"
+        );
+        assert!(s.contains("TELEGRAM_BOT_TOKEN") && s.contains("https://x") && s.contains("main"));
+    }
+}

@@ -1,0 +1,495 @@
+//! The control panel's sign-in and API (`App::panel`): launch data from Telegram (good,
+//! forged, expired, another bot's, after "sign out everywhere"), the one-time browser link
+//! (`/panel`, used once, its cookie, the CSRF token on changes), and everyone reaching only
+//! their own (an IDOR corpus over every endpoint).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
+
+mod support;
+
+use clawless_core::panel::auth::{sign_init_data, PanelKeys};
+use clawless_core::panel::{PanelReply, PanelRequest};
+use clawless_core::Config;
+use clawless_testkit::fixtures::{self, OWNER_ID, STRANGER_ID};
+use futures::executor::block_on;
+use serde_json::{json, Value};
+use support::{Harness, Wire, SECRET, TOKEN};
+
+/// A person the config allows besides the owner.
+const OTHER_ID: i64 = 222_222_222;
+const PUBLIC: &str = "https://bot.example";
+
+fn harness() -> Harness {
+    let config = Config::load(&clawless_core::config::embedded()).unwrap();
+    Harness::with_env(
+        Wire::Anthropic,
+        config,
+        &[
+            ("TELEGRAM_ALLOWED_USERS", &format!("{OWNER_ID},{OTHER_ID}")),
+            ("CLAWLESS_PUBLIC_URL", PUBLIC),
+        ],
+    )
+    .unwrap()
+}
+
+/// Launch data for `user` signed with `token`'s key at `auth_s`.
+fn launch(token: &str, user: i64, auth_s: u64) -> String {
+    let keys = PanelKeys::new(token, SECRET);
+    let user = json!({ "id": user, "first_name": "Ada <b>", "username": "ada" }).to_string();
+    sign_init_data(
+        &keys,
+        &[
+            ("query_id", "AAH"),
+            ("user", &user),
+            ("auth_date", &auth_s.to_string()),
+        ],
+    )
+}
+
+fn now_s(h: &Harness) -> u64 {
+    use clawless_platform::Clock;
+    h.clock.now_ms() / 1000
+}
+
+async fn call(
+    h: &Harness,
+    method: &str,
+    path: &str,
+    auth: &str,
+    body: Option<Value>,
+) -> PanelReply {
+    let (path, query) = path
+        .split_once('?')
+        .map_or((path, None), |(p, q)| (p, Some(q)));
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    h.app
+        .panel()
+        .serve(PanelRequest {
+            method,
+            path,
+            query,
+            authorization: Some(auth),
+            body: body.as_bytes(),
+            ..Default::default()
+        })
+        .await
+}
+
+fn json_of(r: &PanelReply) -> Value {
+    serde_json::from_str(&r.body).unwrap_or(Value::Null)
+}
+
+#[test]
+fn launch_data_signs_in_only_when_telegram_signed_it_for_this_bot_lately() {
+    block_on(async {
+        let h = harness();
+        let now = now_s(&h);
+        let good = format!("tma {}", launch(TOKEN, OWNER_ID, now - 30));
+        let r = call(&h, "GET", "/api/me", &good, None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let me = json_of(&r);
+        assert_eq!(
+            (me["id"].as_i64(), me["owner"].as_bool()),
+            (Some(OWNER_ID), Some(true))
+        );
+        assert!(me.get("csrf").is_none(), "no cookie, no CSRF token");
+        assert!(r
+            .headers
+            .iter()
+            .any(|(n, v)| *n == "content-security-policy" && v.contains("script-src 'self'")));
+
+        // Forged: a field changed after signing.
+        let forged = launch(TOKEN, OWNER_ID, now).replace("AAH", "AAX");
+        // Another bot's token; expired; from the future; no hash; garbage; too long.
+        let cases = [
+            forged,
+            launch("999:OTHER-BOT", OWNER_ID, now),
+            launch(TOKEN, OWNER_ID, now - 3700),
+            launch(TOKEN, OWNER_ID, now + 600),
+            launch(TOKEN, OWNER_ID, now)
+                .split("&hash=")
+                .next()
+                .unwrap()
+                .to_owned(),
+            "%%%&&==".to_owned(),
+            "a=b&".repeat(2000),
+        ];
+        for bad in cases {
+            let r = call(&h, "GET", "/api/me", &format!("tma {bad}"), None).await;
+            assert_eq!(r.status, 401, "{bad:.80}");
+        }
+        // No sign-in at all.
+        let r = h
+            .app
+            .panel()
+            .serve(PanelRequest {
+                method: "GET",
+                path: "/api/me",
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(r.status, 401);
+        // Signed by Telegram, but a stranger to the bot.
+        let stranger = format!("tma {}", launch(TOKEN, STRANGER_ID, now));
+        assert_eq!(
+            call(&h, "GET", "/api/me", &stranger, None).await.status,
+            403
+        );
+    });
+}
+
+#[test]
+fn sign_out_everywhere_refuses_earlier_launch_data_and_sessions() {
+    block_on(async {
+        let h = harness();
+        let now = now_s(&h);
+        let earlier = format!("tma {}", launch(TOKEN, OWNER_ID, now - 5));
+        assert_eq!(call(&h, "GET", "/api/me", &earlier, None).await.status, 200);
+        let r = call(
+            &h,
+            "POST",
+            "/api/signout",
+            &earlier,
+            Some(json!({"everywhere": true})),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        // The same data, replayed: refused.
+        assert_eq!(call(&h, "GET", "/api/me", &earlier, None).await.status, 401);
+        h.clock.advance(std::time::Duration::from_secs(2));
+        let fresh = format!("tma {}", launch(TOKEN, OWNER_ID, now_s(&h)));
+        assert_eq!(call(&h, "GET", "/api/me", &fresh, None).await.status, 200);
+    });
+}
+
+/// Sends `/panel` from the owner's private chat and returns the token of the browser link.
+async fn panel_link(h: &Harness, update_id: i64) -> String {
+    let mut u = fixtures::update("private_text", update_id);
+    u["message"]["text"] = json!("/panel");
+    u["message"]["message_id"] = json!(100 + update_id);
+    u["message"]["entities"] = json!([{"type": "bot_command", "offset": 0, "length": 6}]);
+    assert_eq!(h.deliver_raw(&u).await, 200);
+    let sent = h.calls("sendMessage");
+    let last = sent.last().expect("the panel message");
+    let rows = last["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .expect("buttons")
+        .clone();
+    assert_eq!(rows[0][0]["web_app"]["url"], format!("{PUBLIC}/app/"));
+    let url = rows[1][0]["url"].as_str().expect("a link").to_owned();
+    h.assert_spec_clean();
+    url.split("t=").nth(1).expect("a token").to_owned()
+}
+
+async fn browser(
+    h: &Harness,
+    method: &str,
+    path: &str,
+    cookie: &str,
+    csrf: Option<&str>,
+    body: &str,
+) -> PanelReply {
+    let (path, query) = path
+        .split_once('?')
+        .map_or((path, None), |(p, q)| (p, Some(q)));
+    h.app
+        .panel()
+        .serve(PanelRequest {
+            method,
+            path,
+            query,
+            cookie: Some(cookie),
+            csrf,
+            body: body.as_bytes(),
+            ..Default::default()
+        })
+        .await
+}
+
+#[test]
+fn a_browser_link_signs_in_once_and_changes_need_the_csrf_token() {
+    block_on(async {
+        let h = harness();
+        let token = panel_link(&h, 7).await;
+        // Opening the link (or a preview fetching it) uses nothing up.
+        for _ in 0..2 {
+            let page = h
+                .app
+                .panel()
+                .serve(PanelRequest {
+                    method: "GET",
+                    path: "/app/login",
+                    query: Some(&format!("t={token}")),
+                    ..Default::default()
+                })
+                .await;
+            assert_eq!(page.status, 200);
+            assert!(page.body.contains(&token));
+        }
+        let h = &h;
+        let post = |t: String| async move {
+            let body = format!("t={t}");
+            h.app
+                .panel()
+                .serve(PanelRequest {
+                    method: "POST",
+                    path: "/app/login",
+                    body: body.as_bytes(),
+                    ..Default::default()
+                })
+                .await
+        };
+        let r = post(token.clone()).await;
+        assert_eq!(r.status, 303, "{}", r.body);
+        let set = r
+            .headers
+            .iter()
+            .find(|(n, _)| *n == "set-cookie")
+            .expect("a cookie")
+            .1
+            .clone();
+        for attr in ["HttpOnly", "Secure", "SameSite=Strict", "Path=/"] {
+            assert!(set.contains(attr), "{set}");
+        }
+        let cookie = set.split(';').next().unwrap().to_owned();
+        // Used once: the second post, and a token never sent, are refused.
+        assert_eq!(post(token.clone()).await.status, 401);
+        assert_eq!(post("A".repeat(32)).await.status, 401);
+
+        let me = browser(h, "GET", "/api/me", &cookie, None, "").await;
+        assert_eq!(me.status, 200, "{}", me.body);
+        let csrf = json_of(&me)["csrf"]
+            .as_str()
+            .expect("a CSRF token")
+            .to_owned();
+        let put = r#"{"text": "- likes green tea\n"}"#;
+        let path = "/api/memory/file?agent=assistant&path=MEMORY.md";
+        // A change without the token, or with another: refused, nothing written.
+        assert_eq!(
+            browser(h, "PUT", path, &cookie, None, put).await.status,
+            403
+        );
+        assert_eq!(
+            browser(h, "PUT", path, &cookie, Some("wrong"), put)
+                .await
+                .status,
+            403
+        );
+        assert_eq!(browser(h, "GET", path, &cookie, None, "").await.status, 404);
+        let r = browser(h, "PUT", path, &cookie, Some(&csrf), put).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let r = browser(h, "GET", path, &cookie, None, "").await;
+        assert_eq!(json_of(&r)["text"], "- likes green tea\n");
+        // What the page wrote is what search (and so recall) finds.
+        let r = browser(h, "GET", "/api/memory?q=green%20tea", &cookie, None, "").await;
+        let hits = json_of(&r)["hits"].as_array().cloned().unwrap_or_default();
+        assert!(
+            hits.iter()
+                .any(|h| h["text"].as_str().unwrap_or("").contains("green tea")),
+            "{}",
+            r.body
+        );
+
+        // A tampered cookie is nobody's.
+        let tampered = cookie.replace(&OWNER_ID.to_string(), &OTHER_ID.to_string());
+        assert_eq!(
+            browser(h, "GET", "/api/me", &tampered, None, "")
+                .await
+                .status,
+            401
+        );
+        // Sign out everywhere (with the token) ends the session.
+        let r = browser(
+            h,
+            "POST",
+            "/api/signout",
+            &cookie,
+            Some(&csrf),
+            r#"{"everywhere":true}"#,
+        )
+        .await;
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            browser(h, "GET", "/api/me", &cookie, None, "").await.status,
+            401
+        );
+    });
+}
+
+#[test]
+fn a_link_expires_after_ten_minutes() {
+    block_on(async {
+        let h = harness();
+        let token = panel_link(&h, 8).await;
+        h.clock.advance(std::time::Duration::from_secs(601));
+        let body = format!("t={token}");
+        let r = h
+            .app
+            .panel()
+            .serve(PanelRequest {
+                method: "POST",
+                path: "/app/login",
+                body: body.as_bytes(),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(r.status, 401);
+    });
+}
+
+/// Every endpoint, as another allowed person: nothing of the owner's is shown or changed.
+#[test]
+fn a_person_reaches_only_their_own() {
+    block_on(async {
+        let h = harness();
+        let now = now_s(&h);
+        let owner = format!("tma {}", launch(TOKEN, OWNER_ID, now));
+        let other = format!("tma {}", launch(TOKEN, OTHER_ID, now));
+        // The owner's memory and reminder.
+        let path = "/api/memory/file?agent=assistant&path=MEMORY.md";
+        let r = call(
+            &h,
+            "PUT",
+            path,
+            &owner,
+            Some(json!({"text": "owner secret: the dentist is Dr Who\n"})),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let id = {
+            use clawless_core::schedule::{when, zone::Zone, Origin, Schedules, What};
+            let s = Schedules {
+                kv: &*h.platform.kv,
+                clock: &*h.clock,
+            };
+            let utc = Zone::utc();
+            let first = when::first(&json!({"in_minutes": 60}), now * 1000, &utc).unwrap();
+            let origin = Origin {
+                connector: "main".into(),
+                chat: OWNER_ID,
+                chat_type: "private".into(),
+                thread: None,
+                user: OWNER_ID,
+                user_name: "Ada".into(),
+            };
+            s.create(origin, What::Text("owner's reminder".into()), first, &utc)
+                .await
+                .unwrap()
+                .unwrap()
+                .id
+        };
+
+        // Reads: none shows the owner's data.
+        for p in [
+            "/api/memory",
+            "/api/memory?q=dentist",
+            path,
+            "/api/reminders",
+            "/api/usage",
+        ] {
+            let r = call(&h, "GET", p, &other, None).await;
+            assert!(
+                !r.body.contains("dentist") && !r.body.contains("owner's reminder"),
+                "{p}: {}",
+                r.body
+            );
+            assert!(r.status == 200 || r.status == 404, "{p}: {}", r.status);
+        }
+        // Traversal toward the owner's scope.
+        for p in [
+            "/api/memory/file?agent=assistant&path=../u111111111/MEMORY.md",
+            "/api/memory/file?agent=assistant/main/u111111111&path=MEMORY.md",
+            "/api/memory/file?agent=..&path=MEMORY.md",
+        ] {
+            let r = call(&h, "GET", p, &other, None).await;
+            assert!(r.status == 400 || r.status == 404, "{p}: {}", r.status);
+            assert!(!r.body.contains("dentist"));
+        }
+        // Changes: the owner's reminder and memory stay.
+        assert_eq!(
+            call(&h, "DELETE", &format!("/api/reminders/{id}"), &other, None)
+                .await
+                .status,
+            404
+        );
+        assert_eq!(call(&h, "DELETE", path, &other, None).await.status, 404);
+        // Owner-only pages.
+        for (m, p) in [
+            ("GET", "/api/audit"),
+            ("GET", "/api/pairing"),
+            ("POST", "/api/pairing/approve"),
+            ("POST", "/api/pairing/remove"),
+            ("GET", "/api/health"),
+            ("GET", "/api/config"),
+        ] {
+            let r = call(
+                &h,
+                m,
+                p,
+                &other,
+                Some(json!({"user": OWNER_ID, "code": "X"})),
+            )
+            .await;
+            assert_eq!(r.status, 403, "{m} {p}");
+        }
+        let r = call(&h, "GET", "/api/reminders", &owner, None).await;
+        assert!(r.body.contains("owner's reminder"), "{}", r.body);
+        let r = call(&h, "GET", path, &owner, None).await;
+        assert!(r.body.contains("dentist"));
+        // The owner's own pages answer, and the configuration holds no secret.
+        for p in ["/api/audit", "/api/pairing", "/api/health", "/api/config"] {
+            let r = call(&h, "GET", p, &owner, None).await;
+            assert_eq!(r.status, 200, "{p}: {}", r.body);
+            assert!(!r.body.contains(TOKEN) && !r.body.contains(SECRET), "{p}");
+        }
+        assert_eq!(
+            call(&h, "DELETE", &format!("/api/reminders/{id}"), &owner, None)
+                .await
+                .status,
+            200
+        );
+    });
+}
+
+#[test]
+fn pages_are_served_with_a_strict_policy_and_unknown_paths_are_not() {
+    block_on(async {
+        let h = harness();
+        let get = |path: &'static str| {
+            let h = &h;
+            async move {
+                h.app
+                    .panel()
+                    .serve(PanelRequest {
+                        method: "GET",
+                        path,
+                        ..Default::default()
+                    })
+                    .await
+            }
+        };
+        for p in ["/app/", "/app/panel.js", "/app/panel.css"] {
+            let r = get(p).await;
+            assert_eq!(r.status, 200, "{p}");
+            assert!(r
+                .headers
+                .iter()
+                .any(|(n, _)| *n == "content-security-policy"));
+        }
+        assert_eq!(get("/app").await.status, 308);
+        assert_eq!(get("/app/../Cargo.toml").await.status, 404);
+        assert_eq!(get("/app/nothing.js").await.status, 404);
+        assert_eq!(
+            get("/api/nothing").await.status,
+            401,
+            "who asks is settled first"
+        );
+        // The page puts no text in as markup.
+        let js = get("/app/panel.js").await.body;
+        assert!(
+            !js.contains("innerHTML")
+                && !js.contains("insertAdjacentHTML")
+                && !js.contains("eval(")
+        );
+    });
+}
