@@ -21,6 +21,18 @@ pub fn file(path: &str) -> Option<(&'static str, &'static str)> {
     })
 }
 
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cloudflare_serves_the_files_with_the_same_policy() {
+        let headers = include_str!("../../panel/_headers");
+        assert!(
+            headers.contains(&format!("Content-Security-Policy: {}", super::super::CSP)),
+            "core/panel/_headers and panel::CSP differ"
+        );
+    }
+}
+
 /// Nothing embedded: the shell serves the files.
 #[cfg(not(feature = "panel-files"))]
 pub fn file(_path: &str) -> Option<(&'static str, &'static str)> {

@@ -113,6 +113,11 @@ const mf = new Miniflare({
       d1Databases: ["DB", "CONFORMANCE_DB"],
       bindings: options.vars ?? {},
       wrappedBindings,
+      // The panel's pages, as wrangler.toml's [assets] serves them.
+      assets: {
+        directory: path.join(here, "..", "..", "..", "core", "panel"),
+        routerConfig: { has_user_worker: true },
+      },
       ...(options.queue
         ? {
             queueProducers: { HANDOFF: "clawless-turns" },
