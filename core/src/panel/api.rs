@@ -13,6 +13,7 @@
 //! | `GET /api/reminders`, `DELETE /api/reminders/<id>` | reminders of the private chat |
 //! | `GET /api/usage` | tokens and cost today and this month |
 //! | `GET /api/audit[?since=24h]` | owner: the audit trail |
+//! | `GET /api/approvals`, `POST /api/approvals` (`{"lane", "id", "answer": "once"/"while"/"deny"}`) | owner: what waits, and an answer (see [`super::approvals`]) |
 //! | `GET /api/pairing`, `POST /api/pairing/approve` (`{"code"}`), `POST /api/pairing/remove` (`{"user"}`) | owner |
 //! | `GET /api/health` | owner: backlog, retries, approvals, reminders, counts |
 //! | `GET /api/config` | owner: the effective configuration, secrets redacted |
@@ -39,6 +40,7 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
     let owner_only = matches!(
         path,
         "/api/audit"
+            | "/api/approvals"
             | "/api/pairing"
             | "/api/pairing/approve"
             | "/api/pairing/remove"
@@ -63,6 +65,8 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
             }
         }
         ("GET", "/api/usage") => usage(app, who).await,
+        ("GET", "/api/approvals") => super::approvals::list(app, who).await.map_err(unavailable),
+        ("POST", "/api/approvals") => return super::approvals::answer(app, who, req.body).await,
         ("GET", "/api/audit") => audit(app, who, param(query, "since")).await,
         ("GET", "/api/pairing") => pairing(app, who).await,
         ("POST", "/api/pairing/approve") => pairing_change(app, who, req.body, true).await,
@@ -77,6 +81,7 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
             | "/api/reminders"
             | "/api/usage"
             | "/api/audit"
+            | "/api/approvals"
             | "/api/pairing"
             | "/api/pairing/approve"
             | "/api/pairing/remove"
@@ -93,7 +98,7 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
 
 type Answer = Result<Value, PanelReply>;
 
-fn unavailable(e: impl std::fmt::Display) -> PanelReply {
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> PanelReply {
     tracing::error!(error = %e, "panel: storage unavailable");
     PanelReply::error(503, "storage unavailable")
 }

@@ -14,6 +14,7 @@
 //! inline script, nothing from another origin.
 
 pub mod api;
+pub mod approvals;
 pub mod auth;
 mod files;
 
@@ -56,6 +57,9 @@ pub struct PanelReply {
     /// Security headers always; `set-cookie` and `location` when due.
     pub headers: Vec<(&'static str, String)>,
     pub body: String,
+    /// A lane the answer put work in (an approval answered): the shell drains it, as after
+    /// a webhook's ack.
+    pub lane: Option<crate::ids::Lane>,
 }
 
 /// The Content-Security-Policy of every reply: this origin's files only, no inline script or
@@ -74,6 +78,7 @@ impl PanelReply {
                 ("cache-control", "no-store".to_owned()),
             ],
             body,
+            lane: None,
         }
     }
 

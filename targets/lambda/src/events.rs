@@ -141,6 +141,11 @@ impl Shell {
                 body: &body,
             })
             .await;
+        if let Some(lane) = &reply.lane {
+            if let Err(e) = self.invoker.drain_later(lane.as_str()).await {
+                tracing::error!(%lane, error = %e, "self-invoke failed; the sweep will pick it up");
+            }
+        }
         let mut headers = serde_json::Map::new();
         headers.insert("content-type".into(), json!(reply.content_type));
         let mut cookies = Vec::new();

@@ -106,6 +106,9 @@ impl Webhook {
                 body: &body,
             })
             .await;
+        if let Some(lane) = reply.lane {
+            self.kicker.kick(lane);
+        }
         let mut out = respond_owned(reply.status, reply.content_type, reply.body);
         for (name, value) in reply.headers {
             if let Ok(v) = HeaderValue::from_str(&value) {

@@ -56,7 +56,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         Route::Webhook(connector) => webhook(req, connector, &env, ctx).await,
         Route::Health => Response::ok("ok"),
         Route::Admin(name) => admin(&req, &env, name).await,
-        Route::Panel(path) => panel(req, &env, path).await,
+        Route::Panel(path) => panel(req, &env, path, ctx).await,
         Route::MethodNotAllowed => Response::error("method not allowed", 405),
         Route::NotFound => Response::error("not found", 404),
     }
@@ -104,7 +104,7 @@ async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
 
 /// `/app/...` and `/api/...` that are not static assets (those are served before the Worker
 /// runs, from `core/panel`; see `wrangler.toml`): the core's panel.
-async fn panel(mut req: Request, env: &Env, path: &str) -> Result<Response> {
+async fn panel(mut req: Request, env: &Env, path: &str, ctx: Context) -> Result<Response> {
     let shell = match shell(env).await {
         Ok(shell) => shell,
         Err(e) => {
@@ -141,6 +141,13 @@ async fn panel(mut req: Request, env: &Env, path: &str) -> Result<Response> {
             body: &body,
         })
         .await;
+    if let Some(lane) = reply.lane.clone() {
+        let shell = shell.clone();
+        ctx.wait_until(async move {
+            let limits = limits(&shell, WAIT_UNTIL, 0);
+            invocation(&shell, "panel", drain(&shell, lane, limits)).await;
+        });
+    }
     let headers = worker::Headers::new();
     headers.set("content-type", reply.content_type)?;
     for (name, value) in &reply.headers {

@@ -190,6 +190,7 @@ where
         ),
         ("DELETE", note, ""),
         ("GET", "/api/audit", ""),
+        ("GET", "/api/approvals", ""),
         ("GET", "/api/pairing", ""),
         ("GET", "/api/health", ""),
         ("GET", "/api/config", ""),
@@ -205,6 +206,7 @@ where
             r.body
         );
         if path.starts_with("/api/audit")
+            || path.starts_with("/api/approvals")
             || path.starts_with("/api/config")
             || path.starts_with("/api/pairing")
             || path.starts_with("/api/health")
@@ -219,6 +221,96 @@ where
         r.body
     );
 
+    // An approval answered from the page: the turn resumes once, the approval message says
+    // so, Telegram gets no answerCallbackQuery for it.
+    let f = shell.fakes();
+    let status = shell
+        .post(
+            text_update_from(PANEL_USER, 970_002, "remember: panel seat 7").to_string(),
+            Some(shell.secret()),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let waiting = || async {
+        let r = call("GET", "/api/approvals", tma(OWNER_ID, now), "").await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["approvals"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|a| a["asker"] == PANEL_USER)
+            .cloned()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let approval = loop {
+        if let Some(a) = waiting().await {
+            break a;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}: no approval waits",
+            shell.name()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(approval["tool"], "memory_write");
+    let answer =
+        json!({"lane": approval["lane"], "id": approval["id"], "answer": "once"}).to_string();
+    let r = call("POST", "/api/approvals", tma(PANEL_USER, now), &answer).await;
+    assert_eq!(r.status, 403, "only the owner answers from the panel");
+    let r = call("POST", "/api/approvals", tma(OWNER_ID, now), &answer).await;
+    assert_eq!(r.status, 202, "{}: {}", shell.name(), r.body);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while f.sent_to(PANEL_USER).len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}: not resumed: {:?}",
+            shell.name(),
+            f.sent_to(PANEL_USER)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let again = call("POST", "/api/approvals", tma(OWNER_ID, now), &answer).await;
+    assert_eq!(again.status, 404, "answered once");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sent = f.sent_to(PANEL_USER);
+    assert!(
+        sent.len() == 2 && sent[1].starts_with("Tool said:"),
+        "{sent:?}"
+    );
+    let edits: Vec<Value> = f
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, b)| m == "editMessageText" && b["chat_id"] == PANEL_USER)
+        .map(|(_, b)| b.clone())
+        .collect();
+    assert!(
+        edits.len() == 1
+            && edits[0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("from the panel"),
+        "{edits:?}"
+    );
+    let to_panel = f
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, b)| {
+            m == "answerCallbackQuery"
+                && b["callback_query_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("panel:"))
+        })
+        .count();
+    assert_eq!(
+        to_panel, 0,
+        "Telegram is not asked to answer the panel's tap"
+    );
+
     // The browser way: /panel in the private chat sends a one-time link.
     let status = shell
         .post(
@@ -228,12 +320,29 @@ where
         .await;
     assert_eq!(status, 200, "posting /panel");
     let f = shell.fakes();
+    let link = || {
+        f.sent()
+            .iter()
+            .filter(|b| b["chat_id"] == PANEL_USER)
+            .flat_map(|b| {
+                b["reply_markup"]["inline_keyboard"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+            .find_map(|k| {
+                k["url"]
+                    .as_str()
+                    .filter(|u| u.contains("/app/login?t="))
+                    .map(str::to_owned)
+            })
+    };
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !f
-        .sent()
-        .iter()
-        .any(|b| b["chat_id"] == PANEL_USER && b.get("reply_markup").is_some())
-    {
+    let link = loop {
+        if let Some(link) = link() {
+            break link;
+        }
         let to_user: Vec<Value> = f
             .sent()
             .into_iter()
@@ -247,25 +356,7 @@ where
             shell.logs().iter().rev().take(15).collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let link = f
-        .sent()
-        .iter()
-        .filter(|b| b["chat_id"] == PANEL_USER)
-        .flat_map(|b| {
-            b["reply_markup"]["inline_keyboard"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .find_map(|k| {
-            k["url"]
-                .as_str()
-                .filter(|u| u.contains("/app/login?t="))
-                .map(str::to_owned)
-        })
-        .expect("a browser link");
+    };
     let t = link.split("t=").nth(1).unwrap().to_owned();
     let opened = call("GET", &format!("/app/login?t={t}"), vec![], "").await;
     assert_eq!(opened.status, 200);
