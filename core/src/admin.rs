@@ -212,9 +212,28 @@ impl<'a> Admin<'a> {
         Ok(full)
     }
 
+    /// Makes `connector`'s menu button open the control panel at `<origin>/app/` (a Mini App:
+    /// HTTPS only). Returns that URL.
+    pub async fn set_panel_button(
+        self,
+        connector: &ConnectorId,
+        origin: &str,
+    ) -> Result<String, AdminError> {
+        let c = self.bot_of(connector)?;
+        let url = format!("{}/app/", origin.trim_end_matches('/'));
+        if !url.starts_with("https://") {
+            return Err(AdminError::NotSet(format!(
+                "{url} is not HTTPS, which Telegram requires of a Mini App"
+            )));
+        }
+        c.bot.set_menu_button_web_app("Panel", &url).await?;
+        Ok(url)
+    }
+
     /// A serverless deployment sets itself up (`POST /admin/setup`): every connector's webhook
     /// pointed at `origin` (`<origin>/telegram/<connector>`, with the secret and the update
-    /// kinds the bot reads), then the command menus. Each step said in one sentence; `ok`
+    /// kinds the bot reads), then the command menus, then (HTTPS) each bot's menu button
+    /// opening the control panel. Each step said in one sentence; `ok`
     /// only when every webhook was set.
     pub async fn setup(self, origin: &str) -> SetupReport {
         let mut report = SetupReport {
@@ -241,6 +260,16 @@ impl<'a> Admin<'a> {
             }
         }
         report.steps.extend(self.register_menus().await);
+        if origin.starts_with("https://") {
+            for id in self.connector_ids() {
+                report
+                    .steps
+                    .push(match self.set_panel_button(&id, origin).await {
+                        Ok(url) => format!("{id}: the menu button opens the panel at {url}"),
+                        Err(e) => format!("{id}: the panel's menu button was not set: {e}"),
+                    });
+            }
+        }
         report
     }
 

@@ -251,7 +251,7 @@ impl App {
                         token.expose(),
                         env.secret(&c.webhook_secret_env).expose()
                     )),
-                    panel_keys: crate::panel::auth::PanelKeys::new(
+                    panel_keys: crate::signing::PanelKeys::new(
                         token.expose(),
                         env.secret(&c.webhook_secret_env).expose(),
                     ),

@@ -30,7 +30,7 @@ pub struct Connector {
     /// What pairing codes are keyed with: the bot token and the webhook secret.
     pub(crate) pairing_key: Secret,
     /// What the panel checks launch data and signs links and cookies with.
-    pub(crate) panel_keys: crate::panel::auth::PanelKeys,
+    pub(crate) panel_keys: crate::signing::PanelKeys,
     /// One memory for every chat (`shared_memory: true`): for single-user deployments.
     pub(crate) shared_memory: bool,
     /// Every agent of the config, by id (shared by the connectors).

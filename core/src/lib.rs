@@ -69,6 +69,7 @@ pub mod schedule;
 pub mod secret;
 pub mod session;
 pub mod shell;
+pub mod signing;
 pub mod skills;
 pub mod spawn;
 pub(crate) mod task;

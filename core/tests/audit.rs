@@ -343,6 +343,15 @@ fn setup_points_the_webhook_at_the_deployment_and_sets_the_menu() {
             report["steps"][1],
             "main: command menu set (default and owner scope)"
         );
+        assert_eq!(
+            report["steps"][2],
+            "main: the menu button opens the panel at https://bot.example.workers.dev/app/"
+        );
+        let button = h.calls("setChatMenuButton");
+        assert_eq!(
+            button[0]["menu_button"]["web_app"]["url"],
+            "https://bot.example.workers.dev/app/"
+        );
         let set = h.calls("setWebhook");
         assert_eq!(set.len(), 1);
         assert_eq!(

@@ -27,3 +27,4 @@ pub mod servers;
 pub mod spec;
 #[cfg(feature = "servers")]
 pub mod tmux;
+pub mod xss;

@@ -88,6 +88,12 @@ function when(ms) {
   return new Date(ms).toLocaleString();
 }
 
+// "Name @username · id" of a pairing's person.
+function person(p) {
+  if (!p) return "?";
+  return (p.name || "") + (p.username ? " @" + p.username : "") + " · " + p.id;
+}
+
 function dollars(micros) {
   return "$" + (micros / 1e6).toFixed(4);
 }
@@ -150,17 +156,35 @@ const tabs = {
     }
     show(el("h2", {}, "Usage"), table);
   },
+  async approvals() {
+    const a = await api("GET", "/api/approvals");
+    const answer = (x, choice) => guarded(async () => {
+      await api("POST", "/api/approvals", { lane: x.lane, id: x.id, answer: choice });
+      say(choice === "deny" ? "Denied." : "Allowed.");
+      await tabs.approvals();
+    });
+    const cards = a.approvals.map((x) => el("div", { class: "card" },
+      el("div", {}, x.tool),
+      el("pre", {}, x.args),
+      x.why ? el("div", { class: "hint" }, "Asked because " + x.why) : null,
+      el("div", { class: "hint" }, "asked by " + x.asker + " · expires " + when(x.expires_ms) + " · trace " + x.trace),
+      el("div", { class: "row" },
+        el("button", { onclick: () => answer(x, "once") }, "Allow once"),
+        el("button", { class: "quiet", onclick: () => answer(x, "while") }, "Allow for a while"),
+        el("button", { class: "danger", onclick: () => answer(x, "deny") }, "Deny"))));
+    show(el("h2", {}, "Waiting for your approval"), ...(cards.length ? cards : [el("p", { class: "hint" }, "Nothing waits.")]));
+  },
   async pairing() {
     const p = await api("GET", "/api/pairing");
     const pending = p.pending.map((c) => el("div", { class: "card row" },
-      el("span", { class: "grow" }, c.code + " · " + JSON.stringify(c.person || {})),
+      el("span", { class: "grow" }, c.code + " · " + person(c.person)),
       el("button", { onclick: () => guarded(async () => {
         await api("POST", "/api/pairing/approve", { code: c.code });
         say("Approved.");
         await tabs.pairing();
       }) }, "Approve")));
     const paired = p.paired.map((x) => el("div", { class: "card row" },
-      el("span", { class: "grow" }, JSON.stringify(x.person || x)),
+      el("span", { class: "grow" }, person(x.person)),
       el("button", { class: "danger", onclick: () => guarded(async () => {
         await api("POST", "/api/pairing/remove", { user: x.person.id });
         say("Removed.");

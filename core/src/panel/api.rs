@@ -20,7 +20,7 @@
 
 use serde_json::{json, Value};
 
-use super::{PanelReply, PanelRequest, Who};
+use super::{unavailable, PanelReply, PanelRequest, Who};
 use crate::app::App;
 use crate::ids::Scope;
 use crate::memory::scope::{scope as memory_scope, MemoryOwner};
@@ -98,11 +98,6 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
 
 type Answer = Result<Value, PanelReply>;
 
-pub(crate) fn unavailable(e: impl std::fmt::Display) -> PanelReply {
-    tracing::error!(error = %e, "panel: storage unavailable");
-    PanelReply::error(503, "storage unavailable")
-}
-
 /// The decoded value of `name` in a query string.
 fn param(query: &str, name: &str) -> Option<String> {
     query.split('&').find_map(|p| {
@@ -168,14 +163,17 @@ fn scopes(app: &App, who: &Who<'_>) -> Vec<(String, Scope)> {
         .collect()
 }
 
-/// Whether `rel` is a memory file of a scope (`MEMORY.md`, `memory/<name>.md`).
+/// Whether `rel` is a memory file of a scope (`MEMORY.md`, `memory/<name>.md`, the name of
+/// letters, digits, spaces and `-_.`, as every store takes).
 fn is_memory_file(rel: &str) -> bool {
     let name = rel.strip_prefix("memory/").unwrap_or(rel);
     (rel == "MEMORY.md" || rel.starts_with("memory/"))
         && name.ends_with(".md")
-        && !name.contains('/')
         && !name.contains("..")
         && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | ' '))
 }
 
 async fn memory(app: &App, who: &Who<'_>, q: Option<String>) -> Answer {
@@ -445,6 +443,8 @@ mod tests {
             "skills/x.md",
             "MEMORY.txt",
             "memory/x.txt",
+            "memory/<img src=x onerror=alert(1)>.md",
+            "memory/a:b.md",
             "",
         ] {
             assert!(!is_memory_file(bad), "{bad}");

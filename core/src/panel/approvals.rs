@@ -16,8 +16,7 @@ use crate::inbox::Job;
 use crate::keys;
 use crate::turn::button::{Button, Choice};
 
-/// The callback query id of a panel answer's tap.
-pub const PANEL_TAP: &str = "panel:";
+use crate::telegram::api::PANEL_TAP;
 /// Update ids of panel taps start here: past every Telegram update id, so a tap sorts
 /// behind the approval it answers in the lane.
 const TAP_IDS_FROM: i64 = 1 << 53;
@@ -100,12 +99,12 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, body: &[u8]) -> PanelReply 
     let kv = &*app.platform.kv;
     let head = match kv.list(&keys::lane_jobs(&lane), 1).await {
         Ok(mut keys) => keys.pop(),
-        Err(e) => return super::api::unavailable(e),
+        Err(e) => return super::unavailable(e),
     };
     let job = match head {
         Some(key) => match kv.get_json::<Job>(&key).await {
             Ok(job) => job,
-            Err(e) => return super::api::unavailable(e),
+            Err(e) => return super::unavailable(e),
         },
         None => None,
     };
@@ -166,6 +165,6 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, body: &[u8]) -> PanelReply 
             r
         }
         Ok(None) => PanelReply::error(409, "that answer was given already"),
-        Err(e) => super::api::unavailable(e),
+        Err(e) => super::unavailable(e),
     }
 }

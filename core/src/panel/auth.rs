@@ -19,12 +19,12 @@
 //! (`s1.<connector>.<user>.<issued ms>.<mac>`); "sign out everywhere" keeps one time per
 //! person (`panel-out/<connector>/<user>`), before which no session or launch data is taken.
 
-use base64::Engine as _;
-use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::ids::ConnectorId;
+pub use crate::signing::PanelKeys;
+use crate::signing::{b64, hex, mac, mac_hex};
 
 /// Launch data older than this is refused (reopening the panel gives fresh data).
 pub const INIT_DATA_MAX_AGE_S: u64 = 3600;
@@ -42,75 +42,6 @@ pub const SESSION_TTL_MS: u64 = 12 * 3_600_000;
 pub const COOKIE: &str = "__Host-clawless";
 /// The longest cookie header read.
 const MAX_COOKIE: usize = 4096;
-
-type HmacSha256 = Hmac<Sha256>;
-
-/// HMAC-SHA-256 of `parts`, each followed by a newline, under `key`.
-fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    let Ok(mut m) = <HmacSha256 as KeyInit>::new_from_slice(key) else {
-        // HMAC takes keys of every length, so this is not reached; were it, a keyed hash
-        // would still be no one else's to compute.
-        let mut h = Sha256::new();
-        h.update(key);
-        parts.iter().for_each(|p| h.update(p));
-        return h.finalize().into();
-    };
-    for p in parts {
-        m.update(p);
-        m.update(b"\n");
-    }
-    m.finalize().into_bytes().into()
-}
-
-/// HMAC-SHA-256 of `data` alone (Telegram's construction), hex.
-fn mac_hex(key: &[u8], data: &[u8]) -> String {
-    match <HmacSha256 as KeyInit>::new_from_slice(key) {
-        Ok(mut m) => {
-            m.update(data);
-            hex(&m.finalize().into_bytes())
-        }
-        // Not reached (see `mac`); nothing can match an empty hash.
-        Err(_) => String::new(),
-    }
-}
-
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// The keys one bot's panel works with, derived once from its token and webhook secret.
-#[derive(Clone)]
-pub struct PanelKeys {
-    /// HMAC-SHA-256(`WebAppData`, bot token): what Telegram signs launch data with.
-    webapp: [u8; 32],
-    /// What links, cookies and CSRF tokens are signed with.
-    own: [u8; 32],
-}
-
-impl std::fmt::Debug for PanelKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PanelKeys(redacted)")
-    }
-}
-
-impl PanelKeys {
-    pub fn new(bot_token: &str, webhook_secret: &str) -> PanelKeys {
-        let webapp = match <HmacSha256 as KeyInit>::new_from_slice(b"WebAppData") {
-            Ok(mut m) => {
-                m.update(bot_token.as_bytes());
-                m.finalize().into_bytes().into()
-            }
-            Err(_) => mac(b"WebAppData", &[bot_token.as_bytes()]),
-        };
-        PanelKeys {
-            webapp,
-            own: mac(
-                b"clawless panel",
-                &[bot_token.as_bytes(), webhook_secret.as_bytes()],
-            ),
-        }
-    }
-}
 
 /// The person launch data names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,10 +135,6 @@ pub fn form_decode(s: &str) -> Option<String> {
         .decode_utf8()
         .ok()
         .map(|c| c.into_owned())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The one-time sign-in token of the link `/panel` answers an update with: the same for a

@@ -101,6 +101,12 @@ impl PanelReply {
     }
 }
 
+/// 503 for a store that failed (logged, not shown).
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> PanelReply {
+    tracing::error!(error = %e, "panel: storage unavailable");
+    PanelReply::error(503, "storage unavailable")
+}
+
 /// Who is asking, once checked.
 pub(crate) struct Who<'a> {
     pub conn: &'a Connector,

@@ -63,6 +63,10 @@ pub struct Target {
     pub thread_id: Option<i64>,
 }
 
+/// The start of the callback query id of a tap the control panel makes for an answer given
+/// there (`crate::panel::approvals`): never a Telegram id, never answered to Telegram.
+pub const PANEL_TAP: &str = "panel:";
+
 /// One inline keyboard button: `(label, callback data)`, `(label, URL)` or a Mini App
 /// `(label, HTTPS URL)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,7 +283,7 @@ impl BotApi {
         alert: bool,
     ) -> Result<(), TelegramError> {
         // A tap the control panel made for an answer given there: nobody waits in Telegram.
-        if id.starts_with(crate::panel::approvals::PANEL_TAP) {
+        if id.starts_with(PANEL_TAP) {
             return Ok(());
         }
         let body = json!({ "callback_query_id": id, "text": text, "show_alert": alert });
@@ -413,6 +417,18 @@ impl BotApi {
             "drop_pending_updates": false,
         });
         self.call("setWebhook", body).await.map(drop)
+    }
+
+    /// Makes the bot's menu button (in every private chat) open the Mini App at `url`.
+    pub async fn set_menu_button_web_app(
+        &self,
+        text: &str,
+        url: &str,
+    ) -> Result<(), TelegramError> {
+        let body = json!({
+            "menu_button": { "type": "web_app", "text": text, "web_app": { "url": url } },
+        });
+        self.call("setChatMenuButton", body).await.map(drop)
     }
 
     pub async fn delete_webhook(&self) -> Result<(), TelegramError> {

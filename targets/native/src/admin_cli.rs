@@ -66,6 +66,13 @@ pub(crate) async fn webhook(action: WebhookAction, connector: Option<&str>) -> R
                 .set_webhook(&id, url.as_deref().unwrap_or(""))
                 .await?;
             println!("webhook set to {full}");
+            let origin = full.split("/telegram/").next().unwrap_or("");
+            if origin.starts_with("https://") {
+                match n.app.admin().set_panel_button(&id, origin).await {
+                    Ok(url) => println!("the menu button opens the panel at {url}"),
+                    Err(e) => println!("the panel's menu button was not set: {e}"),
+                }
+            }
         }
         WebhookAction::Info => {
             let info = n.app.admin().webhook_info(&id).await?;

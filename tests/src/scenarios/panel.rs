@@ -45,10 +45,15 @@ impl PanelAnswer {
 /// Launch data Telegram would give bot `token`'s Mini App for `user`, signed at `auth_s`
 /// (Telegram's documented construction, written here apart from the core's).
 pub fn launch_data(token: &str, user: i64, auth_s: u64) -> String {
+    launch_data_named(token, user, auth_s, "Pat")
+}
+
+/// [`launch_data`] for a person whose first name is `name`.
+pub fn launch_data_named(token: &str, user: i64, auth_s: u64, name: &str) -> String {
     let mut k = <Hmac<Sha256> as KeyInit>::new_from_slice(b"WebAppData").unwrap();
     k.update(token.as_bytes());
     let secret = k.finalize().into_bytes();
-    let user_json = json!({"id": user, "first_name": "Pat", "username": "pat"}).to_string();
+    let user_json = json!({"id": user, "first_name": name, "username": "pat"}).to_string();
     let auth = auth_s.to_string();
     let mut fields = [
         ("auth_date", auth.as_str()),

@@ -1,4 +1,7 @@
 use super::*;
+use hmac::{Hmac, KeyInit, Mac};
+
+type HmacSha256 = Hmac<Sha256>;
 
 const NOW_MS: u64 = 1_800_000_000_000;
 
