@@ -16,7 +16,7 @@ use crate::inbox::Job;
 use crate::keys;
 use crate::turn::button::{Button, Choice};
 
-use crate::telegram::api::PANEL_TAP;
+use crate::telegram::keyboard::PANEL_TAP;
 /// Update ids of panel taps start here: past every Telegram update id, so a tap sorts
 /// behind the approval it answers in the lane.
 const TAP_IDS_FROM: i64 = 1 << 53;

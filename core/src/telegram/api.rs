@@ -6,6 +6,7 @@ use std::time::Duration;
 use clawless_platform::{Clock, Http, HttpRequest, Outside, PortError};
 use serde_json::{json, Value};
 
+use super::keyboard::{Key, PANEL_TAP};
 use super::pace::{self, Pacer};
 use super::types::BotIdentity;
 use crate::secret::Secret;
@@ -61,19 +62,6 @@ impl From<PortError> for TelegramError {
 pub struct Target {
     pub chat_id: i64,
     pub thread_id: Option<i64>,
-}
-
-/// The start of the callback query id of a tap the control panel makes for an answer given
-/// there (`crate::panel::approvals`): never a Telegram id, never answered to Telegram.
-pub const PANEL_TAP: &str = "panel:";
-
-/// One inline keyboard button: `(label, callback data)`, `(label, URL)` or a Mini App
-/// `(label, HTTPS URL)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Key<'a> {
-    Callback(&'a str, &'a str),
-    Url(&'a str, &'a str),
-    WebApp(&'a str, &'a str),
 }
 
 pub struct BotApi {

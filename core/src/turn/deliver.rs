@@ -11,7 +11,8 @@ use crate::app::App;
 use crate::connector::Connector;
 use crate::inbox::Job;
 use crate::session;
-use crate::telegram::api::{Key, Target};
+use crate::telegram::api::Target;
+use crate::telegram::keyboard::Key;
 use crate::telegram::render::Part;
 use crate::telegram::TelegramError;
 

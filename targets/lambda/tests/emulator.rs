@@ -205,38 +205,8 @@ async fn approval_scenarios_on_lambda() {
     }
     // The control panel through Function URL events.
     let panel = |c: scenarios::PanelCall| {
-        let (path, query) = c.path.split_once('?').unwrap_or((&c.path, ""));
-        let mut event = common::url_event(path, &Value::Null, None);
-        event["requestContext"]["http"]["method"] = Value::from(c.method);
-        event["rawQueryString"] = Value::from(query);
-        event["body"] = Value::from(c.body);
-        for (name, value) in c.headers {
-            if name == "cookie" {
-                event["cookies"] = serde_json::json!([value]);
-            } else {
-                event["headers"][name] = Value::from(value);
-            }
-        }
-        let invoked = lambda.emu.invoke(event);
-        async move {
-            let r = invoked.await;
-            let mut headers: Vec<(String, String)> = r["headers"]
-                .as_object()
-                .map(|h| {
-                    h.iter()
-                        .map(|(k, v)| (k.to_lowercase(), v.as_str().unwrap_or("").to_owned()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for c in r["cookies"].as_array().into_iter().flatten() {
-                headers.push(("set-cookie".into(), c.as_str().unwrap_or("").to_owned()));
-            }
-            scenarios::PanelAnswer {
-                status: r["statusCode"].as_u64().unwrap_or(0) as u16,
-                headers,
-                body: r["body"].as_str().unwrap_or_default().to_owned(),
-            }
-        }
+        let invoked = lambda.emu.invoke(common::panel_event(c));
+        async move { common::panel_answer(&invoked.await) }
     };
     scenarios::panel_over_http(&lambda, "77:LAMBDA-E2E", panel).await;
 }

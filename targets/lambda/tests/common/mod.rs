@@ -27,6 +27,43 @@ pub fn url_event(path: &str, body: &Value, secret: Option<&str>) -> Value {
     ev
 }
 
+/// A Function URL event of a panel request (cookies apart from the headers, as AWS sends).
+pub fn panel_event(c: clawless_testkit::scenarios::PanelCall) -> Value {
+    let (path, query) = c.path.split_once('?').unwrap_or((&c.path, ""));
+    let mut event = url_event(path, &Value::Null, None);
+    event["requestContext"]["http"]["method"] = Value::from(c.method);
+    event["rawQueryString"] = Value::from(query);
+    event["body"] = Value::from(c.body);
+    for (name, value) in c.headers {
+        if name == "cookie" {
+            event["cookies"] = serde_json::json!([value]);
+        } else {
+            event["headers"][name] = Value::from(value);
+        }
+    }
+    event
+}
+
+/// A Function URL response as a panel answer (`cookies` become `set-cookie` headers).
+pub fn panel_answer(r: &Value) -> clawless_testkit::scenarios::PanelAnswer {
+    let mut headers: Vec<(String, String)> = r["headers"]
+        .as_object()
+        .map(|h| {
+            h.iter()
+                .map(|(k, v)| (k.to_lowercase(), v.as_str().unwrap_or("").to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for c in r["cookies"].as_array().into_iter().flatten() {
+        headers.push(("set-cookie".into(), c.as_str().unwrap_or("").to_owned()));
+    }
+    clawless_testkit::scenarios::PanelAnswer {
+        status: r["statusCode"].as_u64().unwrap_or(0) as u16,
+        headers,
+        body: r["body"].as_str().unwrap_or_default().to_owned(),
+    }
+}
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
