@@ -133,6 +133,11 @@ pub fn memory_manifest(scope: &Scope, path: &str) -> String {
     format!("{MEMORY_MANIFESTS}{scope}/{path}")
 }
 
+/// The prefix of every usage counter of `period` (`d<date>`) on a connector.
+pub fn usage_period(connector: &ConnectorId, period: &str) -> String {
+    format!("usage/{connector}/{period}/")
+}
+
 /// A usage counter: `period` is `d<date>` or `m<month>`, `who` `u<user>`, `c<chat>` or `all`.
 pub fn usage(connector: &ConnectorId, period: &str, who: &str) -> String {
     format!("usage/{connector}/{period}/{who}")

@@ -52,8 +52,13 @@ pub enum Period {
     Month,
 }
 
-/// How long a counter is kept after its period: long enough for `/usage` to read it.
-const KEEP_DAY: std::time::Duration = std::time::Duration::from_secs(3 * 86_400);
+/// How long a counter is kept after its period: long enough for `/usage` and the panel's
+/// chart of the last [`CHART_DAYS`] days to read it.
+const KEEP_DAY: std::time::Duration = std::time::Duration::from_secs(35 * 86_400);
+/// Days the panel's usage chart shows, at most.
+pub const CHART_DAYS: i64 = 31;
+/// People listed per day, at most.
+const MAX_PEOPLE: usize = 200;
 const KEEP_MONTH: std::time::Duration = std::time::Duration::from_secs(62 * 86_400);
 /// Compare-and-swap rounds before an addition gives up (and is logged).
 const CAS_TRIES: usize = 16;
@@ -64,7 +69,66 @@ pub struct Ledger<'a> {
     pub clock: &'a dyn Clock,
 }
 
+/// The period name of UTC day `day` (days since the epoch): `d2026-11-23`.
+fn day_period(day: i64) -> String {
+    let (y, m, d) = civil_from_days(day);
+    format!("d{y:04}-{m:02}-{d:02}")
+}
+
 impl Ledger<'_> {
+    /// Today, as days since the epoch (UTC).
+    pub fn today(&self) -> i64 {
+        day_of(self.clock.now_ms())
+    }
+
+    /// The counter of `who` on UTC day `day` (days since the epoch); `(date, tally)`.
+    pub async fn on_day(
+        &self,
+        connector: &ConnectorId,
+        day: i64,
+        who: Who,
+    ) -> Result<(String, Tally), PortError> {
+        let period = day_period(day);
+        let key = keys::usage(connector, &period, &who.segment());
+        let tally = self
+            .kv
+            .get(&key)
+            .await?
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        Ok((period.trim_start_matches('d').to_owned(), tally))
+    }
+
+    /// Every person's counter on UTC day `day` (at most [`MAX_PEOPLE`]).
+    pub async fn people_on_day(
+        &self,
+        connector: &ConnectorId,
+        day: i64,
+    ) -> Result<Vec<(i64, Tally)>, PortError> {
+        let prefix = keys::usage_period(connector, &day_period(day));
+        let mut out = Vec::new();
+        for key in self.kv.list(&prefix, MAX_PEOPLE * 3).await? {
+            let Some(user) = key
+                .strip_prefix(&prefix)
+                .and_then(|w| w.strip_prefix('u'))
+                .and_then(|id| id.parse::<i64>().ok())
+            else {
+                continue;
+            };
+            let tally = self
+                .kv
+                .get(&key)
+                .await?
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default();
+            out.push((user, tally));
+            if out.len() >= MAX_PEOPLE {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
     fn period(&self, period: Period) -> String {
         let (y, m, d) = civil_from_days(day_of(self.clock.now_ms()));
         match period {

@@ -77,7 +77,7 @@ function el(tag, attrs, ...children) {
 
 function show(...nodes) {
   const view = document.getElementById("view");
-  view.replaceChildren(...nodes);
+  view.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined));
 }
 
 function say(text) {
@@ -131,6 +131,14 @@ const tabs = {
     if (list.length === 0) list.push(el("p", { class: "hint" }, "Nothing in memory yet. Ask the bot to remember something."));
     show(form, ...list);
   },
+  async conversations() {
+    const data = await api("GET", "/api/conversations");
+    const rows = data.conversations.map((x) => el("div", { class: "card row" },
+      el("div", { class: "grow" }, el("div", {}, x.key),
+        el("div", { class: "hint" }, x.messages + " messages · " + (x.updated_ms ? when(x.updated_ms) : ""))),
+      el("button", { class: "quiet", onclick: () => guarded(() => conversation(x.key)) }, "Open")));
+    show(el("h2", {}, "Conversations"), ...(rows.length ? rows : [el("p", { class: "hint" }, "No conversation yet.")]));
+  },
   async reminders() {
     const data = await api("GET", "/api/reminders");
     const rows = data.reminders.map((r) => el("div", { class: "card row" },
@@ -154,7 +162,14 @@ const tabs = {
       line("Everyone, today", u.everyone.today);
       line("Everyone, this month", u.everyone.month);
     }
-    show(el("h2", {}, "Usage"), table);
+    const days = (await api("GET", "/api/usage/days?days=14")).days;
+    const chart = bars(days.map((d) => ({ label: d.day.slice(5), value: (d.everyone || d.you).cost_micros, tokens: (d.everyone || d.you).input + (d.everyone || d.you).output })));
+    const people = new Map();
+    for (const d of days) for (const p of (d.people || [])) people.set(p.id, (people.get(p.id) || 0) + p.tally.cost_micros);
+    const byPerson = [...people.entries()].sort((a, b) => b[1] - a[1]).map(([id, c]) => el("tr", {}, el("td", {}, String(id)), el("td", {}, dollars(c))));
+    show(el("h2", {}, "Usage"), table,
+      el("h2", {}, (days[0] && days[0].everyone ? "Everyone" : "You") + ", last 14 days"), chart,
+      ...(byPerson.length ? [el("h2", {}, "Per person, last 14 days"), el("table", {}, ...byPerson)] : []));
   },
   async approvals() {
     const a = await api("GET", "/api/approvals");
@@ -231,6 +246,50 @@ const tabs = {
         el("button", { class: "danger", onclick: () => out(true) }, "Sign out everywhere")));
   },
 };
+
+// A bar chart of `items` ({label, value, tokens}) as SVG, drawn with DOM calls only.
+function bars(items) {
+  const ns = "http://www.w3.org/2000/svg";
+  const w = 320, h = 120, gap = 4;
+  const max = Math.max(1, ...items.map((i) => i.value || i.tokens));
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 " + w + " " + (h + 16));
+  svg.setAttribute("class", "chart");
+  svg.setAttribute("role", "img");
+  const bw = (w - gap * items.length) / Math.max(1, items.length);
+  items.forEach((it, i) => {
+    const v = it.value || it.tokens;
+    const bh = Math.round((v / max) * h);
+    const r = document.createElementNS(ns, "rect");
+    r.setAttribute("x", String(i * (bw + gap)));
+    r.setAttribute("y", String(h - bh));
+    r.setAttribute("width", String(bw));
+    r.setAttribute("height", String(Math.max(bh, 1)));
+    const t = document.createElementNS(ns, "title");
+    t.textContent = it.label + ": " + (it.value ? dollars(it.value) : it.tokens + " tokens");
+    r.append(t);
+    svg.append(r);
+    if (i % 2 === 0) {
+      const l = document.createElementNS(ns, "text");
+      l.setAttribute("x", String(i * (bw + gap)));
+      l.setAttribute("y", String(h + 13));
+      l.textContent = it.label;
+      svg.append(l);
+    }
+  });
+  return svg;
+}
+
+async function conversation(key) {
+  const c = await api("GET", "/api/conversations/messages?key=" + encodeURIComponent(key));
+  const items = c.messages.map((m) => el("div", { class: "card" },
+    el("div", { class: "hint" }, m.parts.length && m.parts.every((p) => p.result !== undefined) ? "tool result" : m.role),
+    ...m.parts.map((p) => p.text !== undefined ? el("div", { class: "said" }, p.text)
+      : p.tool !== undefined ? el("div", { class: "hint" }, "tool " + p.tool + (p.input ? " " + p.input : ""))
+      : el("pre", {}, (p.error ? "error: " : "") + p.result))));
+  show(el("h2", {}, key), c.summary ? el("p", { class: "hint" }, "Summary: " + c.summary) : null,
+    ...items, el("button", { class: "quiet", onclick: () => guarded(tabs.conversations) }, "Back"));
+}
 
 async function memorySearch(form, words) {
   const data = await api("GET", "/api/memory?q=" + encodeURIComponent(words));

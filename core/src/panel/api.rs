@@ -11,7 +11,8 @@
 //! | `GET /api/memory[?q=words]` | the memory files per agent, or a search with scores |
 //! | `GET`, `PUT`, `DELETE /api/memory/file?agent=A&path=P` | one file: read, replace (`{"text"}`), delete; the index follows |
 //! | `GET /api/reminders`, `DELETE /api/reminders/<id>` | reminders of the private chat |
-//! | `GET /api/usage` | tokens and cost today and this month |
+//! | `GET /api/usage`, `GET /api/usage/days[?days=14]` | tokens and cost today and this month; per day (the owner: everyone's and each person's) |
+//! | `GET /api/conversations`, `GET /api/conversations/messages?key=K` | the private chat's sessions (the owner: every session, with tool inputs and results) |
 //! | `GET /api/audit[?since=24h]` | owner: the audit trail |
 //! | `GET /api/approvals`, `POST /api/approvals` (`{"lane", "id", "answer": "once"/"while"/"deny"}`) | owner: what waits, and an answer (see [`super::approvals`]) |
 //! | `GET /api/pairing`, `POST /api/pairing/approve` (`{"code"}`), `POST /api/pairing/remove` (`{"user"}`) | owner |
@@ -65,6 +66,23 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
             }
         }
         ("GET", "/api/usage") => usage(app, who).await,
+        ("GET", "/api/usage/days") => {
+            let days = param(query, "days")
+                .and_then(|d| d.parse().ok())
+                .unwrap_or(14);
+            super::history::usage_days(app, who, days)
+                .await
+                .map_err(unavailable)
+        }
+        ("GET", "/api/conversations") => super::history::list(app, who).await.map_err(unavailable),
+        ("GET", "/api/conversations/messages") => {
+            let key = param(query, "key").unwrap_or_default();
+            match super::history::messages(app, who, &key).await {
+                Ok(Some(v)) => Ok(v),
+                Ok(None) => Err(PanelReply::error(404, "no such conversation")),
+                Err(e) => Err(unavailable(e)),
+            }
+        }
         ("GET", "/api/approvals") => super::approvals::list(app, who).await.map_err(unavailable),
         ("POST", "/api/approvals") => return super::approvals::answer(app, who, req.body).await,
         ("GET", "/api/audit") => audit(app, who, param(query, "since")).await,
@@ -80,6 +98,9 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
             | "/api/memory"
             | "/api/reminders"
             | "/api/usage"
+            | "/api/usage/days"
+            | "/api/conversations"
+            | "/api/conversations/messages"
             | "/api/audit"
             | "/api/approvals"
             | "/api/pairing"

@@ -17,6 +17,7 @@ pub mod api;
 pub mod approvals;
 pub mod auth;
 mod files;
+mod history;
 
 use clawless_platform::KvExt;
 

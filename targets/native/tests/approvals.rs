@@ -73,34 +73,7 @@ async fn approval_scenarios_on_native() {
     scenarios::metrics_count_a_scenario(&native, scrape).await;
     // The control panel over this process's HTTP.
     let base = native.bot.url.clone();
-    scenarios::panel_over_http(&native, TOKEN, |c| panel_call(&base, c)).await;
-}
-
-/// One panel request to the server at `base`, redirects not followed.
-pub async fn panel_call(base: &str, c: scenarios::PanelCall) -> scenarios::PanelAnswer {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let method = reqwest::Method::from_bytes(c.method.as_bytes()).unwrap();
-    let mut req = client
-        .request(method, format!("{base}{}", c.path))
-        .body(c.body);
-    for (name, value) in c.headers {
-        req = req.header(name, value);
-    }
-    let r = req.send().await.unwrap();
-    let status = r.status().as_u16();
-    let headers = r
-        .headers()
-        .iter()
-        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
-        .collect();
-    scenarios::PanelAnswer {
-        status,
-        headers,
-        body: r.text().await.unwrap(),
-    }
+    scenarios::panel_over_http(&native, TOKEN, |c| scenarios::panel_http(&base, c)).await;
 }
 
 const ADMIN: &str = "native-admin-token-0123456789";

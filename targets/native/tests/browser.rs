@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clawless_testkit::fixtures::{self, OWNER_ID};
-use clawless_testkit::scenarios::{launch_data, launch_data_named};
+use clawless_testkit::scenarios::{self, launch_data, launch_data_named};
 use clawless_testkit::servers::{fakes, text_update};
 use common::bot::{post_update, start_bot_with, Bot, Serve, SECRET, TOKEN};
 use fantoccini::Locator;
@@ -66,6 +66,30 @@ async fn api(bot: &Bot, method: reqwest::Method, path: &str, body: Value) -> (u1
     let status = r.status().as_u16();
     let text = r.text().await.unwrap_or_default();
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Waits until the owner's `path` lists at least `n` entries under `field`.
+async fn until_listed(bot: &Bot, path: &str, field: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, v) = api(bot, reqwest::Method::GET, path, Value::Null).await;
+        if v[field].as_array().map_or(0, Vec::len) >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{path}: fewer than {n} {field}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the page has signed in (its tabs shown).
+async fn signed_in(c: &fantoccini::Client, what: &str) {
+    wait_for(c, what, || async {
+        c.execute("return !document.getElementById('tabs').hidden", vec![])
+            .await
+            .unwrap()
+            == json!(true)
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,18 +147,7 @@ async fn the_panel_in_a_real_browser() {
     let mut stranger = fixtures::update("stranger_private", 150);
     stranger["message"]["from"]["first_name"] = json!(xss[1]);
     post_update(&bot, &stranger, Some(SECRET)).await;
-    let reminders = || async {
-        api(&bot, reqwest::Method::GET, "/api/reminders", Value::Null)
-            .await
-            .1["reminders"]
-            .as_array()
-            .map_or(0, Vec::len)
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while reminders().await < 3 {
-        assert!(Instant::now() < deadline, "reminders not made");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_listed(&bot, "/api/reminders", "reminders", 3).await;
     // Last, the approval: a later message in the chat would supersede it.
     post_update(
         &bot,
@@ -142,18 +155,7 @@ async fn the_panel_in_a_real_browser() {
         Some(SECRET),
     )
     .await;
-    let waits = || async {
-        api(&bot, reqwest::Method::GET, "/api/approvals", Value::Null)
-            .await
-            .1["approvals"]
-            .as_array()
-            .map_or(0, Vec::len)
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while waits().await < 1 {
-        assert!(Instant::now() < deadline, "no approval waits");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_listed(&bot, "/api/approvals", "approvals", 1).await;
 
     let driver = driver().await;
 
@@ -163,13 +165,7 @@ async fn the_panel_in_a_real_browser() {
     c.goto(&mini_app_url(&bot, OWNER_ID, &owner_name))
         .await
         .unwrap();
-    wait_for(&c, "the tabs", || async {
-        c.execute("return !document.getElementById('tabs').hidden", vec![])
-            .await
-            .unwrap()
-            == json!(true)
-    })
-    .await;
+    signed_in(&c, "the tabs").await;
     let paint: Value = c
         .execute("const p = performance.getEntriesByName('first-contentful-paint')[0] || performance.getEntriesByName('first-paint')[0]; return p ? p.startTime : null;", vec![])
         .await
@@ -209,6 +205,7 @@ async fn the_panel_in_a_real_browser() {
     );
     shot(&c, "memory-search").await;
     for tab in [
+        "conversations",
         "reminders",
         "usage",
         "approvals",
@@ -227,6 +224,25 @@ async fn the_panel_in_a_real_browser() {
         text_of(&c).await.contains(&xss[0]),
         "a reminder's text shown as text"
     );
+    open_tab(&c, "conversations").await;
+    c.find(Locator::XPath(
+        "//div[contains(@class,'card')][.//div[text()='main:111111111']]/button",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    wait_for(&c, "the conversation", || async {
+        text_of(&c).await.contains("Tool said:")
+    })
+    .await;
+    assert!(
+        text_of(&c).await.contains(&xss[0]),
+        "what was said, shown as text"
+    );
+    shot(&c, "conversation").await;
+    no_dialog(&c).await;
     open_tab(&c, "pairing").await;
     assert!(
         text_of(&c).await.contains("onerror"),
@@ -326,26 +342,9 @@ async fn the_panel_in_a_real_browser() {
     let mut panel = text_update(400, "/panel");
     panel["message"]["message_id"] = json!(4000);
     post_update(&bot, &panel, Some(SECRET)).await;
-    let link = || {
-        f.sent()
-            .iter()
-            .flat_map(|b| {
-                b["reply_markup"]["inline_keyboard"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-            .find_map(|k| {
-                k["url"]
-                    .as_str()
-                    .filter(|u| u.contains("/app/login?t="))
-                    .map(str::to_owned)
-            })
-    };
     let deadline = Instant::now() + Duration::from_secs(20);
     let link = loop {
-        if let Some(l) = link() {
+        if let Some(l) = scenarios::panel_link(&f, OWNER_ID) {
             break l;
         }
         assert!(Instant::now() < deadline, "no link");
@@ -361,13 +360,7 @@ async fn the_panel_in_a_real_browser() {
         .click()
         .await
         .unwrap();
-    wait_for(&c, "signed in by link", || async {
-        c.execute("return !document.getElementById('tabs').hidden", vec![])
-            .await
-            .unwrap()
-            == json!(true)
-    })
-    .await;
+    signed_in(&c, "signed in by link").await;
     assert!(text_of(&c).await.contains("owner"));
     // The link again: used.
     c.goto(&link).await.unwrap();
@@ -386,18 +379,15 @@ async fn the_panel_in_a_real_browser() {
     // 5. Another allowed person sees none of the owner's pages.
     let c = browser(&driver).await;
     c.goto(&mini_app_url(&bot, OTHER_ID, "Pat")).await.unwrap();
-    wait_for(&c, "the other person's tabs", || async {
-        c.execute("return !document.getElementById('tabs').hidden", vec![])
-            .await
-            .unwrap()
-            == json!(true)
-    })
-    .await;
+    signed_in(&c, "the other person's tabs").await;
     let visible: Value = c
         .execute("return [...document.querySelectorAll('#tabs button')].filter(b => !b.hidden).map(b => b.dataset.tab)", vec![])
         .await
         .unwrap();
-    assert_eq!(visible, json!(["memory", "reminders", "usage", "account"]));
+    assert_eq!(
+        visible,
+        json!(["memory", "conversations", "reminders", "usage", "account"])
+    );
     let text = text_of(&c).await;
     assert!(
         !text.contains("xsscorpus") && !text.contains("genmaicha"),

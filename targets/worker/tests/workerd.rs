@@ -258,34 +258,10 @@ async fn approval_scenarios_in_workerd() {
     }
     // The control panel: its pages from static assets, its API from the Worker.
     let base = worker.mf.url.clone();
-    scenarios::panel_over_http(&worker, "77:WORKER-E2E", |c| panel_call(&base, c)).await;
-}
-
-/// One panel request to `base`, redirects not followed.
-async fn panel_call(base: &str, c: scenarios::PanelCall) -> scenarios::PanelAnswer {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let method = reqwest::Method::from_bytes(c.method.as_bytes()).unwrap();
-    let mut req = client
-        .request(method, format!("{base}{}", c.path))
-        .body(c.body);
-    for (name, value) in c.headers {
-        req = req.header(name, value);
-    }
-    let r = req.send().await.unwrap();
-    let status = r.status().as_u16();
-    let headers = r
-        .headers()
-        .iter()
-        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
-        .collect();
-    scenarios::PanelAnswer {
-        status,
-        headers,
-        body: r.text().await.unwrap(),
-    }
+    scenarios::panel_over_http(&worker, "77:WORKER-E2E", |c| {
+        scenarios::panel_http(&base, c)
+    })
+    .await;
 }
 
 const ADMIN_TOKEN: &str = "workerd-admin-token-0123456789";

@@ -20,7 +20,8 @@ pub use kill_points::{KillPoint, KILL_POINTS, LISTING};
 pub use long_turn::{a_long_streamed_answer_is_answered_once, a_long_turn_is_answered_once};
 pub use metrics::{assert_turn_kept, metrics_count_a_scenario};
 pub use panel::{
-    launch_data, launch_data_named, panel_over_http, PanelAnswer, PanelCall, PANEL_USER,
+    launch_data, launch_data_named, panel_http, panel_link, panel_over_http, PanelAnswer,
+    PanelCall, PANEL_USER,
 };
 
 use std::cell::Cell;

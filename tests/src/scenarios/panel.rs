@@ -12,7 +12,7 @@ use sha2::Sha256;
 
 use super::Shell;
 use crate::fixtures::OWNER_ID;
-use crate::servers::text_update_from;
+use crate::servers::{text_update_from, Fakes};
 
 /// The allowed person the panel scenario signs in as (in [`super::allowed_users`]).
 pub const PANEL_USER: i64 = OWNER_ID + 90;
@@ -39,6 +39,53 @@ pub struct PanelAnswer {
 impl PanelAnswer {
     fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// The one-time browser link the bot's `/panel` answer sent to `chat`, if it was sent.
+pub fn panel_link(f: &Fakes, chat: i64) -> Option<String> {
+    f.sent()
+        .iter()
+        .filter(|b| b["chat_id"] == chat)
+        .flat_map(|b| {
+            b["reply_markup"]["inline_keyboard"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find_map(|k| {
+            k["url"]
+                .as_str()
+                .filter(|u| u.contains("/app/login?t="))
+                .map(str::to_owned)
+        })
+}
+
+/// One panel request over HTTP to the shell at `base`, redirects not followed.
+pub async fn panel_http(base: &str, c: PanelCall) -> PanelAnswer {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let method = reqwest::Method::from_bytes(c.method.as_bytes()).unwrap();
+    let mut req = client
+        .request(method, format!("{base}{}", c.path))
+        .body(c.body);
+    for (name, value) in c.headers {
+        req = req.header(name, value);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let headers = r
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    PanelAnswer {
+        status,
+        headers,
+        body: r.text().await.unwrap(),
     }
 }
 
@@ -219,6 +266,24 @@ where
             assert_eq!(r.status, 403, "{method} {path}");
         }
     }
+    // The owner's conversation: not the person's to read.
+    let r = call(
+        "GET",
+        &format!("/api/conversations/messages?key=main%3A{OWNER_ID}"),
+        tma(PANEL_USER, now),
+        "",
+    )
+    .await;
+    assert_eq!(
+        r.status,
+        404,
+        "{}: another's conversation: {}",
+        shell.name(),
+        r.body
+    );
+    let r = call("GET", "/api/conversations", tma(PANEL_USER, now), "").await;
+    assert_eq!(r.status, 200);
+    assert!(!r.body.contains(&OWNER_ID.to_string()), "{}", r.body);
     let r = call("GET", note, tma(OWNER_ID, now), "").await;
     assert!(
         r.body.contains("4711"),
@@ -325,27 +390,9 @@ where
         .await;
     assert_eq!(status, 200, "posting /panel");
     let f = shell.fakes();
-    let link = || {
-        f.sent()
-            .iter()
-            .filter(|b| b["chat_id"] == PANEL_USER)
-            .flat_map(|b| {
-                b["reply_markup"]["inline_keyboard"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-            .find_map(|k| {
-                k["url"]
-                    .as_str()
-                    .filter(|u| u.contains("/app/login?t="))
-                    .map(str::to_owned)
-            })
-    };
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let link = loop {
-        if let Some(link) = link() {
+        if let Some(link) = panel_link(f, PANEL_USER) {
             break link;
         }
         let to_user: Vec<Value> = f
