@@ -14,6 +14,8 @@
 //! - `scenarios` (feature `servers`): the end-to-end scenarios every shell's harness runs
 //!   against those fakes (`scenarios::run_all`).
 
+#[cfg(feature = "servers")]
+pub mod browser;
 pub mod fixtures;
 pub mod injection;
 pub mod limits;

@@ -2,7 +2,7 @@
 //! simulated locally, a Vectorize mock, and the fake Bot API and model on 127.0.0.1: the port
 //! conformance suites on the real bindings, the shared scenarios and the approval scenarios
 //! (`clawless_testkit::scenarios`), the webhook's checks, memory, crash recovery and a reminder
-//! across a restart.
+//! across a restart; the control panel in a real headless chromium (`workerd/browser.rs`).
 //!
 //! Needs (all set by `.ci/run`): `CLAWLESS_NODE` (Node >= 22), `CLAWLESS_NODE_MODULES` (with
 //! miniflare), `CLAWLESS_NATIVE_BIN` and tmux (the remote cockpit attached to the Worker),
@@ -15,6 +15,8 @@
 
 mod common;
 
+#[path = "workerd/browser.rs"]
+mod browser;
 #[path = "workerd/restarts.rs"]
 mod restarts;
 

@@ -1,0 +1,557 @@
+//! The control panel in a real headless browser (Debian's `chromium` and `chromium-driver`,
+//! through WebDriver with `fantoccini`), for any shell serving it: signed in as a Mini App
+//! (launch data in the URL's fragment, as Telegram opens it) and by the one-time link
+//! `/panel` sends; an approval answered from the page resumes the turn once; a memory edit made
+//! in the page is what the next turn recalls; the XSS corpus ([`crate::xss`]), placed in every
+//! field the pages show, runs nothing (no dialog, no request to a canary); a person who is not
+//! the owner sees none of the owner's pages; first paint timed; a screenshot of every page in
+//! `$CLAWLESS_SCREENSHOTS` (else the system's temp dir). The shell runs the asking config
+//! ([`crate::fixtures::asking_config`]) with [`OWNER_ID`] and [`OTHER_ID`] allowed and
+//! `CLAWLESS_PUBLIC_URL` = [`PUBLIC`].
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+
+use crate::fixtures::{self, OWNER_ID};
+use crate::scenarios::{launch_data, launch_data_named, Shell};
+use crate::servers::text_update;
+
+/// An allowed person who is not the owner.
+pub const OTHER_ID: i64 = OWNER_ID + 1;
+/// The `CLAWLESS_PUBLIC_URL` the shell runs with (the link's host is swapped for the shell's).
+pub const PUBLIC: &str = "https://panel.invalid";
+
+/// Posts `update` to the shell's webhook with its secret.
+async fn post(shell: &dyn Shell, update: &Value) {
+    let status = shell.post(update.to_string(), Some(shell.secret())).await;
+    assert_eq!(status, 200, "posting {update}");
+}
+
+/// chromedriver on a free port, killed when dropped.
+pub struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub async fn driver() -> Driver {
+    let port = free_port();
+    let bin = std::env::var("CLAWLESS_CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
+    let child = Command::new(bin)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver (apt install chromium-driver)");
+    let url = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while reqwest::get(format!("{url}/status")).await.is_err() {
+        assert!(Instant::now() < deadline, "chromedriver did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Driver { child, url }
+}
+
+/// A fresh headless browser the size of a phone: no cookies, no cache.
+pub async fn browser(driver: &Driver) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": std::env::var("CLAWLESS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=412,915", "--force-device-scale-factor=1"],
+        }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a browser session")
+}
+
+/// An HTTP server that counts every connection: what a payload that ran would reach.
+pub async fn canary() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((_socket, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    (url, hits)
+}
+
+pub fn shots_dir() -> std::path::PathBuf {
+    let dir = std::env::var_os("CLAWLESS_SCREENSHOTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("clawless-panel-screenshots"));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub async fn shot(c: &Client, name: &str) {
+    let png = c.screenshot().await.unwrap();
+    std::fs::write(shots_dir().join(format!("{name}.png")), png).unwrap();
+}
+
+/// Opens tab `name` and waits until its heading or list is drawn.
+pub async fn open_tab(c: &Client, name: &str) {
+    c.find(Locator::Css(&format!("#tabs button[data-tab='{name}']")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(c, &format!("the {name} tab"), || async {
+        let busy: Value = c
+            .execute("return document.querySelector('#view h2, #view .card, #view form') !== null && document.querySelector(\"#tabs button[aria-current='page']\").dataset.tab === arguments[0];", vec![json!(name)])
+            .await
+            .unwrap();
+        busy == json!(true)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+}
+
+pub async fn wait_for<F, Fut>(c: &Client, what: &str, cond: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond().await {
+        if Instant::now() > deadline {
+            let text = c
+                .execute("return document.body.innerText", vec![])
+                .await
+                .unwrap_or_default();
+            panic!("{what}: not within 20 s; the page says: {text}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn text_of(c: &Client) -> String {
+    c.execute("return document.body.innerText", vec![])
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// No dialog is open (an `alert` that ran would hold one).
+pub async fn no_dialog(c: &Client) {
+    assert!(c.get_alert_text().await.is_err(), "a dialog opened");
+}
+
+/// Percent-encodes all but unreserved characters.
+pub fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The owner's launch data with `name` as their first name, as the page's URL fragment.
+fn mini_app_url(base: &str, token: &str, user: i64, name: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let init = launch_data_named(token, user, now, name);
+    let theme = json!({"bg_color": "#17212b", "text_color": "#f5f5f5", "hint_color": "#708499",
+        "button_color": "#5288c1", "button_text_color": "#ffffff", "secondary_bg_color": "#232e3c",
+        "link_color": "#6ab3f3"});
+    format!(
+        "{}/app/#tgWebAppData={}&tgWebAppVersion=8.0&tgWebAppPlatform=android&tgWebAppThemeParams={}",
+        base,
+        enc(&init),
+        enc(&theme.to_string())
+    )
+}
+
+/// A panel API call as the owner's Mini App makes it.
+async fn api(
+    base: &str,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> (u16, Value) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let r = reqwest::Client::new()
+        .request(method, format!("{base}{path}"))
+        .header(
+            "authorization",
+            format!("tma {}", launch_data(token, OWNER_ID, now)),
+        )
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Waits until the owner's `path` lists at least `n` entries under `field`.
+async fn until_listed(base: &str, token: &str, path: &str, field: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, v) = api(base, token, reqwest::Method::GET, path, Value::Null).await;
+        if v[field].as_array().map_or(0, Vec::len) >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{path}: fewer than {n} {field}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the page has signed in (its tabs shown).
+async fn signed_in(c: &Client, what: &str) {
+    wait_for(c, what, || async {
+        c.execute("return !document.getElementById('tabs').hidden", vec![])
+            .await
+            .unwrap()
+            == json!(true)
+    })
+    .await;
+}
+
+/// The whole browser test on `shell`, reached at `base`, whose bot token is `token`;
+/// screenshots named `<prefix><page>.png`; first paint asserted under `paint_goal_ms`.
+pub async fn panel_in_a_browser(
+    shell: &dyn Shell,
+    base: &str,
+    token: &str,
+    prefix: &str,
+    paint_goal_ms: f64,
+) {
+    let f = shell.fakes();
+    let (canary, hits) = canary().await;
+    let xss = crate::xss::corpus(&canary);
+    // The corpus in every field the pages show: a memory file's lines, reminders,
+    // a stranger's name (pairing), an approval's arguments (and so the audit trail), the
+    // signed-in person's own name.
+    let mut lines = String::from("xsscorpus\n");
+    for p in &xss {
+        lines.push_str(&format!("- xsscorpus {p}\n"));
+    }
+    let (s, _) = api(
+        base,
+        token,
+        reqwest::Method::PUT,
+        "/api/memory/file?agent=assistant&path=MEMORY.md",
+        json!({"text": lines}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    // A file name that is markup is refused (names are letters, digits and `-_. `).
+    let path = format!(
+        "/api/memory/file?agent=assistant&path=memory%2F{}.md",
+        enc(&xss[1])
+    );
+    let (s, _) = api(
+        base,
+        token,
+        reqwest::Method::PUT,
+        &path,
+        json!({"text": "x\n"}),
+    )
+    .await;
+    assert_eq!(s, 400);
+    // Every payload in a reminder's text, twelve to a reminder.
+    for (i, chunk) in xss.chunks(12).enumerate() {
+        let args = json!({"action": "create", "in_minutes": 600, "text": chunk.join(" | ")});
+        post(
+            shell,
+            &text_update(101 + i as i64, &format!("schedule: {args}")),
+        )
+        .await;
+    }
+    let mut stranger = fixtures::update("stranger_private", 150);
+    stranger["message"]["from"]["first_name"] = json!(xss[1]);
+    post(shell, &stranger).await;
+    until_listed(base, token, "/api/reminders", "reminders", 3).await;
+    // Last, the approval: a later message in the chat would supersede it.
+    post(shell, &text_update(200, &format!("remember: {}", xss[0]))).await;
+    until_listed(base, token, "/api/approvals", "approvals", 1).await;
+
+    let driver = driver().await;
+
+    // 1. Inside Telegram: the Mini App, cold browser. First paint timed.
+    let c = browser(&driver).await;
+    let owner_name = xss[2].clone();
+    c.goto(&mini_app_url(base, token, OWNER_ID, &owner_name))
+        .await
+        .unwrap();
+    signed_in(&c, "the tabs").await;
+    let paint: Value = c
+        .execute("const p = performance.getEntriesByName('first-contentful-paint')[0] || performance.getEntriesByName('first-paint')[0]; return p ? p.startTime : null;", vec![])
+        .await
+        .unwrap();
+    let paint = paint.as_f64().expect("a paint timing");
+    println!(
+        "{}: panel first contentful paint, cold browser on loopback: {paint:.0} ms",
+        shell.name()
+    );
+    assert!(paint < paint_goal_ms, "first paint {paint} ms");
+    assert!(
+        text_of(&c).await.contains(&owner_name),
+        "the name is shown, as text"
+    );
+    // The fragment is gone from the address bar once read.
+    let url = c.current_url().await.unwrap();
+    assert!(url.fragment().is_none(), "{url}");
+    shot(&c, &format!("{prefix}memory")).await;
+
+    // Every page, with the corpus in it.
+    c.find(Locator::Css("#view input[type=search]"))
+        .await
+        .unwrap()
+        .send_keys("xsscorpus")
+        .await
+        .unwrap();
+    c.find(Locator::Css("#view form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(&c, "search results", || async {
+        text_of(&c).await.contains("score")
+    })
+    .await;
+    assert!(
+        text_of(&c).await.contains("<script>alert(1)</script>"),
+        "payloads shown as text"
+    );
+    shot(&c, &format!("{prefix}memory-search")).await;
+    for tab in [
+        "conversations",
+        "reminders",
+        "usage",
+        "approvals",
+        "pairing",
+        "audit",
+        "health",
+        "config",
+        "account",
+    ] {
+        open_tab(&c, tab).await;
+        shot(&c, &format!("{prefix}{tab}")).await;
+        no_dialog(&c).await;
+    }
+    open_tab(&c, "reminders").await;
+    assert!(
+        text_of(&c).await.contains(&xss[0]),
+        "a reminder's text shown as text"
+    );
+    open_tab(&c, "conversations").await;
+    c.find(Locator::XPath(
+        "//div[contains(@class,'card')][.//div[text()='main:111111111']]/button",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    wait_for(&c, "the conversation", || async {
+        text_of(&c).await.contains("Tool said:")
+    })
+    .await;
+    assert!(
+        text_of(&c).await.contains(&xss[0]),
+        "what was said, shown as text"
+    );
+    shot(&c, &format!("{prefix}conversation")).await;
+    no_dialog(&c).await;
+    open_tab(&c, "pairing").await;
+    assert!(
+        text_of(&c).await.contains("onerror"),
+        "the stranger's name shown as text"
+    );
+
+    // 2. The approval, answered from the page: the turn resumes once.
+    open_tab(&c, "approvals").await;
+    let said = || {
+        f.sent_to(OWNER_ID)
+            .iter()
+            .filter(|t| t.starts_with("Tool said:"))
+            .count()
+    };
+    let before = said();
+    c.find(Locator::XPath("//button[text()='Allow once']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(&c, "the resumed answer", || async { said() > before }).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(said(), before + 1, "answered once");
+    let edits = f
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, b)| {
+            m == "editMessageText" && b["text"].as_str().unwrap_or("").contains("from the panel")
+        })
+        .count();
+    assert_eq!(edits, 1);
+
+    // 3. A memory edit made in the page is what the next turn recalls.
+    open_tab(&c, "memory").await;
+    c.find(Locator::XPath(
+        "//div[contains(@class,'card')][span[text()='MEMORY.md']]/button",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    wait_for(&c, "the editor", || async {
+        c.find(Locator::Css("textarea")).await.is_ok()
+    })
+    .await;
+    shot(&c, &format!("{prefix}memory-file")).await;
+    let area = c.find(Locator::Css("textarea")).await.unwrap();
+    area.clear().await.unwrap();
+    area.send_keys("- My favourite tea is genmaicha, brewed at 80 degrees.\n")
+        .await
+        .unwrap();
+    c.find(Locator::XPath("//button[text()='Save']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(&c, "saved", || async {
+        text_of(&c).await.contains("Saved.")
+    })
+    .await;
+    post(
+        shell,
+        &text_update(300, "Which tea is my favourite? genmaicha?"),
+    )
+    .await;
+    wait_for(&c, "the question answered", || async {
+        f.sent_to(OWNER_ID)
+            .iter()
+            .any(|t| t.contains("Which tea is my favourite"))
+    })
+    .await;
+    let recalled = f
+        .llm_requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.to_string().contains("Which tea is my favourite"))
+        .any(|r| r.to_string().contains("brewed at 80 degrees"));
+    assert!(recalled, "the edited note is recalled into the next turn");
+
+    // Nothing of the corpus ran, anywhere.
+    no_dialog(&c).await;
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "a payload reached the canary"
+    );
+    c.close().await.unwrap();
+
+    // 4. In a browser, by the one-time link /panel sends.
+    let mut panel = text_update(400, "/panel");
+    panel["message"]["message_id"] = json!(4000);
+    post(shell, &panel).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let link = loop {
+        if let Some(l) = crate::scenarios::panel_link(f, OWNER_ID) {
+            break l;
+        }
+        assert!(Instant::now() < deadline, "no link");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let link = link.replace(PUBLIC, base);
+    let c = browser(&driver).await;
+    c.goto(&link).await.unwrap();
+    shot(&c, &format!("{prefix}sign-in")).await;
+    c.find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    signed_in(&c, "signed in by link").await;
+    assert!(text_of(&c).await.contains("owner"));
+    // The link again: used.
+    c.goto(&link).await.unwrap();
+    c.find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(&c, "refused", || async {
+        text_of(&c).await.contains("used already")
+    })
+    .await;
+    c.close().await.unwrap();
+
+    // 5. Another allowed person sees none of the owner's pages.
+    let c = browser(&driver).await;
+    c.goto(&mini_app_url(base, token, OTHER_ID, "Pat"))
+        .await
+        .unwrap();
+    signed_in(&c, "the other person's tabs").await;
+    let visible: Value = c
+        .execute("return [...document.querySelectorAll('#tabs button')].filter(b => !b.hidden).map(b => b.dataset.tab)", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        visible,
+        json!(["memory", "conversations", "reminders", "usage", "account"])
+    );
+    let text = text_of(&c).await;
+    assert!(
+        !text.contains("xsscorpus") && !text.contains("genmaicha"),
+        "{text}"
+    );
+    shot(&c, &format!("{prefix}not-the-owner")).await;
+    c.close().await.unwrap();
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "a payload reached the canary"
+    );
+}
