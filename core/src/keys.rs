@@ -21,6 +21,7 @@
 //! | `menu/<connector>` | a hash of the command menu Telegram last got (`setMyCommands`) | menu |
 //! | `doctor/<instance>` | `doctor`'s storage probe, deleted at once (TTL 60 s) | doctor |
 //! | `usage/<connector>/<d2026-11-23 or m2026-11>/<u<user> or c<chat> or all>` | tokens and cost of a period (TTL) | usage |
+//! | `usage/<connector>/d<date>/m<agent>\|<model>` | an agent's tokens and cost on a model that day (TTL) | usage |
 //! | `audit/<connector>/<at ms:015>/<trace>.<seq:05>` | one step of the audit trail (TTL: retention) | audit |
 //! | `grant/<connector>/<chat>/<tool>` | "allow for a while": a tool runs without asking in a chat, with a TTL | turn (approvals) |
 //! | `sched/<connector>/<chat>/<id:010>` | a reminder or scheduled task, with its next time | schedule |
@@ -138,7 +139,8 @@ pub fn usage_period(connector: &ConnectorId, period: &str) -> String {
     format!("usage/{connector}/{period}/")
 }
 
-/// A usage counter: `period` is `d<date>` or `m<month>`, `who` `u<user>`, `c<chat>` or `all`.
+/// A usage counter: `period` is `d<date>` or `m<month>`, `who` `u<user>`, `c<chat>`, `all`
+/// or (days only) `m<agent>|<model>`.
 pub fn usage(connector: &ConnectorId, period: &str, who: &str) -> String {
     format!("usage/{connector}/{period}/{who}")
 }

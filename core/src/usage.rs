@@ -25,6 +25,96 @@ pub struct Books {
     pub user: i64,
     pub chat: i64,
     pub audit: Vec<crate::audit::Entry>,
+    /// The spend split by agent and model (a job an older version kept has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelSpend>,
+}
+
+/// What one agent spent on one model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpend {
+    pub agent: String,
+    pub model: String,
+    pub spend: Tally,
+}
+
+/// Distinct agent and model pairs a turn's books split its spend into, at most; the rest
+/// joins the last.
+const MAX_MODELS_PER_TURN: usize = 8;
+/// Bytes of an agent's or a model's name kept in a counter's key.
+const MAX_NAME: usize = 96;
+/// What a model is called when the steps that named it were not kept.
+pub const UNNAMED: &str = "(not named)";
+
+/// Splits a turn's `spend` by agent and model from its audit `steps`: each successful model
+/// call counted under the sub-agent that made it or else `agent`. Spend the steps do not
+/// account for (a turn past the audit's step limit) is put under `agent` and [`UNNAMED`], so
+/// the split always adds up to `spend`.
+pub fn split_by_model(
+    agent: &str,
+    spend: Tally,
+    steps: &[(u64, crate::audit::Step)],
+) -> Vec<ModelSpend> {
+    let mut out: Vec<ModelSpend> = Vec::new();
+    let mut counted = Tally::default();
+    let put = |out: &mut Vec<ModelSpend>, by: &str, model: &str, t: Tally| {
+        let (by, model) = (key_safe(by), key_safe(model));
+        if let Some(m) = out.iter_mut().find(|m| m.agent == by && m.model == model) {
+            m.spend.add(t);
+        } else if out.len() < MAX_MODELS_PER_TURN {
+            out.push(ModelSpend {
+                agent: by,
+                model,
+                spend: t,
+            });
+        } else if let Some(last) = out.last_mut() {
+            last.spend.add(t);
+        }
+    };
+    for (_, step) in steps {
+        if let crate::audit::Step::Model {
+            model,
+            input,
+            output,
+            cached_input,
+            cost_micros,
+            outcome,
+            agent: by,
+            ..
+        } = step
+        {
+            if outcome != "ok" {
+                continue;
+            }
+            let mut t = Tally::default();
+            let usage = crate::llm::Usage {
+                input: *input,
+                output: *output,
+                cached_input: *cached_input,
+            };
+            t.add_call(usage, *cost_micros);
+            counted.add(t);
+            put(&mut out, by.as_deref().unwrap_or(agent), model, t);
+        }
+    }
+    let rest = spend.since(&counted);
+    if !rest.is_empty() {
+        put(&mut out, agent, UNNAMED, rest);
+    }
+    out
+}
+
+/// A name as a counter's key holds it: control characters and `|` (the key's separator)
+/// dropped, at most [`MAX_NAME`] bytes. Model names come from the provider's answer.
+fn key_safe(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().filter(|c| !c.is_control() && *c != '|') {
+        if out.len() + c.len_utf8() > MAX_NAME {
+            break;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Whose spend a counter holds.
@@ -43,6 +133,11 @@ impl Who {
             Who::Everyone => "all".to_owned(),
         }
     }
+}
+
+/// The key segment of an agent's spend on a model: `m<agent>|<model>`.
+fn model_segment(agent: &str, model: &str) -> String {
+    format!("m{agent}|{model}")
 }
 
 /// A counter's period: a UTC day (`d2026-11-23`) or month (`m2026-11`).
@@ -89,13 +184,9 @@ impl Ledger<'_> {
         who: Who,
     ) -> Result<(String, Tally), PortError> {
         let period = day_period(day);
-        let key = keys::usage(connector, &period, &who.segment());
         let tally = self
-            .kv
-            .get(&key)
-            .await?
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+            .tally_at(&keys::usage(connector, &period, &who.segment()))
+            .await?;
         Ok((period.trim_start_matches('d').to_owned(), tally))
     }
 
@@ -105,28 +196,57 @@ impl Ledger<'_> {
         connector: &ConnectorId,
         day: i64,
     ) -> Result<Vec<(i64, Tally)>, PortError> {
-        let prefix = keys::usage_period(connector, &day_period(day));
-        let mut out = Vec::new();
-        for key in self.kv.list(&prefix, MAX_PEOPLE * 3).await? {
-            let Some(user) = key
-                .strip_prefix(&prefix)
-                .and_then(|w| w.strip_prefix('u'))
-                .and_then(|id| id.parse::<i64>().ok())
-            else {
-                continue;
-            };
-            let tally = self
-                .kv
-                .get(&key)
-                .await?
-                .and_then(|b| serde_json::from_slice(&b).ok())
-                .unwrap_or_default();
-            out.push((user, tally));
-            if out.len() >= MAX_PEOPLE {
-                break;
-            }
-        }
-        Ok(out)
+        let listed = self.listed(connector, day, "u").await?;
+        Ok(listed
+            .into_iter()
+            .filter_map(|(id, t)| Some((id.parse::<i64>().ok()?, t)))
+            .collect())
+    }
+
+    /// Every agent's spend per model on UTC day `day`: `(agent, model, tally)` (at most
+    /// [`MAX_PEOPLE`] pairs).
+    pub async fn models_on_day(
+        &self,
+        connector: &ConnectorId,
+        day: i64,
+    ) -> Result<Vec<(String, String, Tally)>, PortError> {
+        let listed = self.listed(connector, day, "m").await?;
+        Ok(listed
+            .into_iter()
+            .filter_map(|(pair, t)| {
+                let (agent, model) = pair.split_once('|')?;
+                Some((agent.to_owned(), model.to_owned(), t))
+            })
+            .collect())
+    }
+
+    /// The day's counters whose segment starts with `kind` (`u` people, `m` models):
+    /// `(the rest of the segment, tally)`, at most [`MAX_PEOPLE`].
+    async fn listed(
+        &self,
+        connector: &ConnectorId,
+        day: i64,
+        kind: &str,
+    ) -> Result<Vec<(String, Tally)>, PortError> {
+        let prefix = format!("{}{kind}", keys::usage_period(connector, &day_period(day)));
+        let keys = self.kv.list(&prefix, MAX_PEOPLE).await?;
+        let reads = keys.iter().map(|key| self.tally_at(key));
+        let tallies = futures::future::try_join_all(reads).await?;
+        Ok(keys
+            .iter()
+            .zip(tallies)
+            .filter_map(|(key, t)| Some((key.strip_prefix(&prefix)?.to_owned(), t)))
+            .collect())
+    }
+
+    /// The counter at `key`; none is zero.
+    async fn tally_at(&self, key: &str) -> Result<Tally, PortError> {
+        Ok(self
+            .kv
+            .get(key)
+            .await?
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default())
     }
 
     fn period(&self, period: Period) -> String {
@@ -137,13 +257,15 @@ impl Ledger<'_> {
         }
     }
 
-    /// Adds a turn's spend to its person, its chat and everyone, for today and this month.
+    /// Adds a turn's spend to its person, its chat and everyone, for today and this month,
+    /// and each of `models` (its split by agent and model) to today's counters.
     pub async fn add(
         &self,
         connector: &ConnectorId,
         user: i64,
         chat: i64,
         spend: Tally,
+        models: &[ModelSpend],
     ) -> Result<(), PortError> {
         if spend.is_empty() {
             return Ok(());
@@ -154,6 +276,11 @@ impl Ledger<'_> {
             for who in [Who::User(user), Who::Chat(chat), Who::Everyone] {
                 adds.push(self.add_to(keys::usage(connector, &p, &who.segment()), spend, keep));
             }
+        }
+        let today = self.period(Period::Day);
+        for m in models.iter().filter(|m| !m.spend.is_empty()) {
+            let key = keys::usage(connector, &today, &model_segment(&m.agent, &m.model));
+            adds.push(self.add_to(key, m.spend, KEEP_DAY));
         }
         for r in futures::future::join_all(adds).await {
             r?;
@@ -197,12 +324,7 @@ impl Ledger<'_> {
         who: Who,
     ) -> Result<Tally, PortError> {
         let key = keys::usage(connector, &self.period(period), &who.segment());
-        Ok(self
-            .kv
-            .get(&key)
-            .await?
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default())
+        self.tally_at(&key).await
     }
 
     /// How much `user` may still spend under the nearest of `caps`; `None` without caps.
@@ -280,86 +402,4 @@ pub fn cap_reached(left: &Left) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::llm::Usage;
-    use clawless_platform::{FakeClock, MemoryKv};
-    use futures::executor::block_on;
-    use std::sync::Arc;
-
-    #[test]
-    fn spend_adds_up_per_person_chat_and_everyone_and_caps_say_what_is_left() {
-        let clock = Arc::new(FakeClock::new(1_700_000_000_000));
-        let kv = MemoryKv::new(clock.clone());
-        let ledger = Ledger {
-            kv: &kv,
-            clock: &*clock,
-        };
-        let main = ConnectorId::new("main");
-        let mut t = Tally::default();
-        t.add_call(
-            Usage {
-                input: 1000,
-                output: 200,
-                cached_input: 0,
-            },
-            600_000,
-        );
-        block_on(async {
-            ledger.add(&main, 1, -5, t).await.unwrap();
-            ledger.add(&main, 2, -5, t).await.unwrap();
-            assert_eq!(
-                ledger
-                    .get(&main, Period::Day, Who::User(1))
-                    .await
-                    .unwrap()
-                    .cost_micros,
-                600_000
-            );
-            assert_eq!(
-                ledger
-                    .get(&main, Period::Day, Who::Chat(-5))
-                    .await
-                    .unwrap()
-                    .calls,
-                2
-            );
-            assert_eq!(
-                ledger
-                    .get(&main, Period::Month, Who::Everyone)
-                    .await
-                    .unwrap()
-                    .tokens(),
-                2400
-            );
-            let caps = Caps {
-                daily_usd_per_user: Some(1.0),
-                daily_usd_total: Some(1.0),
-                monthly_usd_total: None,
-            };
-            let left = ledger.left(&main, 1, &caps).await.unwrap().unwrap();
-            assert_eq!((left.micros, left.cap), (0, "today's total"));
-            // Tomorrow the daily counters start again.
-            clock.advance(std::time::Duration::from_secs(86_400));
-            let left = ledger.left(&main, 1, &caps).await.unwrap().unwrap();
-            assert_eq!(left.micros, 1_000_000);
-        });
-        assert_eq!(dollars(12_300), "$0.0123");
-        assert_eq!(dollars(2_500_000), "$2.50");
-    }
-
-    #[test]
-    fn prices_turn_tokens_into_cost() {
-        let price = crate::config::Price {
-            input: 3.0,
-            output: 15.0,
-            cached_input: Some(0.3),
-        };
-        let usage = Usage {
-            input: 1_000_000,
-            output: 100_000,
-            cached_input: 1_000_000,
-        };
-        assert_eq!(usage.cost_micros(&price), 3_000_000 + 1_500_000 + 300_000);
-    }
-}
+mod tests;

@@ -382,3 +382,106 @@ fn pages_are_served_with_a_strict_policy_and_unknown_paths_are_not() {
         );
     });
 }
+
+#[test]
+fn usage_per_day_splits_the_owners_view_by_person_agent_and_model() {
+    block_on(async {
+        let h = harness();
+        h.script(200, clawless_testkit::llm::anthropic_text("Hello."));
+        assert_eq!(h.deliver("private_text", 1).await, 200);
+        assert_eq!(h.sent_texts(), ["Hello."]);
+        let now = now_s(&h);
+        let owner = format!("tma {}", launch(TOKEN, OWNER_ID, now));
+        let r = call(&h, "GET", "/api/usage/days?days=1", &owner, None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let day = &json_of(&r)["days"][0];
+        let models = day["models"].as_array().unwrap();
+        assert_eq!(models.len(), 1, "{day}");
+        assert_eq!(models[0]["agent"], "assistant");
+        let model = models[0]["model"].as_str().unwrap();
+        assert!(
+            !model.is_empty() && model != clawless_core::usage::UNNAMED,
+            "{model}"
+        );
+        assert_eq!(
+            models[0]["tally"], day["everyone"],
+            "one model did all of it"
+        );
+        assert_eq!(models[0]["tally"]["calls"], 1);
+        assert_eq!(day["people"][0]["id"], OWNER_ID);
+        // Another person sees their own day only: no one else's, no split by model.
+        let other = format!("tma {}", launch(TOKEN, OTHER_ID, now));
+        let r = call(&h, "GET", "/api/usage/days?days=1", &other, None).await;
+        let day = &json_of(&r)["days"][0];
+        assert!(
+            day.get("models").is_none() && day.get("people").is_none(),
+            "{day}"
+        );
+        assert_eq!(day["you"]["calls"], 0);
+    });
+}
+
+#[test]
+fn workspace_files_show_text_cut_and_binary_by_size() {
+    block_on(async {
+        let h = harness();
+        let root = format!("workspace/assistant/main/u{OWNER_ID}");
+        let files = &h.platform.files;
+        files
+            .write(&format!("{root}/photo.png"), b"\x89PNG\r\n\x1a\n\0\0\0")
+            .await
+            .unwrap();
+        let long = "é".repeat(40_000); // 80,000 bytes
+        files
+            .write(&format!("{root}/long.txt"), long.as_bytes())
+            .await
+            .unwrap();
+        let owner = format!("tma {}", launch(TOKEN, OWNER_ID, now_s(&h)));
+        let get = |p: &'static str| call(&h, "GET", p, &owner, None);
+        let r = json_of(&get("/api/files/file?agent=assistant&path=photo.png").await);
+        assert_eq!((r["size"].as_u64(), r["text"].is_null()), (Some(11), true));
+        let r = json_of(&get("/api/files/file?agent=assistant&path=long.txt").await);
+        assert_eq!(r["cut"], true);
+        assert_eq!(r["text"].as_str().unwrap().len(), 64 * 1024);
+        for bad in ["", "..", "a%00b", "%2e%2e%2Fx", "dir%2F"] {
+            let p = format!("/api/files/file?agent=assistant&path={bad}");
+            assert_eq!(call(&h, "GET", &p, &owner, None).await.status, 400, "{bad}");
+        }
+        assert_eq!(
+            get("/api/files/file?agent=nobody&path=long.txt")
+                .await
+                .status,
+            404
+        );
+    });
+}
+
+#[test]
+fn health_shows_the_bots_last_errors_with_their_trace() {
+    block_on(async {
+        let h = harness();
+        h.script(
+            500,
+            json!({"type": "error", "error": {"type": "api_error", "message": "down"}}),
+        );
+        h.script(
+            500,
+            json!({"type": "error", "error": {"type": "api_error", "message": "down"}}),
+        );
+        h.deliver("private_text", 7).await;
+        let owner = format!("tma {}", launch(TOKEN, OWNER_ID, now_s(&h)));
+        let r = call(&h, "GET", "/api/health", &owner, None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v = json_of(&r);
+        let errors = v["errors"].as_array().unwrap();
+        assert!(!errors.is_empty(), "{v}");
+        assert!(errors.iter().all(|e| e["trace"] == "main/7"), "{errors:?}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e["type"] == "model" && e["outcome"] != "ok"),
+            "{errors:?}"
+        );
+        assert!(v["overview"]["lanes"].is_array());
+    });
+}

@@ -19,7 +19,9 @@ use serde_json::{json, Value};
 
 mod web;
 
-use web::{browser, canary, driver, enc, no_dialog, open_tab, shot, signed_in, text_of, wait_for};
+use web::{
+    browser, canary, click, driver, enc, no_dialog, open_tab, shot, signed_in, text_of, wait_for,
+};
 
 use crate::fixtures::{self, OWNER_ID};
 use crate::scenarios::{launch_data, launch_data_named, Shell};
@@ -106,9 +108,10 @@ pub async fn panel_in_a_browser(
     let f = shell.fakes();
     let (canary, hits) = canary().await;
     let xss = crate::xss::corpus(&canary);
-    // The corpus in every field the pages show: a memory file's lines, reminders,
-    // a stranger's name (pairing), an approval's arguments (and so the audit trail), the
-    // signed-in person's own name.
+    // The corpus in every field the pages show: a memory file's lines, reminders, a
+    // message and the model's reply, file names and contents, tool arguments (the audit
+    // trail) and results (the conversation), a stranger's name (pairing), an approval's
+    // arguments, the signed-in person's own name.
     let mut lines = String::from("xsscorpus\n");
     for p in &xss {
         lines.push_str(&format!("- xsscorpus {p}\n"));
@@ -145,12 +148,45 @@ pub async fn panel_in_a_browser(
         )
         .await;
     }
+    // Every payload said in a message (which the model's reply says back), and written as a
+    // file whose name is the payload too (the characters a path refuses made `_`): the
+    // calls' arguments reach the audit trail, their results the conversation.
+    post(
+        shell,
+        &text_update(110, &format!("xsscorpus {}", xss.join(" "))),
+    )
+    .await;
+    let names = file_names(&xss);
+    let files: Vec<Value> = names
+        .iter()
+        .zip(&xss)
+        .map(|(n, p)| json!({"path": format!("xss/{n}"), "content": p}))
+        .collect();
+    post(
+        shell,
+        &text_update(111, &format!("files: {}", Value::from(files))),
+    )
+    .await;
     let mut stranger = fixtures::update("stranger_private", 150);
     stranger["message"]["from"]["first_name"] = json!(xss[1]);
     post(shell, &stranger).await;
     until_listed(base, token, "/api/reminders", "reminders", 3).await;
-    // Last, the approval: a later message in the chat would supersede it.
-    post(shell, &text_update(200, &format!("remember: {}", xss[0]))).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, v) = api(base, token, reqwest::Method::GET, "/api/files", Value::Null).await;
+        if v["workspaces"][0]["files"].as_array().map_or(0, Vec::len) == xss.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the files were not written: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Last, the approval (its arguments shown up to 600 characters): a later message in the
+    // chat would supersede it.
+    post(
+        shell,
+        &text_update(200, &format!("remember: {}", xss.join(" "))),
+    )
+    .await;
     until_listed(base, token, "/api/approvals", "approvals", 1).await;
 
     let driver = driver().await;
@@ -188,12 +224,7 @@ pub async fn panel_in_a_browser(
         .send_keys("xsscorpus")
         .await
         .unwrap();
-    c.find(Locator::Css("#view form button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("#view form button")).await;
     wait_for(&c, "search results", || async {
         text_of(&c).await.contains("score")
     })
@@ -204,6 +235,7 @@ pub async fn panel_in_a_browser(
     );
     shot(&c, &format!("{prefix}memory-search")).await;
     for tab in [
+        "files",
         "conversations",
         "reminders",
         "usage",
@@ -218,20 +250,47 @@ pub async fn panel_in_a_browser(
         shot(&c, &format!("{prefix}{tab}")).await;
         no_dialog(&c).await;
     }
+    open_tab(&c, "files").await;
+    let text = text_of(&c).await;
+    for name in &names {
+        assert!(
+            text.contains(name.as_str()),
+            "file name {name} shown as text"
+        );
+    }
+    click(
+        &c,
+        Locator::XPath("(//div[contains(@class,'card')]/button)[1]"),
+    )
+    .await;
+    wait_for(&c, "a file", || async {
+        c.find(Locator::Css("#view pre")).await.is_ok()
+    })
+    .await;
+    let shown = c
+        .execute(
+            "return document.querySelector('#view pre').textContent",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        xss.iter().any(|p| shown == json!(p)),
+        "a file's content shown as text: {shown}"
+    );
+    shot(&c, &format!("{prefix}file")).await;
+    no_dialog(&c).await;
     open_tab(&c, "reminders").await;
     assert!(
         text_of(&c).await.contains(&xss[0]),
         "a reminder's text shown as text"
     );
     open_tab(&c, "conversations").await;
-    c.find(Locator::XPath(
-        "//div[contains(@class,'card')][.//div[text()='main:111111111']]/button",
-    ))
-    .await
-    .unwrap()
-    .click()
-    .await
-    .unwrap();
+    click(
+        &c,
+        Locator::XPath("//div[contains(@class,'card')][.//div[text()='main:111111111']]/button"),
+    )
+    .await;
     wait_for(&c, "the conversation", || async {
         text_of(&c).await.contains("Tool said:")
     })
@@ -257,12 +316,7 @@ pub async fn panel_in_a_browser(
             .count()
     };
     let before = said();
-    c.find(Locator::XPath("//button[text()='Allow once']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::XPath("//button[text()='Allow once']")).await;
     wait_for(&c, "the resumed answer", || async { said() > before }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(said(), before + 1, "answered once");
@@ -279,14 +333,11 @@ pub async fn panel_in_a_browser(
 
     // 3. A memory edit made in the page is what the next turn recalls.
     open_tab(&c, "memory").await;
-    c.find(Locator::XPath(
-        "//div[contains(@class,'card')][span[text()='MEMORY.md']]/button",
-    ))
-    .await
-    .unwrap()
-    .click()
-    .await
-    .unwrap();
+    click(
+        &c,
+        Locator::XPath("//div[contains(@class,'card')][span[text()='MEMORY.md']]/button"),
+    )
+    .await;
     wait_for(&c, "the editor", || async {
         c.find(Locator::Css("textarea")).await.is_ok()
     })
@@ -297,12 +348,7 @@ pub async fn panel_in_a_browser(
     area.send_keys("- My favourite tea is genmaicha, brewed at 80 degrees.\n")
         .await
         .unwrap();
-    c.find(Locator::XPath("//button[text()='Save']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::XPath("//button[text()='Save']")).await;
     wait_for(&c, "saved", || async {
         text_of(&c).await.contains("Saved.")
     })
@@ -326,6 +372,24 @@ pub async fn panel_in_a_browser(
         .filter(|r| r.to_string().contains("Which tea is my favourite"))
         .any(|r| r.to_string().contains("brewed at 80 degrees"));
     assert!(recalled, "the edited note is recalled into the next turn");
+
+    // Every payload as the signed-in person's name (Telegram's 64 characters of it).
+    for p in &xss {
+        let name: String = p.chars().take(64).collect();
+        // From another page, so the fragment is a new load rather than a jump.
+        c.goto("about:blank").await.unwrap();
+        c.goto(&mini_app_url(base, token, OWNER_ID, &name))
+            .await
+            .unwrap();
+        signed_in(&c, "signed in under a payload's name").await;
+        let who = c
+            .execute("return document.getElementById('who').textContent", vec![])
+            .await
+            .unwrap();
+        let who = who.as_str().unwrap_or_default();
+        assert!(who.starts_with(&name), "{who:?} shows {name:?} as text");
+        no_dialog(&c).await;
+    }
 
     // Nothing of the corpus ran, anywhere.
     no_dialog(&c).await;
@@ -352,22 +416,12 @@ pub async fn panel_in_a_browser(
     let c = browser(&driver).await;
     c.goto(&link).await.unwrap();
     shot(&c, &format!("{prefix}sign-in")).await;
-    c.find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("button[type=submit]")).await;
     signed_in(&c, "signed in by link").await;
     assert!(text_of(&c).await.contains("owner"));
     // The link again: used.
     c.goto(&link).await.unwrap();
-    c.find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("button[type=submit]")).await;
     wait_for(&c, "refused", || async {
         text_of(&c).await.contains("used already")
     })
@@ -386,7 +440,14 @@ pub async fn panel_in_a_browser(
         .unwrap();
     assert_eq!(
         visible,
-        json!(["memory", "conversations", "reminders", "usage", "account"])
+        json!([
+            "memory",
+            "files",
+            "conversations",
+            "reminders",
+            "usage",
+            "account"
+        ])
     );
     let text = text_of(&c).await;
     assert!(
@@ -400,4 +461,26 @@ pub async fn panel_in_a_browser(
         0,
         "a payload reached the canary"
     );
+}
+
+/// A file name of each payload: `:`, `/` and `\` (which a path refuses or splits at) and
+/// text-direction controls made `_`, at most 120 bytes.
+fn file_names(xss: &[String]) -> Vec<String> {
+    xss.iter()
+        .map(|p| {
+            let mut n = String::new();
+            for c in p.chars() {
+                let c = if matches!(c, ':' | '/' | '\\' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+                    '_'
+                } else {
+                    c
+                };
+                if n.len() + c.len_utf8() > 120 {
+                    break;
+                }
+                n.push(c);
+            }
+            n
+        })
+        .collect()
 }

@@ -59,7 +59,7 @@ pub fn asking_config(dir: &std::path::Path) {
     let agent = dir.join("agents.d/assistant.yaml");
     let text = std::fs::read_to_string(&agent).unwrap_or_default();
     // `message` offered and allowed even to another person: only a turn that read something
-    // untrusted makes it ask (the injection scenario). `delete_file` and `exec` offered too
+    // untrusted makes it ask (the injection scenario). `delete_file`, `write_file` and `exec` offered too
     // (`exec` on native only), `delete_file` asking as `memory_write` does.
     let asking = text
         .replace(
@@ -68,7 +68,7 @@ pub fn asking_config(dir: &std::path::Path) {
         )
         .replace(
             "  - schedule\n",
-            "  - schedule\n  - message\n  - delete_file\n  - exec\n",
+            "  - schedule\n  - message\n  - delete_file\n  - write_file\n  - exec\n",
         );
     // The test MCP server of the fakes (unsafe by default, so its calls ask too).
     // And its `wait`, `note` and `page` alone, safe, as `slow` (long turns, kill points, the

@@ -131,6 +131,21 @@ const tabs = {
     if (list.length === 0) list.push(el("p", { class: "hint" }, "Nothing in memory yet. Ask the bot to remember something."));
     show(form, ...list);
   },
+  async files() {
+    const data = await api("GET", "/api/files");
+    const list = [];
+    for (const w of data.workspaces) {
+      list.push(el("h2", {}, "Agent " + w.agent));
+      for (const f of w.files) {
+        list.push(el("div", { class: "card row" },
+          el("span", { class: "grow" }, f),
+          el("button", { class: "quiet", onclick: () => guarded(() => workspaceFile(w.agent, f)) }, "Open")));
+      }
+      if (w.more) list.push(el("p", { class: "hint" }, "More files than shown."));
+    }
+    if (list.length === 0) list.push(el("p", { class: "hint" }, "No files yet. The bot's file tools keep what they write here."));
+    show(el("h2", {}, "Your files"), ...list);
+  },
   async conversations() {
     const data = await api("GET", "/api/conversations");
     const rows = data.conversations.map((x) => el("div", { class: "card row" },
@@ -164,12 +179,25 @@ const tabs = {
     }
     const days = (await api("GET", "/api/usage/days?days=14")).days;
     const chart = bars(days.map((d) => ({ label: d.day.slice(5), value: (d.everyone || d.you).cost_micros, tokens: (d.everyone || d.you).input + (d.everyone || d.you).output })));
-    const people = new Map();
-    for (const d of days) for (const p of (d.people || [])) people.set(p.id, (people.get(p.id) || 0) + p.tally.cost_micros);
-    const byPerson = [...people.entries()].sort((a, b) => b[1] - a[1]).map(([id, c]) => el("tr", {}, el("td", {}, String(id)), el("td", {}, dollars(c))));
+    const split = (title, rows) => {
+      const sums = new Map();
+      for (const [name, t] of rows) {
+        const s = sums.get(name) || { calls: 0, tokens: 0, cost: 0 };
+        s.calls += t.calls; s.tokens += t.input + t.output; s.cost += t.cost_micros;
+        sums.set(name, s);
+      }
+      if (!sums.size) return [];
+      const lines = [...sums.entries()].sort((a, b) => b[1].cost - a[1].cost || b[1].tokens - a[1].tokens)
+        .map(([name, s]) => el("tr", {}, el("td", {}, name), el("td", {}, s.calls), el("td", {}, s.tokens), el("td", {}, dollars(s.cost))));
+      return [el("h2", {}, title + ", last 14 days"),
+        el("table", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "calls"), el("th", {}, "tokens"), el("th", {}, "cost")), ...lines)];
+    };
+    const each = (f) => days.flatMap((d) => (f(d) || []));
     show(el("h2", {}, "Usage"), table,
       el("h2", {}, (days[0] && days[0].everyone ? "Everyone" : "You") + ", last 14 days"), chart,
-      ...(byPerson.length ? [el("h2", {}, "Per person, last 14 days"), el("table", {}, ...byPerson)] : []));
+      ...split("Per person", each((d) => d.people && d.people.map((p) => [String(p.id), p.tally]))),
+      ...split("Per agent", each((d) => d.models && d.models.map((m) => [m.agent, m.tally]))),
+      ...split("Per model", each((d) => d.models && d.models.map((m) => [m.model, m.tally]))));
   },
   async approvals() {
     const a = await api("GET", "/api/approvals");
@@ -224,7 +252,14 @@ const tabs = {
   },
   async health() {
     const h = await api("GET", "/api/health");
-    show(el("h2", {}, "Health"), el("pre", {}, JSON.stringify(h, null, 2)));
+    const lanes = h.overview.lanes.map((l) => el("tr", {}, el("td", {}, l.lane), el("td", {}, l.jobs),
+      el("td", {}, l.waiting_for ? "waits for " + l.waiting_for : l.attempts ? l.attempts + " failed, next " + when(l.not_before_ms) : "")));
+    const errors = h.errors.map((e) => el("div", { class: "card" },
+      el("div", { class: "hint" }, when(e.at_ms) + " · trace " + e.trace),
+      el("div", {}, e.type + ": " + [e.model, e.tool, e.outcome, e.reason].filter(Boolean).join(" · "))));
+    show(el("h2", {}, "Last errors"), ...(errors.length ? errors : [el("p", { class: "hint" }, "None in the last minutes.")]),
+      el("h2", {}, "Backlog"), lanes.length ? el("table", {}, el("tr", {}, el("th", {}, "lane"), el("th", {}, "jobs"), el("th", {}, "")), ...lanes) : el("p", { class: "hint" }, "Nothing waits."),
+      el("h2", {}, "Details"), el("pre", {}, JSON.stringify(h, null, 2)));
   },
   async config() {
     const c = await api("GET", "/api/config");
@@ -323,6 +358,27 @@ async function memoryFile(agent, path) {
         await tabs.memory();
       }) }, "Delete"),
       el("button", { class: "quiet", onclick: () => guarded(tabs.memory) }, "Back")));
+}
+
+async function workspaceFile(agent, path) {
+  const q = "?agent=" + encodeURIComponent(agent) + "&path=" + encodeURIComponent(path);
+  const f = await api("GET", "/api/files/file" + q);
+  const body = f.text === null
+    ? el("p", { class: "hint" }, "Not text: " + f.size + " bytes.")
+    : el("pre", {}, f.text + (f.cut ? "\n… (cut; " + f.size + " bytes in all)" : ""));
+  show(el("h2", {}, path), body,
+    el("div", { class: "row" },
+      el("button", { class: "danger", onclick: (ev) => guarded(async () => {
+        if (ev.target.dataset.sure !== "1") {
+          ev.target.dataset.sure = "1";
+          ev.target.textContent = "Tap again to delete";
+          return;
+        }
+        await api("DELETE", "/api/files/file" + q);
+        say("Deleted.");
+        await tabs.files();
+      }) }, "Delete"),
+      el("button", { class: "quiet", onclick: () => guarded(tabs.files) }, "Back")));
 }
 
 function open(name) {

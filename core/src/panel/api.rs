@@ -1,6 +1,6 @@
 //! The panel's JSON API, `/api/...`, for a signed-in person ([`Who`]). Everyone reaches only
-//! their own: the memory of their private chats (each agent's scope of theirs), the
-//! reminders of their private chat, their usage. Nothing takes an id of another person:
+//! their own: the memory of their private chats (each agent's scope of theirs), their
+//! workspace files, the reminders of their private chat, their usage. Nothing takes an id of another person:
 //! every store is addressed from the signed-in identity, so there is no id to swap. The owner
 //! of the bot also reaches the audit trail, pairing, health and the configuration.
 //!
@@ -10,21 +10,21 @@
 //! | `POST /api/signout` | ends this browser's session; `{"everywhere": true}` every session and launch data signed so far |
 //! | `GET /api/memory[?q=words]` | the memory files per agent, or a search with scores |
 //! | `GET`, `PUT`, `DELETE /api/memory/file?agent=A&path=P` | one file: read, replace (`{"text"}`), delete; the index follows |
+//! | `GET /api/files`, `GET`, `DELETE /api/files/file?agent=A&path=P` | the workspace files per agent; one shown as text (64 KB; a binary file by its size) or deleted |
 //! | `GET /api/reminders`, `DELETE /api/reminders/<id>` | reminders of the private chat |
-//! | `GET /api/usage`, `GET /api/usage/days[?days=14]` | tokens and cost today and this month; per day (the owner: everyone's and each person's) |
+//! | `GET /api/usage`, `GET /api/usage/days[?days=14]` | tokens and cost today and this month; per day (the owner: everyone's, each person's and each agent's per model) |
 //! | `GET /api/conversations`, `GET /api/conversations/messages?key=K` | the private chat's sessions (the owner: every session, with tool inputs and results) |
 //! | `GET /api/audit[?since=24h]` | owner: the audit trail |
 //! | `GET /api/approvals`, `POST /api/approvals` (`{"lane", "id", "answer": "once"/"while"/"deny"}`) | owner: what waits, and an answer (see [`super::approvals`]) |
 //! | `GET /api/pairing`, `POST /api/pairing/approve` (`{"code"}`), `POST /api/pairing/remove` (`{"user"}`) | owner |
-//! | `GET /api/health` | owner: backlog, retries, approvals, reminders, counts |
+//! | `GET /api/health` | owner: backlog, retries, approvals, reminders, counts, the bot's errors of the last minutes |
 //! | `GET /api/config` | owner: the effective configuration, secrets redacted |
 
 use serde_json::{json, Value};
 
-use super::{unavailable, PanelReply, PanelRequest, Who};
+use super::{param, scopes, unavailable, Answer, PanelReply, PanelRequest, Who};
 use crate::app::App;
 use crate::ids::Scope;
-use crate::memory::scope::{scope as memory_scope, MemoryOwner};
 use crate::memory::store::{root, MemoryError};
 use crate::usage::{Ledger, Period, Who as Payer};
 
@@ -58,6 +58,8 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
         ("GET" | "PUT" | "DELETE", "/api/memory/file") => {
             memory_file(app, who, &m, query, req.body).await
         }
+        ("GET", "/api/files") => super::workspace::list(app, who).await,
+        ("GET" | "DELETE", "/api/files/file") => super::workspace::file(app, who, &m, query).await,
         ("GET", "/api/reminders") => reminders(app, who).await,
         ("DELETE", p) if p.starts_with("/api/reminders/") => {
             match p["/api/reminders/".len()..].parse::<u64>() {
@@ -89,13 +91,15 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
         ("GET", "/api/pairing") => pairing(app, who).await,
         ("POST", "/api/pairing/approve") => pairing_change(app, who, req.body, true).await,
         ("POST", "/api/pairing/remove") => pairing_change(app, who, req.body, false).await,
-        ("GET", "/api/health") => health(app).await,
+        ("GET", "/api/health") => super::history::health(app, who).await,
         ("GET", "/api/config") => Ok(config(app)),
         (
             _,
             "/api/me"
             | "/api/signout"
             | "/api/memory"
+            | "/api/files"
+            | "/api/files/file"
             | "/api/reminders"
             | "/api/usage"
             | "/api/usage/days"
@@ -115,16 +119,6 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
         Ok(v) => PanelReply::json(200, &v),
         Err(reply) => reply,
     }
-}
-
-type Answer = Result<Value, PanelReply>;
-
-/// The decoded value of `name` in a query string.
-fn param(query: &str, name: &str) -> Option<String> {
-    query.split('&').find_map(|p| {
-        let (k, v) = p.split_once('=')?;
-        (k == name).then(|| super::auth::form_decode(v)).flatten()
-    })
 }
 
 fn body_json(body: &[u8]) -> Result<Value, PanelReply> {
@@ -165,23 +159,6 @@ async fn signout(app: &App, who: &Who<'_>, body: &[u8]) -> PanelReply {
             super::auth::COOKIE
         ),
     )
-}
-
-/// The memory scopes of `who`: one per agent (a bot with one memory for everyone: only the
-/// owner reaches it).
-fn scopes(app: &App, who: &Who<'_>) -> Vec<(String, Scope)> {
-    let owner = if who.conn.shared_memory {
-        if !who.owner {
-            return Vec::new();
-        }
-        MemoryOwner::Shared
-    } else {
-        MemoryOwner::User(who.user)
-    };
-    app.agents
-        .keys()
-        .map(|agent| (agent.clone(), memory_scope(agent, &who.conn.id, owner)))
-        .collect()
 }
 
 /// Whether `rel` is a memory file of a scope (`MEMORY.md`, `memory/<name>.md`, the name of
@@ -401,14 +378,6 @@ async fn pairing_change(app: &App, who: &Who<'_>, body: &[u8], approve: bool) ->
         Ok(None) => Err(PanelReply::error(404, "no such code or person")),
         Err(e) => Err(unavailable(e)),
     }
-}
-
-async fn health(app: &App) -> Answer {
-    let overview = app.admin().overview().await.map_err(unavailable)?;
-    Ok(json!({
-        "overview": overview,
-        "counts": app.admin().counts(),
-    }))
 }
 
 /// The effective configuration with every value that could be a secret replaced (names of

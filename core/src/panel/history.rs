@@ -5,7 +5,7 @@
 use clawless_platform::PortError;
 use serde_json::{json, Value};
 
-use super::Who;
+use super::{unavailable, PanelReply, Who};
 use crate::app::App;
 use crate::ids::SessionKey;
 use crate::keys;
@@ -101,7 +101,7 @@ pub(crate) async fn messages(
 }
 
 /// The usage chart: `days` UTC days up to today, each with `who`'s tally and, for the owner,
-/// everyone's and each person's.
+/// everyone's, each person's and each agent's per model.
 pub(crate) async fn usage_days(app: &App, who: &Who<'_>, days: i64) -> Result<Value, PortError> {
     let ledger = Ledger {
         kv: &*app.platform.kv,
@@ -122,8 +122,54 @@ pub(crate) async fn usage_days(app: &App, who: &Who<'_>, days: i64) -> Result<Va
                 .map(|(user, t)| json!({ "id": user, "tally": t }))
                 .collect();
             v["people"] = json!(people);
+            let models: Vec<Value> = ledger
+                .models_on_day(id, day)
+                .await?
+                .into_iter()
+                .map(|(agent, model, t)| json!({ "agent": agent, "model": model, "tally": t }))
+                .collect();
+            v["models"] = json!(models);
         }
         out.push(v);
     }
     Ok(json!({ "days": out }))
+}
+
+/// Errors of the health page, at most.
+const MAX_ERRORS: usize = 20;
+
+/// The health page: the stores as the cockpit shows them, this instance's counts, and the
+/// last things that went wrong on `who`'s bot (failed model or tool calls, retries, failed
+/// turns) from the event journal's recent window, newest first.
+pub(crate) async fn health(app: &App, who: &Who<'_>) -> Result<Value, PanelReply> {
+    use crate::events::Event;
+    let admin = app.admin();
+    // Only this bot's: another bot of the same deployment may have another owner.
+    let mut overview = admin.overview().await.map_err(unavailable)?;
+    let ours = format!("{}:", who.conn.id);
+    overview.sessions.retain(|s| s.0.starts_with(&ours));
+    overview.lanes.retain(|l| l.lane.starts_with(&ours));
+    overview.due.retain(|d| d.1 == who.conn.id.as_str());
+    let page = admin.event_page(None).await.map_err(unavailable)?;
+    let mine = format!("{}/", who.conn.id);
+    let errors: Vec<Value> = page
+        .events
+        .iter()
+        .rev()
+        .filter(|s| s.trace.starts_with(&mine))
+        .filter(|s| match &s.event {
+            Event::Model { outcome, .. } => outcome != "ok",
+            Event::Tool { error, .. } => *error,
+            Event::RetryScheduled { .. } => true,
+            Event::TurnEnded { outcome, .. } => outcome == "failed",
+            _ => false,
+        })
+        .take(MAX_ERRORS)
+        .map(|s| json!(s))
+        .collect();
+    Ok(json!({
+        "overview": overview,
+        "counts": admin.counts(),
+        "errors": errors,
+    }))
 }

@@ -18,13 +18,15 @@ pub mod approvals;
 pub mod auth;
 mod files;
 mod history;
+mod workspace;
 
 use clawless_platform::KvExt;
 
-use crate::app::Panel;
+use crate::app::{App, Panel};
 use crate::connector::Connector;
-use crate::ids::ConnectorId;
+use crate::ids::{ConnectorId, Scope};
 use crate::keys;
+use crate::memory::scope::{scope as memory_scope, MemoryOwner};
 use auth::{LaunchUser, Refused};
 
 /// The largest request body read (a memory file edit is the largest).
@@ -406,4 +408,32 @@ fn page(text: &str, token: Option<&str>) -> String {
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>clawless panel</title><link rel=\"stylesheet\" href=\"/app/panel.css\"></head><body><main class=\"login\"><h1>clawless</h1><p>{text}</p>{form}</main></body></html>"
     )
+}
+
+/// An API answer: the JSON body, or the reply that says why not.
+pub(crate) type Answer = Result<serde_json::Value, PanelReply>;
+
+/// The decoded value of `name` in a query string.
+pub(crate) fn param(query: &str, name: &str) -> Option<String> {
+    query.split('&').find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        (k == name).then(|| auth::form_decode(v)).flatten()
+    })
+}
+
+/// The memory scopes of `who`: one per agent (a bot with one memory for everyone: only the
+/// owner reaches it).
+pub(crate) fn scopes(app: &App, who: &Who<'_>) -> Vec<(String, Scope)> {
+    let owner = if who.conn.shared_memory {
+        if !who.owner {
+            return Vec::new();
+        }
+        MemoryOwner::Shared
+    } else {
+        MemoryOwner::User(who.user)
+    };
+    app.agents
+        .keys()
+        .map(|agent| (agent.clone(), memory_scope(agent, &who.conn.id, owner)))
+        .collect()
 }

@@ -207,7 +207,13 @@ impl Turn<'_> {
             let (recorded, first_seq) = (run.recorded, run.logged);
             let mut out = Agent::cancel(run, "Stopped.");
             let steps = std::mem::take(&mut out.log);
-            let books = super::run::books(msg, out.usage.since(&recorded), first_seq, steps);
+            let books = super::run::books(
+                msg,
+                &conn.agent.config.id,
+                out.usage.since(&recorded),
+                first_seq,
+                steps,
+            );
             return Ok(super::run::turn_reply(
                 app,
                 conn,

@@ -78,7 +78,7 @@ pub(super) async fn background_task(
         tracing::info!(connector = %conn.id, task = id, "the answer was already handed to the chat");
     }
     // The child's steps come marked with its agent.
-    let books = super::run::books(msg, reported.usage, 0, reported.steps);
+    let books = super::run::books(msg, agent, reported.usage, 0, reported.steps);
     let mut out = super::run::turn_reply(app, conn, msg, reply, Vec::new(), books);
     if let Reply::Send(cp) = &mut out {
         cp.reply_to = None;

@@ -361,7 +361,7 @@ impl Turn<'_> {
                     name: command.name.to_owned(),
                 };
                 let now = app.platform.clock.now_ms();
-                let books = run::books(msg, Default::default(), 0, vec![(now, step)]);
+                let books = run::books(msg, "", Default::default(), 0, vec![(now, step)]);
                 let ctx = commands::Ctx {
                     app,
                     conn,

@@ -17,10 +17,11 @@ use crate::telegram::render::{document_part, render_parts};
 use crate::telegram::Message;
 use crate::tools::ToolContext;
 
-/// The bookkeeping of `msg`'s turn: its spend and audit `steps` (numbered from
+/// The bookkeeping of `msg`'s turn by `agent`: its spend and audit `steps` (numbered from
 /// `first_seq`); `None` when there is none.
 pub(super) fn books(
     msg: &Message,
+    agent: &str,
     spend: crate::usage::Tally,
     first_seq: u32,
     steps: Vec<(u64, crate::audit::Step)>,
@@ -29,6 +30,7 @@ pub(super) fn books(
         return None;
     }
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+    let models = crate::usage::split_by_model(agent, spend, &steps);
     let entries: Vec<crate::audit::Entry> = steps
         .into_iter()
         .zip(first_seq..)
@@ -46,6 +48,7 @@ pub(super) fn books(
         user,
         chat: msg.chat.id.0,
         audit: entries,
+        models,
     }))
 }
 
@@ -62,7 +65,7 @@ pub(super) async fn keep_books(
     let ledger = app.ledger();
     let retention = app.config.audit.retention();
     let (counted, audited) = futures::future::join(
-        ledger.add(&conn.id, b.user, b.chat, b.spend),
+        ledger.add(&conn.id, b.user, b.chat, b.spend, &b.models),
         crate::audit::write(&*app.platform.kv, &conn.id, &b.audit, retention),
     )
     .await;
@@ -192,7 +195,13 @@ impl Turn<'_> {
                 let Failed { error, mut state } = *failed;
                 let steps = std::mem::take(&mut state.log);
                 let logged = first_seq.saturating_add(steps.len() as u32);
-                let books = books(msg, state.usage.since(&recorded), first_seq, steps);
+                let books = books(
+                    msg,
+                    &conn.agent.config.id,
+                    state.usage.since(&recorded),
+                    first_seq,
+                    steps,
+                );
                 keep_books(app, conn, books).await;
                 // The retry goes on from the last step, its books starting after these.
                 if let Some(p) = progress {
@@ -228,7 +237,13 @@ impl Turn<'_> {
         tell_owner_of_leaks(conn, msg, &steps).await;
         // Kept in the job and written beside the delivery (a retry of the job runs the model
         // again and counts that too).
-        let books = books(msg, spent.since(&recorded), first_seq, steps);
+        let books = books(
+            msg,
+            &conn.agent.config.id,
+            spent.since(&recorded),
+            first_seq,
+            steps,
+        );
         match step {
             AgentStep::Lost | AgentStep::Pause(_) => Err(Answer::Lost),
             AgentStep::Done(out) => Ok(turn_reply(app, conn, msg, out.reply, out.messages, books)),

@@ -49,6 +49,15 @@ fn a_person_reaches_only_their_own() {
                 .id
         };
 
+        // The owner's workspace file (what the file tools wrote).
+        let plans = "workspace/assistant/main/u111111111/plans/dentist.md";
+        h.platform
+            .files
+            .write(plans, b"owner secret: see the dentist")
+            .await
+            .unwrap();
+        let file = "/api/files/file?agent=assistant&path=plans%2Fdentist.md";
+
         // Reads: none shows the owner's data.
         for p in [
             "/api/memory",
@@ -56,6 +65,8 @@ fn a_person_reaches_only_their_own() {
             path,
             "/api/reminders",
             "/api/usage",
+            "/api/files",
+            file,
         ] {
             let r = call(&h, "GET", p, &other, None).await;
             assert!(
@@ -82,10 +93,14 @@ fn a_person_reaches_only_their_own() {
             "/api/memory/file?agent=assistant&path=../u111111111/MEMORY.md",
             "/api/memory/file?agent=assistant/main/u111111111&path=MEMORY.md",
             "/api/memory/file?agent=..&path=MEMORY.md",
+            "/api/files/file?agent=assistant&path=..%2Fu111111111%2Fplans%2Fdentist.md",
+            "/api/files/file?agent=assistant%2Fmain%2Fu111111111&path=plans%2Fdentist.md",
+            "/api/files/file?agent=assistant&path=%2Fworkspace%2Fassistant%2Fmain%2Fu111111111%2Fplans%2Fdentist.md",
+            "/api/files/file?agent=assistant&path=plans%2F%2e%2e%2F..%2Fu111111111%2Fplans%2Fdentist.md",
         ] {
             let r = call(&h, "GET", p, &other, None).await;
             assert!(r.status == 400 || r.status == 404, "{p}: {}", r.status);
-            assert!(!r.body.contains("dentist"));
+            assert!(!r.body.contains("owner secret"), "{p}: {}", r.body);
         }
         // Changes: the owner's reminder and memory stay.
         assert_eq!(
@@ -95,6 +110,11 @@ fn a_person_reaches_only_their_own() {
             404
         );
         assert_eq!(call(&h, "DELETE", path, &other, None).await.status, 404);
+        assert_eq!(call(&h, "DELETE", file, &other, None).await.status, 404);
+        assert!(
+            h.platform.files.read(plans).await.is_ok(),
+            "the owner's file stays"
+        );
         // Owner-only pages.
         for (m, p) in [
             ("GET", "/api/audit"),
@@ -118,6 +138,17 @@ fn a_person_reaches_only_their_own() {
         assert!(r.body.contains("owner's reminder"), "{}", r.body);
         let r = call(&h, "GET", path, &owner, None).await;
         assert!(r.body.contains("dentist"));
+        // The owner's own files: listed, shown, deleted.
+        let r = call(&h, "GET", "/api/files", &owner, None).await;
+        assert_eq!(
+            super::json_of(&r)["workspaces"][0]["files"],
+            json!(["plans/dentist.md"])
+        );
+        let r = call(&h, "GET", file, &owner, None).await;
+        assert_eq!(super::json_of(&r)["text"], "owner secret: see the dentist");
+        assert_eq!(call(&h, "DELETE", file, &owner, None).await.status, 200);
+        assert!(h.platform.files.read(plans).await.is_err());
+        assert_eq!(call(&h, "GET", file, &owner, None).await.status, 404);
         // The owner's own pages answer, and the configuration holds no secret.
         for p in ["/api/audit", "/api/pairing", "/api/health", "/api/config"] {
             let r = call(&h, "GET", p, &owner, None).await;

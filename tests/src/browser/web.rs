@@ -93,14 +93,14 @@ pub async fn shot(c: &Client, name: &str) {
     std::fs::write(shots_dir().join(format!("{name}.png")), png).unwrap();
 }
 
+/// Clicks the element `at`.
+pub async fn click(c: &Client, at: Locator<'_>) {
+    c.find(at).await.unwrap().click().await.unwrap();
+}
+
 /// Opens tab `name` and waits until its heading or list is drawn.
 pub async fn open_tab(c: &Client, name: &str) {
-    c.find(Locator::Css(&format!("#tabs button[data-tab='{name}']")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Css(&format!("#tabs button[data-tab='{name}']"))).await;
     wait_for(c, &format!("the {name} tab"), || async {
         let busy: Value = c
             .execute("return document.querySelector('#view h2, #view .card, #view form') !== null && document.querySelector(\"#tabs button[aria-current='page']\").dataset.tab === arguments[0];", vec![json!(name)])

@@ -241,6 +241,17 @@ where
             "",
         ),
         ("DELETE", note, ""),
+        ("GET", "/api/files", ""),
+        (
+            "GET",
+            "/api/files/file?agent=assistant&path=..%2Fu111111111%2Fnotes.md",
+            "",
+        ),
+        (
+            "DELETE",
+            "/api/files/file?agent=assistant%2Fmain%2Fu111111111&path=notes.md",
+            "",
+        ),
         ("GET", "/api/audit", ""),
         ("GET", "/api/approvals", ""),
         ("GET", "/api/pairing", ""),

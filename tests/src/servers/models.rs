@@ -93,7 +93,8 @@ fn sse_pieces(text: &str, n: usize, gap: Duration) -> axum::response::Response {
         .unwrap_or_default()
 }
 
-/// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "schedule: {…}"
+/// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "files: […]" writes
+/// each `{path, content}` with `write_file` in one round, "schedule: {…}"
 /// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "run: CMD" calls `exec`, "time" asks for the clock
 /// tool, "note: X" calls `slow__note`, "everything: X" calls `everything__echo` (the official MCP reference server), "long"
 /// writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
@@ -310,6 +311,20 @@ fn answer(last: &Value) -> Value {
     }
     if let Some(url) = text.strip_prefix("fetch: ") {
         return anthropic_tool_use("toolu_fetch", "web_fetch", json!({"url": url}));
+    }
+    if let Some(files) = text.strip_prefix("files: ") {
+        // One round of `write_file` calls: `[{"path", "content"}, …]`.
+        let files: Vec<Value> = serde_json::from_str(files).unwrap_or_default();
+        let mut content = vec![json!({"type": "text", "text": "Writing."})];
+        for (i, f) in files.iter().enumerate() {
+            content.push(json!({"type": "tool_use", "id": format!("toolu_file{i}"),
+                "name": "write_file", "input": f}));
+        }
+        return json!({
+            "id": "msg_files", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": content, "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 5}
+        });
     }
     if let Some(args) = text.strip_prefix("schedule: ") {
         let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
