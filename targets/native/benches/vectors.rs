@@ -12,7 +12,9 @@
 //! chunker at its default 400 tokens) of a generated notes file, so full-size ones.
 //!
 //! The vectors are random (Gaussian-like, normalised): the hard case for a quantized scan,
-//! since neighbours are barely closer than the rest.
+//! since neighbours are barely closer than the rest. A last run takes real embeddings: every
+//! distinct line of 24 characters or more of this repository's Rust and Markdown files,
+//! embedded with the bundled local embedder, queried with the first half of 200 of them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -84,6 +86,75 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 async fn run(n: usize) {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ n as u64);
+    let data: Vec<Vec<f32>> = (0..n).map(|_| rng.vector()).collect();
+    let queries: Vec<Vec<f32>> = (0..200).map(|_| rng.vector()).collect();
+    measure(&format!("{n} random vectors"), data, queries).await;
+}
+
+/// Every distinct line of 24 characters or more of the repository's `.rs` and `.md` files.
+fn repository_lines() -> Vec<String> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() {
+                if !name.starts_with('.')
+                    && !["target", "node_modules", "build", "build-test"].contains(&name.as_str())
+                {
+                    walk(&p, out);
+                }
+            } else if name.ends_with(".rs") || name.ends_with(".md") {
+                out.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    files.sort();
+    let mut lines: Vec<String> = files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| t.lines().map(|l| l.trim().to_owned()).collect::<Vec<_>>())
+        .filter(|l| l.len() >= 24)
+        .collect();
+    lines.sort();
+    lines.dedup();
+    lines
+}
+
+async fn run_text() {
+    use clawless_core::memory::embed::LocalEmbedder;
+    let lines = repository_lines();
+    let e = LocalEmbedder::default();
+    let data: Vec<Vec<f32>> = lines.iter().map(|l| e.embed_one(l)).collect();
+    let step = (lines.len() / 200).max(1);
+    let queries: Vec<Vec<f32>> = lines
+        .iter()
+        .step_by(step)
+        .take(200)
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            e.embed_one(&words[..words.len().div_ceil(2)].join(" "))
+        })
+        .collect();
+    measure(
+        &format!(
+            "{} real embeddings (this repository's lines, local embedder)",
+            data.len()
+        ),
+        data,
+        queries,
+    )
+    .await;
+}
+
+async fn measure(what: &str, data: Vec<Vec<f32>>, queries: Vec<Vec<f32>>) {
+    let n = data.len();
     let dir = std::env::temp_dir().join(format!("clawless-vec-bench-{n}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -92,8 +163,6 @@ async fn run(n: usize) {
     let store = SqlVectors::new(db.clone());
     let texts = chunk_texts();
 
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ n as u64);
-    let data: Vec<Vec<f32>> = (0..n).map(|_| rng.vector()).collect();
     let meta = |i: usize| {
         BTreeMap::from([
             ("scope".to_owned(), SCOPE.to_owned()),
@@ -133,7 +202,6 @@ async fn run(n: usize) {
     // A restart: a new database handle on the file, a new port; the first query loads the
     // mirror from the table.
     let filter = BTreeMap::from([("scope".to_owned(), SCOPE.to_owned())]);
-    let queries: Vec<Vec<f32>> = (0..200).map(|_| rng.vector()).collect();
     let t = Instant::now();
     let db = open_db(&path.to_string_lossy()).unwrap();
     let store = SqlVectors::new(db);
@@ -158,7 +226,7 @@ async fn run(n: usize) {
     }
     lat.sort();
     println!(
-        "{n} vectors x {DIM}, chunk texts of {:.0} bytes on average: indexing {:.0} vectors/s; after a restart, opening {:.1} ms, then the first query (loads the mirror) {:.1} ms in all; query p50 {:.2} ms, p99 {:.2} ms; recall@10 vs exact {:.3}; storage {:.0} bytes/vector = {:.2}x raw f32",
+        "{what} x {DIM}, chunk texts of {:.0} bytes on average: indexing {:.0} vectors/s; after a restart, opening {:.1} ms, then the first query (loads the mirror) {:.1} ms in all; query p50 {:.2} ms, p99 {:.2} ms; recall@10 vs exact {:.3}; storage {:.0} bytes/vector = {:.2}x raw f32",
         texts.iter().map(String::len).sum::<usize>() as f64 / texts.len() as f64,
         n as f64 / index_secs,
         opened.as_secs_f64() * 1000.0,
@@ -181,4 +249,5 @@ fn main() {
     for n in [10_000, 100_000] {
         rt.block_on(run(n));
     }
+    rt.block_on(run_text());
 }
