@@ -38,6 +38,10 @@ pub struct Fakes {
     pub send_hang: AtomicBool,
     /// Updates handed out by getUpdates.
     pub updates: Mutex<Vec<Value>>,
+    /// Wakes a getUpdates that waits for updates (see [`Fakes::push_update`]).
+    pub update_added: tokio::sync::Notify,
+    /// Notified after each sendMessage is recorded.
+    pub sent_added: tokio::sync::Notify,
     /// sendMessage calls refused on purpose (a `SEND_*_ONCE` marker), by body.
     pub send_refused: Mutex<Vec<Value>>,
     /// Texts that already failed once (model questions and sent texts with a marker).
@@ -107,6 +111,12 @@ impl Fakes {
             .map(|(_, b)| b.clone())
             .collect()
     }
+    /// Hands `update` to getUpdates, waking a long poll that waits, as Telegram does.
+    pub fn push_update(&self, update: Value) {
+        self.updates.lock().unwrap().push(update);
+        self.update_added.notify_one();
+    }
+
     pub fn sent_to(&self, chat: i64) -> Vec<String> {
         self.sent()
             .iter()

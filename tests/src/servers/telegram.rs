@@ -68,17 +68,23 @@ pub(super) async fn bot_api(
     }
     if method == "getUpdates" {
         let offset = body["offset"].as_i64().unwrap_or(0);
-        let ready: Vec<Value> = f
-            .updates
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|u| u["update_id"].as_i64().unwrap_or(0) >= offset)
-            .cloned()
-            .collect();
-        if ready.is_empty() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        let ready = || -> Vec<Value> {
+            f.updates
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|u| u["update_id"].as_i64().unwrap_or(0) >= offset)
+                .cloned()
+                .collect()
+        };
+        let mut found = ready();
+        if found.is_empty() {
+            // A short long poll: answered as soon as an update is pushed, else empty.
+            let _ =
+                tokio::time::timeout(Duration::from_millis(100), f.update_added.notified()).await;
+            found = ready();
         }
+        let ready = found;
         f.calls.lock().unwrap().push((method, body));
         return (ok, Json(json!({"ok": true, "result": ready})));
     }
@@ -107,7 +113,11 @@ pub(super) async fn bot_api(
         }
         _ => json!(true),
     };
+    let sent = method == "sendMessage";
     f.calls.lock().unwrap().push((method, body));
+    if sent {
+        f.sent_added.notify_one();
+    }
     (ok, Json(json!({"ok": true, "result": result})))
 }
 
