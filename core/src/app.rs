@@ -67,6 +67,8 @@ pub struct App {
     pub(crate) journal_seq: AtomicU64,
     /// Outbound requests sent so far (see [`crate::allowance`]).
     pub(crate) outbound: Arc<AtomicU64>,
+    /// The earliest reminder written since the runner last asked (see [`App::due_written`]).
+    pub(crate) wake: Arc<crate::schedule::Wake>,
 }
 
 impl std::fmt::Debug for App {
@@ -116,6 +118,7 @@ impl App {
         crate::schedule::Schedules {
             kv: &*self.platform.kv,
             clock: &*self.platform.clock,
+            wake: Some(&self.wake),
         }
     }
 

@@ -132,6 +132,7 @@ impl App {
             );
         }
         let bots = Arc::new(bots);
+        let wake = Arc::new(crate::schedule::Wake::default());
         let deps = ToolDeps {
             clock: platform.clock.clone(),
             memory: memory.clone(),
@@ -141,6 +142,7 @@ impl App {
             exec: platform.exec.clone(),
             files: platform.files.clone(),
             kv: platform.kv.clone(),
+            wake: wake.clone(),
             bots: bots.clone(),
         };
         let catalog = Arc::new(Catalog::new(
@@ -156,6 +158,7 @@ impl App {
             directory: Arc::new(crate::spawn::Directory::default()),
             clock: platform.clock.clone(),
             kv: platform.kv.clone(),
+            wake: wake.clone(),
         };
         for (id, agent) in &config.agents {
             let mut tools = ToolRegistry::for_agent(
@@ -294,6 +297,7 @@ impl App {
             metrics_kept: Default::default(),
             journal_seq: Default::default(),
             outbound,
+            wake,
         })
     }
 }

@@ -40,6 +40,13 @@ impl App {
         self.next_due().await.map(|at| at.max(soonest))
     }
 
+    /// The earliest due time a reminder or task was given since the last call (ms), if any:
+    /// what a runner that waits for the next firing must learn after each turn, without
+    /// listing the due index.
+    pub fn due_written(&self) -> Option<u64> {
+        self.wake.take()
+    }
+
     /// When the next reminder is due (ms), if any (possibly past, when a firing failed).
     pub async fn next_due(&self) -> Option<u64> {
         match self.schedules().next_due().await {

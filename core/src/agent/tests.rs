@@ -51,6 +51,7 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
         config: Default::default(),
     };
     crate::tools::ToolDeps {
+        wake: Default::default(),
         clock,
         memory: Arc::new(memory),
         http: p.http,

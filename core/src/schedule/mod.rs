@@ -137,6 +137,32 @@ pub fn done_update_id(id: u64) -> i64 {
 pub struct Schedules<'a> {
     pub kv: &'a dyn Kv,
     pub clock: &'a dyn Clock,
+    /// Told of every due time written, when a runner waits for them.
+    pub wake: Option<&'a Wake>,
+}
+
+/// The earliest due time written since a runner last asked (ms since the epoch), so the
+/// native runner learns of a new reminder without listing the due index after every turn.
+#[derive(Debug)]
+pub struct Wake(std::sync::atomic::AtomicU64);
+
+impl Default for Wake {
+    fn default() -> Self {
+        Wake(std::sync::atomic::AtomicU64::new(u64::MAX))
+    }
+}
+
+impl Wake {
+    /// A due time was written.
+    pub fn note(&self, at_ms: u64) {
+        self.0.fetch_min(at_ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The earliest due time noted since the last call, if any.
+    pub fn take(&self) -> Option<u64> {
+        let at = self.0.swap(u64::MAX, std::sync::atomic::Ordering::SeqCst);
+        (at != u64::MAX).then_some(at)
+    }
 }
 
 impl Schedules<'_> {
@@ -263,6 +289,9 @@ impl Schedules<'_> {
         self.kv
             .put(&keys::due(r.next_ms, connector, chat, id), b"", None)
             .await?;
+        if let Some(w) = self.wake {
+            w.note(r.next_ms);
+        }
         self.kv
             .put_json(&keys::reminder(connector, chat, id), &r, None)
             .await?;

@@ -26,12 +26,15 @@ fn origin(chat: i64) -> Origin {
 fn create_list_cancel_and_the_due_index() {
     let clock = Arc::new(FakeClock::new(NOW));
     let kv = MemoryKv::new(clock.clone());
+    let wake = Wake::default();
     let s = Schedules {
         kv: &kv,
         clock: &*clock,
+        wake: Some(&wake),
     };
     let utc = Zone::utc();
     block_on(async {
+        assert_eq!(wake.take(), None);
         let in10 = when::first(&json!({"in_minutes": 10}), NOW, &utc).unwrap();
         let a = s
             .create(origin(1), What::Text("tea".into()), in10, &utc)
@@ -45,6 +48,9 @@ fn create_list_cancel_and_the_due_index() {
             .unwrap()
             .unwrap();
         assert_eq!((a.id, b.id), (1, 2));
+        // The runner learns the earliest due time written, once.
+        assert_eq!(wake.take(), Some(NOW + 600_000));
+        assert_eq!(wake.take(), None);
         assert_eq!(
             s.list(&"main".into(), 1).await.unwrap(),
             vec![a.clone(), b.clone()]
@@ -71,6 +77,7 @@ fn advancing_is_a_compare_and_swap_and_recurring_ones_move_past_now() {
     let s = Schedules {
         kv: &kv,
         clock: &*clock,
+        wake: None,
     };
     let utc = Zone::utc();
     block_on(async {
@@ -112,6 +119,7 @@ fn a_chat_holds_at_most_fifty() {
     let s = Schedules {
         kv: &kv,
         clock: &*clock,
+        wake: None,
     };
     let utc = Zone::utc();
     block_on(async {

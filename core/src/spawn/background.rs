@@ -50,6 +50,7 @@ impl Spawn {
         let store = Schedules {
             kv: &*self.kv,
             clock: &*self.clock,
+            wake: Some(&self.wake),
         };
         let storage = |e: clawless_platform::PortError| {
             refuse(format!("the task could not be kept (storage): {e}"))
@@ -110,6 +111,7 @@ pub async fn run_fired(
         directory: deps.directory.clone(),
         clock: deps.clock.clone(),
         kv: deps.kv.clone(),
+        wake: deps.wake.clone(),
         parent: Arc::new(parent),
         // Fixed: which agents it may run was checked above.
         fixed: Some(AgentTool {

@@ -95,6 +95,7 @@ pub struct SpawnDeps {
     pub directory: Arc<Directory>,
     pub clock: Arc<dyn Clock>,
     pub kv: Arc<dyn Kv>,
+    pub wake: Arc<crate::schedule::Wake>,
 }
 
 /// The spawn tools of a configured agent whose other tools are `others`.
@@ -120,6 +121,7 @@ fn spawn_tools(config: &AgentConfig, parent: Arc<Parent>, deps: &SpawnDeps) -> V
             directory: deps.directory.clone(),
             clock: deps.clock.clone(),
             kv: deps.kv.clone(),
+            wake: deps.wake.clone(),
             parent: parent.clone(),
             fixed,
         })

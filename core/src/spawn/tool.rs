@@ -32,6 +32,8 @@ pub struct Spawn {
     pub clock: Arc<dyn Clock>,
     /// Where a background task is kept until it runs (the reminders' store).
     pub kv: Arc<dyn Kv>,
+    /// Told of each background task's due time.
+    pub wake: Arc<crate::schedule::Wake>,
     pub parent: Arc<Parent>,
     pub fixed: Option<AgentTool>,
 }
@@ -129,6 +131,7 @@ impl Spawn {
                 directory: self.directory.clone(),
                 clock: self.clock.clone(),
                 kv: self.kv.clone(),
+                wake: self.wake.clone(),
             };
             for t in spawn_tools(config, Arc::new(below), &deps) {
                 if names.contains(&t.spec().name) {

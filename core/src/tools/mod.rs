@@ -119,6 +119,8 @@ pub struct ToolDeps {
     pub files: Arc<dyn clawless_platform::Files>,
     /// Where reminders are kept.
     pub kv: Arc<dyn clawless_platform::Kv>,
+    /// Told of each reminder's due time (see [`crate::schedule::Wake`]).
+    pub wake: Arc<crate::schedule::Wake>,
     /// The bots `message` sends through, by connector.
     pub bots: Arc<BTreeMap<crate::ids::ConnectorId, message::Outbound>>,
 }
@@ -342,6 +344,7 @@ impl ToolRegistry {
                 "schedule" => reg.register(Arc::new(schedule::Schedule {
                     kv: deps.kv.clone(),
                     clock: deps.clock.clone(),
+                    wake: deps.wake.clone(),
                 })),
                 // Registered by the assembly, which knows the agent's other tools (a skill's
                 // requirements are checked against them).

@@ -15,6 +15,7 @@ use crate::schedule::{self as sched, Reminder, Schedules, What};
 pub struct Schedule {
     pub kv: Arc<dyn Kv>,
     pub clock: Arc<dyn Clock>,
+    pub wake: Arc<crate::schedule::Wake>,
 }
 
 fn storage(e: impl std::fmt::Display) -> ToolError {
@@ -74,6 +75,7 @@ impl Tool for Schedule {
         let store = Schedules {
             kv: &*self.kv,
             clock: &*self.clock,
+            wake: Some(&self.wake),
         };
         let (connector, chat) = (origin.connector.clone(), origin.chat);
         let now = self.clock.now_ms();

@@ -31,6 +31,7 @@ fn a_person_reaches_only_their_own() {
             let s = Schedules {
                 kv: &*h.platform.kv,
                 clock: &*h.clock,
+                wake: None,
             };
             let utc = Zone::utc();
             let first = when::first(&json!({"in_minutes": 60}), now * 1000, &utc).unwrap();

@@ -155,7 +155,10 @@ fn spawn_drain(
         if let Some(at) = drain(&app, &lane).await {
             let _ = retry.send((lane, at));
         }
-        let _ = due.send(app.next_due().await);
+        // A reminder the turn created (its due time, not a listing of the due index).
+        if let Some(at) = app.due_written() {
+            let _ = due.send(Some(at));
+        }
     });
 }
 

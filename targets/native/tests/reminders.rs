@@ -1,6 +1,7 @@
 //! Reminders on the real `clawless` binary: one set through the model's `schedule` call a few
 //! seconds ahead, the process killed (kill -9) and started again before it is due, and the
-//! reminder delivered once, at its second (the runner wakes for it, not the 15 s sweep).
+//! reminder delivered once, at its second (the runner wakes for it, not the 15 s sweep); then
+//! one set while the process runs, delivered at its second too.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -58,5 +59,24 @@ async fn a_reminder_survives_kill_and_restart_and_is_delivered_once_on_time() {
     tokio::time::sleep(Duration::from_secs(16)).await;
     assert_eq!(alarms(), 1);
     assert_eq!(f.sent_to(OWNER_ID).last().unwrap(), "⏰ stretch");
+
+    // Set while the process runs: the turn tells the runner its due time (no listing of the
+    // due index after the turn), and it fires at its second rather than at a sweep.
+    let at = now_ms().div_ceil(1000) + 4;
+    let ask = reminder_at(at, "drink water");
+    assert_eq!(
+        post_update(&_bot, &text_update(11, &ask), Some(SECRET)).await,
+        200
+    );
+    until("the second reminder", || {
+        f.sent_to(OWNER_ID).iter().any(|t| t == "⏰ drink water")
+    })
+    .await;
+    let seen = now_ms();
+    assert!(
+        (at * 1000..at * 1000 + 3000).contains(&seen),
+        "at its second: seen {seen}, due {}",
+        at * 1000
+    );
     assert!(f.violations.lock().unwrap().is_empty());
 }

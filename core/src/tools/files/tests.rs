@@ -426,6 +426,7 @@ fn the_five_are_built_ins_and_guarded() {
         config: Default::default(),
     };
     let deps = crate::tools::ToolDeps {
+        wake: Default::default(),
         clock: p.clock.clone(),
         memory: Arc::new(memory),
         files: p.files.clone(),

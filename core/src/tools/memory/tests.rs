@@ -125,6 +125,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         system_prompt: "sys".into(),
     };
     let deps = ToolDeps {
+        wake: Default::default(),
         clock: clock.clone(),
         memory: Arc::new(memory(&p, Arc::new(Never), SearchConfig::default())),
         http: p.http.clone(),
