@@ -27,6 +27,9 @@ pub use state::{
 };
 /// An identical call (same tool, same input) past this many times in one turn is refused.
 pub const MAX_IDENTICAL_CALLS: usize = 2;
+/// Tool calls of one model answer that may run; the rest are answered "not run" (a model's
+/// answer is untrusted: nothing else bounds how many calls it holds).
+pub const MAX_CALLS_PER_ROUND: usize = 64;
 /// The audit decision of a call refused because it would carry a secret out (the turn tells
 /// the owner of each).
 pub const LEAK_REFUSED: &str = "refused: it would carry a secret out";
@@ -302,7 +305,8 @@ impl Agent {
                 })
                 .unwrap_or_default();
             // Every approval of the round first: nothing runs until all are answered.
-            let rules = match self.rules_of_round(&registry, ctx, &mut state, &calls) {
+            let asked = calls.len().min(MAX_CALLS_PER_ROUND);
+            let rules = match self.rules_of_round(&registry, ctx, &mut state, &calls[..asked]) {
                 Ok(rules) => rules,
                 Err(call) => {
                     return Ok(Step::Ask {
@@ -311,15 +315,21 @@ impl Agent {
                     })
                 }
             };
-            for ((id, name, input), (rule, leak)) in calls.into_iter().zip(rules) {
+            let over = (Rule::Deny, None);
+            let rules = rules.into_iter().chain(std::iter::repeat(over));
+            for (i, ((id, name, input), (rule, leak))) in calls.into_iter().zip(rules).enumerate() {
                 if state.result_of(&id).is_some() {
                     continue;
                 }
+                let over = i >= MAX_CALLS_PER_ROUND;
                 let verdict = state.verdicts.get(&id).copied();
                 if leak.is_some() {
                     tracing::warn!(tool = %name, "tool call refused: it would carry a secret out");
                 }
                 let refusal = match rule {
+                    _ if over => Some(format!(
+                        "Not run: one answer may make at most {MAX_CALLS_PER_ROUND} tool calls. Make the rest in your next answer."
+                    )),
                     _ if leak.is_some() => leak.clone(),
                     Rule::Deny => Some(format!(
                         "{name} is not allowed for this assistant; it was not run."
@@ -327,6 +337,7 @@ impl Agent {
                     _ => verdict.and_then(|v| v.refusal(&name)),
                 };
                 let mut decision = match (rule, verdict) {
+                    _ if over => "over the round's limit",
                     _ if leak.is_some() => LEAK_REFUSED,
                     (Rule::Deny, _) => "refused by policy",
                     (_, Some(Verdict::Approved)) => "approved",

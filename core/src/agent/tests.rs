@@ -156,6 +156,90 @@ fn repeated_identical_calls_are_refused_and_rounds_are_bounded() {
     assert_eq!(out.messages.last().unwrap().role, Role::Assistant);
 }
 
+/// A model that asks for `n` different calls in one answer, then says it is done.
+struct Many {
+    n: usize,
+    calls: Mutex<usize>,
+}
+
+#[async_trait]
+impl Provider for Many {
+    async fn chat(&self, _req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let first = {
+            let mut calls = self.calls.lock().unwrap();
+            *calls += 1;
+            *calls == 1
+        };
+        let content = match first {
+            true => (0..self.n)
+                .map(|i| Block::ToolUse {
+                    id: format!("t{i}"),
+                    name: "current_time".into(),
+                    input: json!({ "utc_offset": format!("+{:02}:{:02}", i / 60, i % 60) }),
+                    signature: None,
+                })
+                .collect(),
+            false => vec![Block::Text {
+                text: "Done.".into(),
+            }],
+        };
+        Ok(ChatResponse {
+            message: ChatMessage {
+                role: Role::Assistant,
+                content,
+            },
+            stop: if first {
+                StopReason::ToolUse
+            } else {
+                StopReason::EndTurn
+            },
+            usage: Default::default(),
+            cost_micros: 0,
+            model: String::new(),
+        })
+    }
+}
+
+#[test]
+fn one_answer_runs_at_most_its_share_of_tool_calls() {
+    let n = MAX_CALLS_PER_ROUND + 6;
+    let a = agent(
+        Arc::new(Many {
+            n,
+            calls: Mutex::new(0),
+        }),
+        4,
+    );
+    let out = block_on(a.run_turn(
+        &[],
+        ChatMessage::user_text("hi"),
+        &ctx(),
+        "",
+        Default::default(),
+    ))
+    .unwrap();
+    let results: Vec<(bool, String)> = out
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                is_error, content, ..
+            } => Some((*is_error, content.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), n, "every call has its result");
+    let refused: Vec<usize> = (0..n).filter(|&i| results[i].0).collect();
+    assert_eq!(refused, (MAX_CALLS_PER_ROUND..n).collect::<Vec<_>>());
+    assert!(
+        results[n - 1].1.contains("at most 64 tool calls"),
+        "{:?}",
+        results[n - 1]
+    );
+    assert_eq!(out.reply, "Done.");
+}
+
 #[test]
 fn unknown_tool_is_an_error_result() {
     let a = agent(
