@@ -24,13 +24,19 @@ pub fn root() -> PathBuf {
 
 /// Every `.rs` file under `dir`, leaving out build output, npm packages and data.
 pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    files_ending(dir, &[".rs"])
+}
+
+/// Every file under `dir` whose name ends with one of `endings`, in order, leaving out build
+/// output, npm packages and data.
+pub fn files_ending(dir: &Path, endings: &[&str]) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    walk(dir, &mut out);
+    walk(dir, endings, &mut out);
     out.sort();
     out
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+fn walk(dir: &Path, endings: &[&str], out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -42,9 +48,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
                 name.as_str(),
                 "target" | "node_modules" | "data" | "build" | "build-test" | ".git"
             ) {
-                walk(&path, out);
+                walk(&path, endings, out);
             }
-        } else if name.ends_with(".rs") {
+        } else if endings.iter().any(|e| name.ends_with(e)) {
             out.push(path);
         }
     }

@@ -346,18 +346,23 @@ async function memoryFile(agent, path) {
         await api("PUT", "/api/memory/file" + q, { text: text.value });
         say("Saved.");
       }) }, "Save"),
-      el("button", { class: "danger", onclick: (ev) => guarded(async () => {
-        // Two taps, no dialog (Telegram's web views do not all show one).
-        if (ev.target.dataset.sure !== "1") {
-          ev.target.dataset.sure = "1";
-          ev.target.textContent = "Tap again to delete";
-          return;
-        }
-        await api("DELETE", "/api/memory/file" + q);
-        say("Deleted.");
-        await tabs.memory();
-      }) }, "Delete"),
+      deleteButton("/api/memory/file" + q, tabs.memory),
       el("button", { class: "quiet", onclick: () => guarded(tabs.memory) }, "Back")));
+}
+
+// A button that deletes what `path` names on a second tap (no dialog: Telegram's web views
+// do not all show one), then shows `back`.
+function deleteButton(path, back) {
+  return el("button", { class: "danger", onclick: (ev) => guarded(async () => {
+    if (ev.target.dataset.sure !== "1") {
+      ev.target.dataset.sure = "1";
+      ev.target.textContent = "Tap again to delete";
+      return;
+    }
+    await api("DELETE", path);
+    say("Deleted.");
+    await back();
+  }) }, "Delete");
 }
 
 async function workspaceFile(agent, path) {
@@ -368,16 +373,7 @@ async function workspaceFile(agent, path) {
     : el("pre", {}, f.text + (f.cut ? "\n… (cut; " + f.size + " bytes in all)" : ""));
   show(el("h2", {}, path), body,
     el("div", { class: "row" },
-      el("button", { class: "danger", onclick: (ev) => guarded(async () => {
-        if (ev.target.dataset.sure !== "1") {
-          ev.target.dataset.sure = "1";
-          ev.target.textContent = "Tap again to delete";
-          return;
-        }
-        await api("DELETE", "/api/files/file" + q);
-        say("Deleted.");
-        await tabs.files();
-      }) }, "Delete"),
+      deleteButton("/api/files/file" + q, tabs.files),
       el("button", { class: "quiet", onclick: () => guarded(tabs.files) }, "Back")));
 }
 

@@ -13,6 +13,18 @@ use std::time::Duration;
 
 mod resume;
 
+/// `a`'s turn on "hi", with no history.
+fn turn(a: &Agent) -> TurnOutput {
+    block_on(a.run_turn(
+        &[],
+        ChatMessage::user_text("hi"),
+        &ctx(),
+        "",
+        Default::default(),
+    ))
+    .unwrap()
+}
+
 /// A model that always asks for the same tool call.
 struct Looping {
     calls: Mutex<usize>,
@@ -124,14 +136,7 @@ fn repeated_identical_calls_are_refused_and_rounds_are_bounded() {
         calls: Mutex::new(0),
     });
     let a = agent(model.clone(), 4);
-    let out = block_on(a.run_turn(
-        &[],
-        ChatMessage::user_text("hi"),
-        &ctx(),
-        "",
-        Default::default(),
-    ))
-    .unwrap();
+    let out = turn(&a);
     assert_eq!(
         *model.calls.lock().unwrap(),
         4,
@@ -210,14 +215,7 @@ fn one_answer_runs_at_most_its_share_of_tool_calls() {
         }),
         4,
     );
-    let out = block_on(a.run_turn(
-        &[],
-        ChatMessage::user_text("hi"),
-        &ctx(),
-        "",
-        Default::default(),
-    ))
-    .unwrap();
+    let out = turn(&a);
     let results: Vec<(bool, String)> = out
         .messages
         .iter()

@@ -94,29 +94,8 @@ async fn run(n: usize) {
 
 /// Every distinct line of 24 characters or more of the repository's `.rs` and `.md` files.
 fn repository_lines() -> Vec<String> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if p.is_dir() {
-                if !name.starts_with('.')
-                    && !["target", "node_modules", "build", "build-test"].contains(&name.as_str())
-                {
-                    walk(&p, out);
-                }
-            } else if name.ends_with(".rs") || name.ends_with(".md") {
-                out.push(p);
-            }
-        }
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut files = Vec::new();
-    walk(&root, &mut files);
-    files.sort();
-    let mut lines: Vec<String> = files
+    let root = clawless_testkit::repo::root();
+    let mut lines: Vec<String> = clawless_testkit::repo::files_ending(&root, &[".rs", ".md"])
         .iter()
         .filter_map(|f| std::fs::read_to_string(f).ok())
         .flat_map(|t| t.lines().map(|l| l.trim().to_owned()).collect::<Vec<_>>())

@@ -157,9 +157,12 @@ pub fn enc(s: &str) -> String {
 /// Waits until the page has signed in (its tabs shown).
 pub async fn signed_in(c: &Client, what: &str) {
     wait_for(c, what, || async {
-        c.execute("return !document.getElementById('tabs').hidden", vec![])
-            .await
-            .unwrap()
+        c.execute(
+            "const t = document.getElementById('tabs'); return !!t && !t.hidden",
+            vec![],
+        )
+        .await
+        .unwrap()
             == json!(true)
     })
     .await;
