@@ -51,6 +51,7 @@ fuzz_target!(|data: &[u8]| {
         bots: Default::default(),
         files: platform.files.clone(),
         kv: platform.kv.clone(),
+        wake: Default::default(),
     };
     let names: Vec<String> = BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect();
     let registry = ToolRegistry::builtins(&names, &deps).unwrap();
