@@ -56,6 +56,8 @@ pub struct App {
     pub(crate) spawn: crate::spawn::SpawnDeps,
     /// Speech to text for voice notes, when a service is set.
     pub(crate) transcriber: Option<Arc<dyn crate::media::Transcriber>>,
+    /// Voice replies: text to speech, when a service is set.
+    pub(crate) speaker: Option<Arc<dyn crate::media::Speaker>>,
     /// Whether this instance's first scheduled run checked the command menus.
     pub(crate) menus_checked: std::sync::atomic::AtomicBool,
     /// Where what happens is published (see [`crate::events`]).
@@ -201,6 +203,26 @@ impl App {
         out.sort();
         out.dedup();
         out
+    }
+
+    /// What hears and speaks voice here, as sentences (`config check`, start-up logs).
+    pub fn voice_services(&self) -> Vec<String> {
+        let heard = match &self.transcriber {
+            Some(t) => format!("voice notes are transcribed by {}", t.name()),
+            None => "voice notes are not transcribed: set GROQ_API_KEY, OPENAI_API_KEY or TRANSCRIBE_BASE_URL".into(),
+        };
+        let spoken = match (self.speaks(), self.config.media.voice_replies) {
+            (None, _) => format!(
+                "voice replies are off: {}",
+                crate::turn::voice::NO_SPEECH
+                    .trim_start_matches("No speech service is set: ")
+            ),
+            (Some(s), mode) => format!(
+                "voice replies are spoken by {s}; chats without /voice: {}",
+                mode.name()
+            ),
+        };
+        vec![heard, spoken]
     }
 
     /// Tools an agent lists that are not offered here (`exec` off native, `web_search` without

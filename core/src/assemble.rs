@@ -60,6 +60,19 @@ impl App {
         self
     }
 
+    /// The speech service voice replies use, as `name (model)`, if one is set.
+    pub fn speaks(&self) -> Option<String> {
+        self.speaker
+            .as_ref()
+            .map(|s| format!("{} ({})", s.name(), s.model()))
+    }
+
+    /// Replaces the speech service (the Worker's Workers AI).
+    pub fn with_speaker(mut self, speaker: Arc<dyn crate::media::Speaker>) -> App {
+        self.speaker = Some(speaker);
+        self
+    }
+
     /// [`App::new`] with the shell's own embedder (the Worker's Workers AI). Memory files
     /// indexed by another embedder are re-indexed as they are met (their manifests name it).
     pub fn with_embedder(
@@ -289,8 +302,10 @@ impl App {
                 .filter(|u| !u.is_empty()),
             agents: (*agents).clone(),
             spawn,
-            transcriber: crate::media::transcribe::from_env(platform_http, env)
+            transcriber: crate::media::transcribe::from_env(platform_http.clone(), env)
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
+            speaker: crate::media::speak::from_env(platform_http, env)
+                .map(|t| Arc::new(t) as Arc<dyn crate::media::Speaker>),
             menus_checked: Default::default(),
             journal: events.subscribe("journal", crate::observe::JOURNAL_CAP),
             events,

@@ -29,6 +29,7 @@
 //! | `sched-seq/<connector>` | the last reminder id given out on a connector | schedule |
 //! | `tz/<connector>/<chat>` | a chat's time zone (`/timezone`) | schedule |
 //! | `model/<connector>/<chat>` | the model a chat chose with `/model` (`provider/model`) | turn |
+//! | `voice/<connector>/<chat>` | when a chat's answers are spoken (`/voice`: on, off, auto) | turn |
 //! | `agent/<session key>` | the agent a conversation chose with `/agent` | turn |
 //! | `preview/<connector>/<chat>/<message>` | the placeholder a group's streamed reply to a message edits, a day | turn |
 //! | `events/<at ms:015>/<instance>/<n:06>` | a batch of an instance's events (JSON), a day | observe (journal) |
@@ -244,6 +245,11 @@ pub fn chat_zone(connector: &ConnectorId, chat: i64) -> String {
 /// The model a chat chose with `/model`.
 pub fn chat_model(connector: &ConnectorId, chat: i64) -> String {
     format!("model/{connector}/{chat}")
+}
+
+/// When a chat's answers are spoken, as it chose with `/voice`.
+pub fn chat_voice(connector: &ConnectorId, chat: i64) -> String {
+    format!("voice/{connector}/{chat}")
 }
 
 /// The agent a conversation chose with `/agent` (its session key: in a group, each person's).

@@ -128,51 +128,87 @@ impl BotApiSpec {
 /// `multipart/form-data` (text fields that read as JSON become that value, as Telegram reads
 /// them; a file field becomes the string `attach:<filename>:<size>`). Unreadable → `Null`.
 pub fn call_body(content_type: Option<&str>, body: &[u8]) -> Value {
-    let Some(boundary) = content_type
-        .filter(|c| c.starts_with("multipart/form-data"))
-        .and_then(|c| c.split("boundary=").nth(1))
-    else {
+    let Some(parts) = multipart_parts(content_type, body) else {
         return serde_json::from_slice(body).unwrap_or(Value::Null);
     };
     let mut out = serde_json::Map::new();
-    let text = String::from_utf8_lossy(body);
-    for part in text.split(&format!("--{boundary}")) {
-        let Some((head, value)) = part.split_once("\r\n\r\n") else {
-            continue;
+    for part in parts {
+        let v = match &part.file_name {
+            Some(f) => Value::String(format!("attach:{f}:{}", part.bytes.len())),
+            None => {
+                let text = String::from_utf8_lossy(&part.bytes);
+                serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.into()))
+            }
         };
-        let value = value.strip_suffix("\r\n").unwrap_or(value);
-        let name = head
-            .split("name=\"")
-            .nth(1)
-            .and_then(|r| r.split('"').next())
-            .unwrap_or("");
-        let file = head
-            .split("filename=\"")
-            .nth(1)
-            .and_then(|r| r.split('"').next());
-        let v = match file {
-            Some(f) => Value::String(format!("attach:{f}:{}", value.len())),
-            None => serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into())),
-        };
-        if !name.is_empty() {
-            out.insert(name.to_owned(), v);
+        if !part.name.is_empty() {
+            out.insert(part.name, v);
         }
     }
     Value::Object(out)
 }
 
+/// One part of a `multipart/form-data` body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormPart {
+    pub name: String,
+    pub file_name: Option<String>,
+    pub bytes: Vec<u8>,
+}
+
+/// The parts of a `multipart/form-data` body, read byte by byte (a file may be any bytes);
+/// `None` when the content type is not multipart.
+pub fn multipart_parts(content_type: Option<&str>, body: &[u8]) -> Option<Vec<FormPart>> {
+    let boundary = content_type
+        .filter(|c| c.starts_with("multipart/form-data"))?
+        .split("boundary=")
+        .nth(1)?;
+    let delimiter = format!("--{boundary}");
+    let delimiter = delimiter.as_bytes();
+    let mut starts = Vec::new();
+    let mut at = 0;
+    while let Some(found) = find(&body[at..], delimiter) {
+        starts.push(at + found);
+        at += found + delimiter.len();
+    }
+    let mut parts = Vec::new();
+    for pair in starts.windows(2) {
+        let part = &body[pair[0] + delimiter.len()..pair[1]];
+        let Some(head_end) = find(part, b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&part[..head_end]);
+        let value = &part[head_end + 4..];
+        let value = value.strip_suffix(b"\r\n").unwrap_or(value);
+        let quoted = |key: &str| {
+            head.split(&format!("{key}=\""))
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .map(str::to_owned)
+        };
+        parts.push(FormPart {
+            name: quoted(" name").unwrap_or_default(),
+            file_name: quoted("filename"),
+            bytes: value.to_vec(),
+        });
+    }
+    Some(parts)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
 /// The file of a `multipart/form-data` body: `(filename, content)`.
 pub fn multipart_file(content_type: Option<&str>, body: &[u8]) -> Option<(String, String)> {
-    let boundary = content_type?.split("boundary=").nth(1)?;
-    let text = String::from_utf8_lossy(body);
-    text.split(&format!("--{boundary}")).find_map(|part| {
-        let (head, value) = part.split_once("\r\n\r\n")?;
-        let name = head.split("filename=\"").nth(1)?.split('"').next()?;
-        Some((
-            name.to_owned(),
-            value.strip_suffix("\r\n").unwrap_or(value).to_owned(),
-        ))
-    })
+    multipart_file_bytes(content_type, body)
+        .map(|(name, bytes)| (name, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// The file of a `multipart/form-data` body, as bytes: `(filename, bytes)`.
+pub fn multipart_file_bytes(content_type: Option<&str>, body: &[u8]) -> Option<(String, Vec<u8>)> {
+    multipart_parts(content_type, body)?
+        .into_iter()
+        .find_map(|p| Some((p.file_name?, p.bytes)))
 }
 
 /// Splits a Bot API URL `…/bot<token>/<method>` into its method.

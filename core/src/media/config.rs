@@ -21,6 +21,50 @@ pub struct MediaConfig {
     /// The photos of an album arrive as separate updates; the first waits this long for the
     /// others, so the album is one turn.
     pub album_wait_ms: u64,
+    /// Whether answers are spoken in chats that did not choose with `/voice`: `auto` answers
+    /// a voice note with one, `on` every message, `off` none. Needs a speech service.
+    pub voice_replies: VoiceMode,
+    /// A spoken answer says at most this many characters (cut at a sentence); the whole
+    /// answer follows as text.
+    pub max_spoken_chars: usize,
+}
+
+/// When answers are spoken (`/voice`, `media.voice_replies`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VoiceMode {
+    /// A voice note is answered with one.
+    Auto,
+    On,
+    Off,
+}
+
+impl VoiceMode {
+    pub fn parse(word: &str) -> Option<VoiceMode> {
+        match word.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(VoiceMode::Auto),
+            "on" => Some(VoiceMode::On),
+            "off" => Some(VoiceMode::Off),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VoiceMode::Auto => "auto",
+            VoiceMode::On => "on",
+            VoiceMode::Off => "off",
+        }
+    }
+
+    /// Whether an answer to a message that `was_voice` is spoken.
+    pub fn speaks(self, was_voice: bool) -> bool {
+        match self {
+            VoiceMode::Auto => was_voice,
+            VoiceMode::On => true,
+            VoiceMode::Off => false,
+        }
+    }
 }
 
 impl Default for MediaConfig {
@@ -32,6 +76,8 @@ impl Default for MediaConfig {
             max_text_kb: 256,
             max_pdf_kb: 10 * 1024,
             album_wait_ms: 1500,
+            voice_replies: VoiceMode::Auto,
+            max_spoken_chars: 600,
         }
     }
 }
@@ -68,6 +114,9 @@ impl MediaConfig {
         }
         if !(1..=7200).contains(&self.max_voice_secs) {
             return Some(("media.max_voice_secs", "must be 1 to 7200".into()));
+        }
+        if !(20..=4000).contains(&self.max_spoken_chars) {
+            return Some(("media.max_spoken_chars", "must be 20 to 4000".into()));
         }
         if self.album_wait_ms > 10_000 {
             return Some(("media.album_wait_ms", "must be at most 10000".into()));

@@ -3,14 +3,17 @@
 //! - [`config`]: `media:` in `main.yaml` (sizes, durations, the album wait).
 //! - [`kind`]: what a message carries and which file of it to fetch.
 //! - [`transcribe`]: speech to text (`Transcriber`, the OpenAI-compatible adapter).
+//! - [`speak`]: text to speech for voice replies (`Speaker`, the OpenAI-compatible adapter).
 //!
 //! The turn stage (`turn/media.rs`) downloads what a turn needs and builds the user's message
 //! from it.
 
 pub mod config;
 pub mod kind;
+pub mod speak;
 pub mod transcribe;
 
 pub use config::MediaConfig;
 pub use kind::Media;
+pub use speak::Speaker;
 pub use transcribe::Transcriber;

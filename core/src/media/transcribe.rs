@@ -87,7 +87,7 @@ pub fn from_env(http: Arc<dyn Http>, env: &crate::env::Env) -> Option<OpenAiTran
 }
 
 /// `https://host:port/path` → `host`, for naming a service without its path or secrets.
-fn host_of(url: &str) -> String {
+pub(crate) fn host_of(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let host = rest.split(['/', '?', '#']).next().unwrap_or(rest);
     let host = host.rsplit('@').next().unwrap_or(host);

@@ -288,10 +288,53 @@ impl BotApi {
         caption: &str,
         reply_to: Option<i64>,
     ) -> Result<i64, TelegramError> {
-        let mut fields = vec![
-            ("chat_id", to.chat_id.to_string()),
-            ("caption", caption.to_owned()),
-        ];
+        let file = FilePart {
+            field: "document",
+            name: filename,
+            content_type: "text/markdown; charset=utf-8",
+            bytes: content,
+        };
+        self.send_file("sendDocument", to, file, caption, reply_to)
+            .await
+    }
+
+    /// Sends a voice note (`sendVoice`: OGG/Opus, MP3 or M4A) with a plain-text caption.
+    pub async fn send_voice(
+        &self,
+        to: Target,
+        voice: FilePart<'_>,
+        caption: &str,
+        reply_to: Option<i64>,
+    ) -> Result<i64, TelegramError> {
+        self.send_file("sendVoice", to, voice, caption, reply_to)
+            .await
+    }
+
+    /// Sends a picture (`sendPhoto`) with a plain-text caption.
+    pub async fn send_photo(
+        &self,
+        to: Target,
+        photo: FilePart<'_>,
+        caption: &str,
+        reply_to: Option<i64>,
+    ) -> Result<i64, TelegramError> {
+        self.send_file("sendPhoto", to, photo, caption, reply_to)
+            .await
+    }
+
+    /// One file upload of `method` (its form field named in `file`), paced like a message.
+    async fn send_file(
+        &self,
+        method: &str,
+        to: Target,
+        file: FilePart<'_>,
+        caption: &str,
+        reply_to: Option<i64>,
+    ) -> Result<i64, TelegramError> {
+        let mut fields = vec![("chat_id", to.chat_id.to_string())];
+        if !caption.is_empty() {
+            fields.push(("caption", caption.to_owned()));
+        }
         if let Some(t) = to.thread_id {
             fields.push(("message_thread_id", t.to_string()));
         }
@@ -301,19 +344,13 @@ impl BotApi {
                 json!({ "message_id": id, "allow_sending_without_reply": true }).to_string(),
             ));
         }
-        let file = FilePart {
-            field: "document",
-            name: filename,
-            content_type: "text/markdown; charset=utf-8",
-            bytes: content,
-        };
         let (content_type, body) = multipart(&fields, file);
-        self.pace("sendDocument", Some(to.chat_id)).await?;
-        let url = format!("{}/bot{}/sendDocument", self.base, self.token.expose());
+        self.pace(method, Some(to.chat_id)).await?;
+        let url = format!("{}/bot{}/{method}", self.base, self.token.expose());
         let mut req = HttpRequest::post_json(url, &Value::Null, TIMEOUT);
         req.headers = vec![("content-type".into(), content_type)];
         req.body = body;
-        let v = self.answer("sendDocument", req).await?;
+        let v = self.answer(method, req).await?;
         Ok(v.get("message_id").and_then(Value::as_i64).unwrap_or(0))
     }
 

@@ -8,13 +8,17 @@
 pub const MAX_MESSAGE_LEN: usize = 4096;
 
 /// One outgoing message: its text and whether it is HTML.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Part {
     pub text: String,
     pub html: bool,
     /// Sent as a `.md` document with `text` as its caption (an answer too long for messages).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub document: Option<String>,
+    /// Sent as a voice note speaking these words (`text` is unused): spoken when it is sent,
+    /// so a crash before `sendVoice` speaks it again but sends it once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice: Option<String>,
     /// Inline buttons under the message, one per row: `(label, callback data ≤ 64 bytes)`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub buttons: Vec<(String, String)>,
@@ -36,12 +40,25 @@ pub struct LinkButton {
 /// The caption of an answer sent as a document.
 pub const DOCUMENT_CAPTION: &str = "My answer is long, so here it is as a file.";
 
+/// A voice note speaking `words`.
+pub fn voice_part(words: String) -> Part {
+    Part {
+        text: String::new(),
+        html: false,
+        document: None,
+        voice: Some(words),
+        buttons: Vec::new(),
+        links: Vec::new(),
+    }
+}
+
 /// An answer as one `.md` document instead of many messages.
 pub fn document_part(markdown: &str) -> Part {
     Part {
         text: DOCUMENT_CAPTION.into(),
         html: false,
         document: Some(markdown.to_owned()),
+        voice: None,
         buttons: Vec::new(),
         links: Vec::new(),
     }
@@ -77,6 +94,7 @@ pub fn render_parts(markdown: &str) -> Vec<Part> {
             text: "(empty reply)".into(),
             html: false,
             document: None,
+            voice: None,
             buttons: Vec::new(),
             links: Vec::new(),
         });
@@ -98,6 +116,7 @@ fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
             text: html,
             html: true,
             document: None,
+            voice: None,
             buttons: Vec::new(),
             links: Vec::new(),
         });
@@ -116,6 +135,7 @@ pub fn plain_parts(text: &str) -> Vec<Part> {
             text,
             html: false,
             document: None,
+            voice: None,
             buttons: Vec::new(),
             links: Vec::new(),
         })

@@ -220,7 +220,7 @@ impl Turn<'_> {
                 msg,
                 out.reply,
                 out.messages,
-                books,
+                (books, false),
             ));
         }
         run.verdicts.insert(call, outcome.verdict());

@@ -79,7 +79,7 @@ pub(super) async fn background_task(
     }
     // The child's steps come marked with its agent.
     let books = super::run::books(msg, agent, reported.usage, 0, reported.steps);
-    let mut out = super::run::turn_reply(app, conn, msg, reply, Vec::new(), books);
+    let mut out = super::run::turn_reply(app, conn, msg, reply, Vec::new(), (books, false));
     if let Reply::Send(cp) = &mut out {
         cp.reply_to = None;
         cp.session_turn = None;

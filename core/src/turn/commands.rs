@@ -136,6 +136,13 @@ pub const COMMANDS: &[Command] = &[
         run: model,
     },
     Command {
+        name: "voice",
+        help: "whether I answer with voice notes too: /voice on, off or auto",
+        owner_only: false,
+        needs_model: false,
+        run: voice,
+    },
+    Command {
         name: "agent",
         help: "who answers in this chat, to switch to another, e.g. /agent coder",
         owner_only: false,
@@ -322,6 +329,14 @@ fn model(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(
         async move { super::model::model_reply(c.app, c.conn, c.msg, c.reply_to, c.books).await },
     )
+}
+
+fn voice(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let chat = c.msg.chat.id.0;
+        let text = super::voice::voice_reply(c.app, c.conn, chat, c.args).await?;
+        Ok(c.text(&text))
+    })
 }
 
 fn agent(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {

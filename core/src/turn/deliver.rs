@@ -74,7 +74,7 @@ async fn replace_placeholder(
 }
 
 /// Sends one part, with `with_fallbacks`.
-async fn send_part(
+pub(super) async fn send_part(
     app: &App,
     conn: &Connector,
     target: Target,
@@ -171,9 +171,16 @@ impl Turn<'_> {
                 tracing::warn!(key, "lane taken by another drainer; stopped before sending");
                 return Ok(Step::LostLease);
             }
-            let sent = match placeholder.take() {
-                Some(id) => replace_placeholder(app, conn, target, id, &part, reply_to).await,
-                None => send_part(app, conn, target, &part, reply_to).await,
+            let sent = match (&part.voice, placeholder.take()) {
+                // A voice note goes out as its own message; a placeholder waits for the text.
+                (Some(words), kept) => {
+                    placeholder = kept;
+                    self.send_spoken(words, reply_to).await
+                }
+                (None, Some(id)) => {
+                    replace_placeholder(app, conn, target, id, &part, reply_to).await
+                }
+                (None, None) => send_part(app, conn, target, &part, reply_to).await,
             };
             match sent {
                 Ok(()) => {

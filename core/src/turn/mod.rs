@@ -20,6 +20,7 @@ mod reminders;
 mod reports;
 mod run;
 mod tap;
+pub(crate) mod voice;
 
 use clawless_platform::PortError;
 

@@ -84,11 +84,14 @@ pub(super) fn turn_reply(
     msg: &Message,
     reply: String,
     messages: Vec<crate::llm::ChatMessage>,
-    books: Option<Box<crate::usage::Books>>,
+    (books, speak): (Option<Box<crate::usage::Books>>, bool),
 ) -> Reply {
     let mut parts = render_parts(&reply);
     if parts.len() > app.config.limits.max_reply_parts {
         parts = vec![document_part(&reply)];
+    }
+    if let Some(voice) = speak.then(|| super::voice::spoken(app, &reply)).flatten() {
+        parts.insert(0, voice);
     }
     Reply::Send(Checkpoint {
         parts,
@@ -114,10 +117,11 @@ impl Turn<'_> {
         let Turn { app, conn, msg, .. } = *self;
         let key = session::session_key(&conn.id, msg);
         let scope = conn.memory_scope_of(msg);
-        // The chat's model is read beside the history, not after it.
-        let (session, model) = futures::future::join(
+        // The chat's model and voice setting are read beside the history, not after it.
+        let (session, model, speak) = futures::future::join3(
             current_session(app, &key, (conn, &scope)),
             super::model::chosen_model(app, conn, msg.chat.id.0),
+            super::voice::speaks(app, conn, msg),
         )
         .await;
         let history = session::for_model(
@@ -246,7 +250,14 @@ impl Turn<'_> {
         );
         match step {
             AgentStep::Lost | AgentStep::Pause(_) => Err(Answer::Lost),
-            AgentStep::Done(out) => Ok(turn_reply(app, conn, msg, out.reply, out.messages, books)),
+            AgentStep::Done(out) => Ok(turn_reply(
+                app,
+                conn,
+                msg,
+                out.reply,
+                out.messages,
+                (books, speak),
+            )),
             AgentStep::Ask { state, call } => {
                 let mut state = *state;
                 state.recorded = state.usage;

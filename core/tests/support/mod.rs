@@ -183,7 +183,7 @@ impl Harness {
                             "description": "Bad Request: invalid file_id"})),
                     })
                 }
-                "sendMessage" | "sendDocument" => {
+                "sendMessage" | "sendDocument" | "sendVoice" | "sendPhoto" => {
                     if let Some(Some((status, body))) = script.lock().unwrap().pop_front() {
                         return Ok(HttpResponse::json(status, &body));
                     }

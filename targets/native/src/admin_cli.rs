@@ -34,6 +34,9 @@ pub(crate) async fn config_check() -> Result<()> {
     for line in n.app.answering_models() {
         println!("{line}");
     }
+    for line in n.app.voice_services() {
+        println!("{line}");
+    }
     for note in n.app.unoffered_tools() {
         println!("note: {note}");
     }

@@ -1,13 +1,14 @@
 //! Workers AI through the `AI` binding (`js_sys::Reflect`), when one is bound: memory
 //! embeddings (`@cf/baai/bge-small-en-v1.5`, 384 dimensions: the same size as the local
 //! embedder, so a Vectorize index fits either; without the binding the Worker embeds
-//! locally), and voice transcription (`@cf/openai/whisper-large-v3-turbo`, unless a
-//! transcription service is set in the environment).
+//! locally), voice transcription (`@cf/openai/whisper-large-v3-turbo`) and voice replies
+//! (`@cf/myshell-ai/melotts`, MP3), each unless a service is set in the environment.
 
 use async_trait::async_trait;
 use base64::Engine as _;
 use clawless_core::llm::LlmError;
-use clawless_core::media::Transcriber;
+use clawless_core::media::speak::{check, Speech, MAX_SPEECH_BYTES};
+use clawless_core::media::{Speaker, Transcriber};
 use clawless_core::memory::embed::{EmbedError, EmbeddingProvider};
 use js_sys::{Array, Function, Object, Promise, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
@@ -90,6 +91,61 @@ impl Transcriber for WorkersAiWhisper {
 
     async fn transcribe(&self, audio: &[u8], _file_name: &str) -> Result<String, LlmError> {
         SendFuture::new(self.run(audio)).await
+    }
+}
+
+/// The text-to-speech model: `{prompt, lang}` → `{audio}`, base64 MP3.
+pub const MELOTTS: &str = "@cf/myshell-ai/melotts";
+
+/// Voice replies spoken by Workers AI MeloTTS.
+pub struct WorkersAiSpeech {
+    ai: SendWrapper<JsValue>,
+}
+
+impl WorkersAiSpeech {
+    pub fn new(ai: JsValue) -> Self {
+        Self {
+            ai: SendWrapper(ai),
+        }
+    }
+
+    async fn run(&self, text: &str) -> Result<Speech, LlmError> {
+        let input = Object::new();
+        let _ = Reflect::set(&input, &JsValue::from_str("prompt"), &JsValue::from_str(text));
+        let _ = Reflect::set(&input, &JsValue::from_str("lang"), &JsValue::from_str("en"));
+        let out = run_model(&self.ai.0, MELOTTS, &input)
+            .await
+            .map_err(|e| LlmError::Transient(format!("workers ai melotts: {e}")))?;
+        let encoded = Reflect::get(&out, &JsValue::from_str("audio"))
+            .ok()
+            .and_then(|a| a.as_string())
+            .unwrap_or_default();
+        if encoded.len() > MAX_SPEECH_BYTES / 3 * 4 + 4 {
+            return Err(LlmError::Fatal(
+                "workers-ai: the speech was over the size limit".into(),
+            ));
+        }
+        let audio = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .map_err(|_| LlmError::Fatal("workers-ai: the speech was not audio".into()))?;
+        // $0.0002 an audio minute, at about 900 characters a minute.
+        let cost = (text.chars().count() as u64).saturating_mul(200).div_ceil(900);
+        check("workers-ai", audio, cost)
+    }
+}
+
+#[async_trait]
+impl Speaker for WorkersAiSpeech {
+    fn name(&self) -> &str {
+        "workers-ai"
+    }
+
+    fn model(&self) -> &str {
+        MELOTTS
+    }
+
+    async fn speak(&self, text: &str) -> Result<Speech, LlmError> {
+        SendFuture::new(self.run(text)).await
     }
 }
 

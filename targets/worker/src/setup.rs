@@ -8,7 +8,7 @@ use clawless_platform::{Clock, Platform, Vectors};
 use js_sys::{Object, Reflect};
 use wasm_bindgen::JsValue;
 
-use crate::ai::{WorkersAi, WorkersAiWhisper};
+use crate::ai::{WorkersAi, WorkersAiSpeech, WorkersAiWhisper};
 use crate::d1::{D1Files, D1Kv, D1Text, D1Vectors, D1};
 use crate::io::{FetchHttp, WorkerClock};
 use crate::vectorize::Vectorize;
@@ -121,14 +121,19 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
     .map_err(|e| e.to_string())?;
     // A transcription service set in the environment wins; else Whisper on Workers AI.
     if ai.is_object() && !app.transcribes() {
-        app = app.with_transcriber(Arc::new(WorkersAiWhisper::new(ai)));
+        app = app.with_transcriber(Arc::new(WorkersAiWhisper::new(ai.clone())));
+    }
+    // Likewise for speech, unless voice replies are turned off (`SPEECH_BASE_URL=off`).
+    let speech_off = env.get("SPEECH_BASE_URL").map(str::trim) == Some("off");
+    if ai.is_object() && app.speaks().is_none() && !speech_off {
+        app = app.with_speaker(Arc::new(WorkersAiSpeech::new(ai)));
     }
     for missing in app.missing_settings() {
         worker::console_error!(
             "not configured: the bot cannot answer until this is set: {missing}"
         );
     }
-    for line in app.answering_models() {
+    for line in app.answering_models().into_iter().chain(app.voice_services()) {
         worker::console_log!("{line}");
     }
     for note in app.unoffered_tools() {

@@ -103,6 +103,7 @@ fn markup_that_shows_nothing_is_sent_as_written() {
                 text: md.into(),
                 html: false,
                 document: None,
+                voice: None,
                 buttons: Vec::new(),
                 links: Vec::new(),
             }],
