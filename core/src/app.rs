@@ -58,6 +58,8 @@ pub struct App {
     pub(crate) transcriber: Option<Arc<dyn crate::media::Transcriber>>,
     /// Voice replies: text to speech, when a service is set.
     pub(crate) speaker: Option<Arc<dyn crate::media::Speaker>>,
+    /// `/imagine` and `generate_image`: pictures from prompts, when a service is set.
+    pub(crate) painter: Option<Arc<dyn crate::media::image::Painter>>,
     /// Whether this instance's first scheduled run checked the command menus.
     pub(crate) menus_checked: std::sync::atomic::AtomicBool,
     /// Where what happens is published (see [`crate::events`]).
@@ -214,8 +216,7 @@ impl App {
         let spoken = match (self.speaks(), self.config.media.voice_replies) {
             (None, _) => format!(
                 "voice replies are off: {}",
-                crate::turn::voice::NO_SPEECH
-                    .trim_start_matches("No speech service is set: ")
+                crate::media::speak::NO_SPEECH.trim_start_matches("No speech service is set: ")
             ),
             (Some(s), mode) => format!(
                 "voice replies are spoken by {s}; chats without /voice: {}",

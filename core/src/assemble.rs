@@ -46,7 +46,7 @@ impl App {
     ) -> Result<App, ConfigError> {
         let (platform, outbound) = counted(platform);
         let embedder = embedder_from_config(&platform, &config, env)?;
-        Self::assemble(platform, outbound, config, env, instance, embedder)
+        Self::assemble(platform, outbound, config, env, instance, (embedder, None))
     }
 
     /// Whether voice notes can be transcribed (a service is set).
@@ -73,17 +73,28 @@ impl App {
         self
     }
 
-    /// [`App::new`] with the shell's own embedder (the Worker's Workers AI). Memory files
-    /// indexed by another embedder are re-indexed as they are met (their manifests name it).
+    /// [`App::new`] with the shell's own embedder and, unless the environment names an image
+    /// service, its own `painter` (the Worker's Workers AI). Memory files indexed by another
+    /// embedder are re-indexed as they are met (their manifests name it).
     pub fn with_embedder(
         platform: Platform,
         config: Config,
         env: &Env,
         instance: impl Into<String>,
-        embedder: Arc<dyn EmbeddingProvider>,
+        (embedder, painter): (
+            Arc<dyn EmbeddingProvider>,
+            Option<Arc<dyn crate::media::image::Painter>>,
+        ),
     ) -> Result<App, ConfigError> {
         let (platform, outbound) = counted(platform);
-        Self::assemble(platform, outbound, config, env, instance, embedder)
+        Self::assemble(
+            platform,
+            outbound,
+            config,
+            env,
+            instance,
+            (embedder, painter),
+        )
     }
 
     fn assemble(
@@ -92,8 +103,18 @@ impl App {
         config: Config,
         env: &Env,
         instance: impl Into<String>,
-        embedder: Arc<dyn EmbeddingProvider>,
+        (embedder, shell_painter): (
+            Arc<dyn EmbeddingProvider>,
+            Option<Arc<dyn crate::media::image::Painter>>,
+        ),
     ) -> Result<App, ConfigError> {
+        // An image service named in the environment wins over the shell's own.
+        let painter = match env.get("IMAGE_BASE_URL").map(str::trim) {
+            Some("off") => None,
+            _ => crate::media::image::from_env(platform.http.clone(), env)
+                .map(|p| Arc::new(p) as Arc<dyn crate::media::image::Painter>)
+                .or(shell_painter),
+        };
         let env_err = |field: &str, message: String| ConfigError {
             file: "environment".into(),
             field: field.into(),
@@ -157,6 +178,7 @@ impl App {
             kv: platform.kv.clone(),
             wake: wake.clone(),
             bots: bots.clone(),
+            painter: painter.clone(),
         };
         let catalog = Arc::new(Catalog::new(
             config.skills.clone(),
@@ -306,6 +328,7 @@ impl App {
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Transcriber>),
             speaker: crate::media::speak::from_env(platform_http, env)
                 .map(|t| Arc::new(t) as Arc<dyn crate::media::Speaker>),
+            painter,
             menus_checked: Default::default(),
             journal: events.subscribe("journal", crate::observe::JOURNAL_CAP),
             events,

@@ -155,19 +155,26 @@ fn the_admin_endpoint_answers_only_the_token() {
     });
 }
 
-/// `web_search` is listed by the default agent but offered only once a search API is set;
-/// without one, the app says so (shells log it, `config check` prints it).
+/// `web_search` and `generate_image` are listed by the default agent but offered only once a
+/// search API or an image service is set; without one, the app says so (shells log it,
+/// `config check` prints it).
 #[test]
 fn tools_that_cannot_be_offered_are_named() {
     let h = Harness::new(Wire::Anthropic);
     assert_eq!(
         h.app.unoffered_tools(),
         [
+            "agent \"assistant\" lists generate_image, which needs an image service: \
+          OPENAI_API_KEY or IMAGE_BASE_URL (on Cloudflare, the AI binding): not offered here",
             "agent \"assistant\" lists web_search, which needs a search API: BRAVE_API_KEY, \
           TAVILY_API_KEY or SEARXNG_URL: not offered here"
         ]
     );
-    let h = Harness::with_env(Wire::Anthropic, config(), &[("BRAVE_API_KEY", "k")]).unwrap();
+    let both = [
+        ("BRAVE_API_KEY", "k"),
+        ("IMAGE_BASE_URL", "http://images.test"),
+    ];
+    let h = Harness::with_env(Wire::Anthropic, config(), &both).unwrap();
     assert!(h.app.unoffered_tools().is_empty());
 }
 
@@ -228,6 +235,7 @@ fn doctor_finds_a_healthy_bot_healthy_and_a_stuck_backlog_stuck() {
             names,
             [
                 "settings",
+                "settings",
                 "telegram main",
                 "webhook main",
                 "model anthropic/claude-sonnet-4-5",
@@ -235,16 +243,15 @@ fn doctor_finds_a_healthy_bot_healthy_and_a_stuck_backlog_stuck() {
                 "backlog"
             ]
         );
-        assert_eq!(
-            checks[0].status,
-            Status::Warn,
-            "web_search has no search API"
+        assert!(
+            checks[..2].iter().all(|c| c.status == Status::Warn),
+            "no image service, no search API: {checks:?}"
         );
         assert!(
-            checks[1..].iter().all(|c| c.status == Status::Ok),
+            checks[2..].iter().all(|c| c.status == Status::Ok),
             "{checks:?}"
         );
-        assert_eq!(checks[1].detail, "the token is @clawless_test_bot's");
+        assert_eq!(checks[2].detail, "the token is @clawless_test_bot's");
         // The key check listed models with the key, and nothing else was sent to the model.
         let sent = h.http.requests();
         let check = sent

@@ -49,6 +49,7 @@ fuzz_target!(|data: &[u8]| {
         search: None,
         exec: None,
         bots: Default::default(),
+        painter: None,
         files: platform.files.clone(),
         kv: platform.kv.clone(),
         wake: Default::default(),

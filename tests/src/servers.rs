@@ -65,8 +65,14 @@ pub struct Fakes {
     pub note_hang: AtomicBool,
     /// While set, a model request that answers a tool result is held (then answered).
     pub llm_hang_on_result: AtomicBool,
-    /// What has been held so far: "note", "model", "send" (see the hang switches).
+    /// What has been held so far: "note", "model", "send", "speech" (see the hang switches).
     pub held: Mutex<Vec<&'static str>>,
+    /// Files uploaded to the Bot API: (method, chat id, file name, bytes).
+    pub uploads: Mutex<Vec<(String, i64, String, Vec<u8>)>>,
+    /// Texts asked to be spoken at `/audio/speech`, in order.
+    pub speech_asked: Mutex<Vec<String>>,
+    /// While set, a speech request is held (then refused): the kill tests cut a turn there.
+    pub speech_hang: AtomicBool,
 }
 
 /// In a bot token: the fake Bot API refuses every call with 401 Unauthorized (a revoked or
@@ -115,6 +121,17 @@ impl Fakes {
     pub fn push_update(&self, update: Value) {
         self.updates.lock().unwrap().push(update);
         self.update_added.notify_one();
+    }
+
+    /// The files uploaded with `method` (`sendVoice`, `sendPhoto`) to `chat`: (name, bytes).
+    pub fn uploads_to(&self, method: &str, chat: i64) -> Vec<(String, Vec<u8>)> {
+        self.uploads
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, c, _, _)| m == method && *c == chat)
+            .map(|(_, _, name, bytes)| (name.clone(), bytes.clone()))
+            .collect()
     }
 
     pub fn sent_to(&self, chat: i64) -> Vec<String> {
@@ -185,6 +202,32 @@ async fn transcribe(
     Json(json!({ "text": content }))
 }
 
+/// In a text to speak: the speech service answers with an empty body.
+pub const SPEECH_EMPTY: &str = "speak nothing";
+
+/// `POST /audio/speech`: an OGG "recording" of the input (`OggS` and the words), or an empty
+/// body for [`SPEECH_EMPTY`]; held while [`Fakes::speech_hang`] is set.
+async fn speak(
+    State(f): State<Arc<Fakes>>,
+    Json(body): Json<Value>,
+) -> (axum::http::StatusCode, Vec<u8>) {
+    let input = body["input"].as_str().unwrap_or("").to_owned();
+    f.speech_asked.lock().unwrap().push(input.clone());
+    if f.speech_hang.load(Ordering::SeqCst) {
+        f.held.lock().unwrap().push("speech");
+        while f.speech_hang.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        return (axum::http::StatusCode::BAD_GATEWAY, Vec::new());
+    }
+    if input.contains(SPEECH_EMPTY) {
+        return (axum::http::StatusCode::OK, Vec::new());
+    }
+    let mut audio = b"OggS\0\x02".to_vec();
+    audio.extend_from_slice(input.as_bytes());
+    (axum::http::StatusCode::OK, audio)
+}
+
 /// Waits until `cond` holds, at most `limit`; returns how long it took (fails past it).
 pub async fn within(what: &str, limit: Duration, cond: impl Fn() -> bool) -> Duration {
     let start = Instant::now();
@@ -235,6 +278,7 @@ pub async fn fakes() -> (Arc<Fakes>, String, String) {
             .route("/v1beta/models", axum::routing::get(models::list))
             .route("/v1beta/models/{model}", post(models::gemini))
             .route("/audio/transcriptions", post(transcribe))
+            .route("/audio/speech", post(speak))
             .route("/mcp", post(mcp))
             .with_state(f.clone()),
     )

@@ -71,6 +71,7 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
         search: None,
         exec: None,
         bots: Default::default(),
+        painter: None,
         files: p.files,
         kv: p.kv,
     }

@@ -21,7 +21,8 @@ fn repository_config_is_valid() {
             "schedule",
             "web_fetch",
             "web_search",
-            "skill"
+            "skill",
+            "generate_image"
         ]
     );
     assert_eq!(cfg.providers["openai"].kind, ProviderKind::Openai);

@@ -3,12 +3,14 @@
 //! - [`config`]: `media:` in `main.yaml` (sizes, durations, the album wait).
 //! - [`kind`]: what a message carries and which file of it to fetch.
 //! - [`transcribe`]: speech to text (`Transcriber`, the OpenAI-compatible adapter).
+//! - [`image`]: pictures from a prompt (`Painter`, the OpenAI-compatible adapter).
 //! - [`speak`]: text to speech for voice replies (`Speaker`, the OpenAI-compatible adapter).
 //!
 //! The turn stage (`turn/media.rs`) downloads what a turn needs and builds the user's message
 //! from it.
 
 pub mod config;
+pub mod image;
 pub mod kind;
 pub mod speak;
 pub mod transcribe;

@@ -18,6 +18,10 @@ use crate::secret::Secret;
 /// summary-length answer is well under 1 MB).
 pub const MAX_SPEECH_BYTES: usize = 8 * 1024 * 1024;
 
+/// What is said where voice replies cannot be made: no speech service is set.
+pub const NO_SPEECH: &str =
+    "No speech service is set: the bot's owner needs OPENAI_API_KEY or SPEECH_BASE_URL (on Cloudflare, the AI binding) for voice replies.";
+
 /// The audio formats `sendVoice` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AudioFormat {

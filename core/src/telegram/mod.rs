@@ -1,6 +1,7 @@
 //! Telegram: update types in, the Bot API client out, and Markdown → Telegram HTML rendering.
 
 pub mod api;
+pub mod form;
 pub mod keyboard;
 pub mod pace;
 pub mod render;

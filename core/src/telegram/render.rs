@@ -19,6 +19,9 @@ pub struct Part {
     /// so a crash before `sendVoice` speaks it again but sends it once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub voice: Option<String>,
+    /// Sent as a photo: the Files path of a picture made this turn, `text` its caption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub photo: Option<String>,
     /// Inline buttons under the message, one per row: `(label, callback data ≤ 64 bytes)`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub buttons: Vec<(String, String)>,
@@ -47,8 +50,18 @@ pub fn voice_part(words: String) -> Part {
         html: false,
         document: None,
         voice: Some(words),
+        photo: None,
         buttons: Vec::new(),
         links: Vec::new(),
+    }
+}
+
+/// A photo: the picture at Files path `full`, with a plain `caption`.
+pub fn photo_part(full: String, caption: String) -> Part {
+    Part {
+        text: caption,
+        photo: Some(full),
+        ..Part::default()
     }
 }
 
@@ -59,6 +72,7 @@ pub fn document_part(markdown: &str) -> Part {
         html: false,
         document: Some(markdown.to_owned()),
         voice: None,
+        photo: None,
         buttons: Vec::new(),
         links: Vec::new(),
     }
@@ -95,6 +109,7 @@ pub fn render_parts(markdown: &str) -> Vec<Part> {
             html: false,
             document: None,
             voice: None,
+            photo: None,
             buttons: Vec::new(),
             links: Vec::new(),
         });
@@ -117,6 +132,7 @@ fn push_rendered(out: &mut Vec<Part>, chunk: &str, budget: usize) {
             html: true,
             document: None,
             voice: None,
+            photo: None,
             buttons: Vec::new(),
             links: Vec::new(),
         });
@@ -136,6 +152,7 @@ pub fn plain_parts(text: &str) -> Vec<Part> {
             html: false,
             document: None,
             voice: None,
+            photo: None,
             buttons: Vec::new(),
             links: Vec::new(),
         })

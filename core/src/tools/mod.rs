@@ -9,12 +9,14 @@
 //! - [`message`]: `message`, a message sent now, to this chat or another person's.
 //! - [`schedule`]: `schedule`, reminders and scheduled tasks in the conversation's chat.
 //! - [`skill`]: `skill`, a skill's instructions (see [`crate::skills`]).
+//! - [`image`]: `generate_image`, a picture sent with the answer (where an image service is set).
 //!
 //! `spawn` and an agent's `agent_tools` are tools too, built by [`crate::spawn`] (they run
 //! other agents); a call reports their model calls and audit steps through a [`Report`].
 
 pub mod exec;
 pub mod files;
+pub mod image;
 pub mod memory;
 pub mod message;
 pub mod schedule;
@@ -56,6 +58,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "message",
     "skill",
     "spawn",
+    "generate_image",
 ];
 
 /// Built-ins offered only where something is there: (tool, what it needs).
@@ -64,6 +67,10 @@ pub const SHELL_TOOLS: &[(&str, &str)] = &[
     (
         "web_search",
         "a search API: BRAVE_API_KEY, TAVILY_API_KEY or SEARXNG_URL",
+    ),
+    (
+        "generate_image",
+        "an image service: OPENAI_API_KEY or IMAGE_BASE_URL (on Cloudflare, the AI binding)",
     ),
 ];
 
@@ -123,6 +130,8 @@ pub struct ToolDeps {
     pub wake: Arc<crate::schedule::Wake>,
     /// The bots `message` sends through, by connector.
     pub bots: Arc<BTreeMap<crate::ids::ConnectorId, message::Outbound>>,
+    /// Where `generate_image` has pictures made, when a service is set.
+    pub painter: Option<Arc<dyn crate::media::image::Painter>>,
 }
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool
@@ -333,6 +342,16 @@ impl ToolRegistry {
                             http: deps.http.clone(),
                             config: deps.web.clone(),
                             backend: Some(backend.clone()),
+                        }))
+                    }
+                }
+                // Offered once an image service is set (see `App::unoffered_tools`).
+                "generate_image" => {
+                    if let Some(painter) = &deps.painter {
+                        reg.register(Arc::new(image::GenerateImage {
+                            painter: painter.clone(),
+                            files: deps.files.clone(),
+                            clock: deps.clock.clone(),
                         }))
                     }
                 }

@@ -143,6 +143,13 @@ pub const COMMANDS: &[Command] = &[
         run: voice,
     },
     Command {
+        name: "imagine",
+        help: "a picture from a description, e.g. /imagine a lighthouse at dusk",
+        owner_only: false,
+        needs_model: false,
+        run: imagine,
+    },
+    Command {
         name: "agent",
         help: "who answers in this chat, to switch to another, e.g. /agent coder",
         owner_only: false,
@@ -339,6 +346,20 @@ fn voice(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     })
 }
 
+fn imagine(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
+    Box::pin(async move {
+        let Ctx {
+            app,
+            conn,
+            msg,
+            args,
+            reply_to,
+            books,
+        } = c;
+        super::pictures::imagine(app, conn, msg, args, (reply_to, books)).await
+    })
+}
+
 fn agent(c: Ctx<'_>) -> BoxFuture<'_, Result<Reply, PortError>> {
     Box::pin(async move {
         super::agents::agent_reply(c.app, c.conn, c.msg, c.args, c.reply_to, c.books).await
@@ -462,7 +483,7 @@ mod tests {
         assert!(find("nope").is_none());
         assert_eq!(
             help_text("Claw"),
-            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/agent: who answers in this chat, to switch to another, e.g. /agent coder\n/memory: what I keep in memory about you, or what matches, e.g. /memory dentist\n/compact: summarise the older part of this conversation now\n/context: how much of my context this conversation takes\n/pair: let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)\n/users: who may talk to me, to remove someone (owner only)\n/panel: your control panel: memory, reminders, usage (private chat)\n/help: this message"
+            "Hi, I'm Claw, your assistant. Just write to me.\n\nCommands:\n/new: start a fresh conversation\n/stop: cancel what waits for your approval\n/approve: what waits for approval, and what is allowed for now\n/revoke: end what you allowed for now\n/usage: tokens and cost today and this month\n/audit: what I did lately in this chat (owner only)\n/reminders: reminders and scheduled tasks in this chat, to cancel\n/timezone: this chat's time zone for reminders, e.g. /timezone Europe/Berlin\n/model: which model answers in this chat, to choose another\n/voice: whether I answer with voice notes too: /voice on, off or auto\n/imagine: a picture from a description, e.g. /imagine a lighthouse at dusk\n/agent: who answers in this chat, to switch to another, e.g. /agent coder\n/memory: what I keep in memory about you, or what matches, e.g. /memory dentist\n/compact: summarise the older part of this conversation now\n/context: how much of my context this conversation takes\n/pair: let someone in with the code I gave them, e.g. /pair K7M2Q9XA (owner only)\n/users: who may talk to me, to remove someone (owner only)\n/panel: your control panel: memory, reminders, usage (private chat)\n/help: this message"
         );
     }
 }

@@ -141,6 +141,19 @@ async fn with_fallbacks(
 }
 
 impl Turn<'_> {
+    /// One plain line, sent as a part (what a voice note or a picture that failed becomes).
+    pub(super) async fn send_line(
+        &self,
+        line: &str,
+        reply_to: Option<i64>,
+    ) -> Result<(), TelegramError> {
+        let part = crate::telegram::render::plain_parts(line)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        send_part(self.app, self.conn, self.target, &part, reply_to).await
+    }
+
     /// Sends the parts not sent yet, checkpointing each. `preview` names the Kv key of a
     /// placeholder the reply streamed into (groups, see `draft.rs`): the first part replaces
     /// its text instead of going out as a new message.
@@ -171,16 +184,21 @@ impl Turn<'_> {
                 tracing::warn!(key, "lane taken by another drainer; stopped before sending");
                 return Ok(Step::LostLease);
             }
-            let sent = match (&part.voice, placeholder.take()) {
-                // A voice note goes out as its own message; a placeholder waits for the text.
-                (Some(words), kept) => {
+            let sent = match (&part.voice, &part.photo, placeholder.take()) {
+                // A voice note or a photo goes out as its own message; a placeholder waits for
+                // the text.
+                (Some(words), _, kept) => {
                     placeholder = kept;
                     self.send_spoken(words, reply_to).await
                 }
-                (None, Some(id)) => {
+                (None, Some(full), kept) => {
+                    placeholder = kept;
+                    self.send_picture(full, &part.text, reply_to).await
+                }
+                (None, None, Some(id)) => {
                     replace_placeholder(app, conn, target, id, &part, reply_to).await
                 }
-                (None, None) => send_part(app, conn, target, &part, reply_to).await,
+                (None, None, None) => send_part(app, conn, target, &part, reply_to).await,
             };
             match sent {
                 Ok(()) => {

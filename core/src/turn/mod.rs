@@ -15,12 +15,13 @@ mod draft;
 mod media;
 mod model;
 pub(crate) mod pairing;
+mod pictures;
 mod progress;
 mod reminders;
 mod reports;
 mod run;
 mod tap;
-pub(crate) mod voice;
+mod voice;
 
 use clawless_platform::PortError;
 

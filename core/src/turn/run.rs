@@ -250,14 +250,15 @@ impl Turn<'_> {
         );
         match step {
             AgentStep::Lost | AgentStep::Pause(_) => Err(Answer::Lost),
-            AgentStep::Done(out) => Ok(turn_reply(
-                app,
-                conn,
-                msg,
-                out.reply,
-                out.messages,
-                (books, speak),
-            )),
+            AgentStep::Done(out) => {
+                // Pictures made this turn go first, then the voice note, then the text.
+                let pictures = super::pictures::photo_parts(&out.messages, &ctx.scope);
+                let mut reply = turn_reply(app, conn, msg, out.reply, out.messages, (books, speak));
+                if let Reply::Send(cp) = &mut reply {
+                    cp.parts.splice(0..0, pictures);
+                }
+                Ok(reply)
+            }
             AgentStep::Ask { state, call } => {
                 let mut state = *state;
                 state.recorded = state.usage;

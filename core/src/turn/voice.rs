@@ -14,14 +14,10 @@ use crate::app::App;
 use crate::connector::Connector;
 use crate::keys;
 use crate::media::config::VoiceMode;
-use crate::media::speak::speakable;
+use crate::media::speak::{speakable, NO_SPEECH};
 use crate::telegram::api::FilePart;
-use crate::telegram::render::{plain_parts, voice_part, Part};
+use crate::telegram::render::{voice_part, Part};
 use crate::telegram::TelegramError;
-
-/// Where the owner is told to set a speech service.
-pub(crate) const NO_SPEECH: &str =
-    "No speech service is set: the bot's owner needs OPENAI_API_KEY or SPEECH_BASE_URL (on Cloudflare, the AI binding) for voice replies.";
 
 /// When `chat`'s answers are spoken: its `/voice` choice, else the configured default.
 pub(super) async fn mode(app: &App, conn: &Connector, chat: i64) -> VoiceMode {
@@ -155,11 +151,6 @@ impl Turn<'_> {
             }
             Err(e) => Err(e),
         }
-    }
-
-    async fn send_line(&self, line: &str, reply_to: Option<i64>) -> Result<(), TelegramError> {
-        let part = plain_parts(line).into_iter().next().unwrap_or_default();
-        super::deliver::send_part(self.app, self.conn, self.target, &part, reply_to).await
     }
 }
 

@@ -58,7 +58,11 @@ pub async fn build() -> Result<Shell, String> {
     for missing in app.missing_settings() {
         tracing::error!(%missing, "not configured: the bot cannot answer until this is set");
     }
-    for line in app.answering_models().into_iter().chain(app.voice_services()) {
+    for line in app
+        .answering_models()
+        .into_iter()
+        .chain(app.voice_services())
+    {
         tracing::info!("{line}");
     }
     for note in app.unoffered_tools() {

@@ -233,7 +233,12 @@ fn require_ready(n: &setup::Native) -> Result<()> {
         ))
         .into());
     }
-    for line in n.app.answering_models().into_iter().chain(n.app.voice_services()) {
+    for line in n
+        .app
+        .answering_models()
+        .into_iter()
+        .chain(n.app.voice_services())
+    {
         tracing::info!("{line}");
     }
     for id in n.app.admin().connectors_without_users() {

@@ -2,11 +2,13 @@
 //! embeddings (`@cf/baai/bge-small-en-v1.5`, 384 dimensions: the same size as the local
 //! embedder, so a Vectorize index fits either; without the binding the Worker embeds
 //! locally), voice transcription (`@cf/openai/whisper-large-v3-turbo`) and voice replies
-//! (`@cf/myshell-ai/melotts`, MP3), each unless a service is set in the environment.
+//! (`@cf/myshell-ai/melotts`, MP3) and pictures (`@cf/black-forest-labs/flux-1-schnell`),
+//! each unless a service is set in the environment.
 
 use async_trait::async_trait;
 use base64::Engine as _;
 use clawless_core::llm::LlmError;
+use clawless_core::media::image::{self, PaintError, Painter, Picture, MAX_IMAGE_BYTES};
 use clawless_core::media::speak::{check, Speech, MAX_SPEECH_BYTES};
 use clawless_core::media::{Speaker, Transcriber};
 use clawless_core::memory::embed::{EmbedError, EmbeddingProvider};
@@ -111,7 +113,11 @@ impl WorkersAiSpeech {
 
     async fn run(&self, text: &str) -> Result<Speech, LlmError> {
         let input = Object::new();
-        let _ = Reflect::set(&input, &JsValue::from_str("prompt"), &JsValue::from_str(text));
+        let _ = Reflect::set(
+            &input,
+            &JsValue::from_str("prompt"),
+            &JsValue::from_str(text),
+        );
         let _ = Reflect::set(&input, &JsValue::from_str("lang"), &JsValue::from_str("en"));
         let out = run_model(&self.ai.0, MELOTTS, &input)
             .await
@@ -129,7 +135,9 @@ impl WorkersAiSpeech {
             .decode(encoded.trim())
             .map_err(|_| LlmError::Fatal("workers-ai: the speech was not audio".into()))?;
         // $0.0002 an audio minute, at about 900 characters a minute.
-        let cost = (text.chars().count() as u64).saturating_mul(200).div_ceil(900);
+        let cost = (text.chars().count() as u64)
+            .saturating_mul(200)
+            .div_ceil(900);
         check("workers-ai", audio, cost)
     }
 }
@@ -146,6 +154,69 @@ impl Speaker for WorkersAiSpeech {
 
     async fn speak(&self, text: &str) -> Result<Speech, LlmError> {
         SendFuture::new(self.run(text)).await
+    }
+}
+
+/// The image model: `{prompt, steps}` → `{image}`, base64 JPEG, 1024×1024.
+pub const FLUX: &str = "@cf/black-forest-labs/flux-1-schnell";
+
+/// Pictures made by Workers AI FLUX.1 schnell.
+pub struct WorkersAiPainter {
+    ai: SendWrapper<JsValue>,
+}
+
+impl WorkersAiPainter {
+    pub fn new(ai: JsValue) -> Self {
+        Self {
+            ai: SendWrapper(ai),
+        }
+    }
+
+    async fn run(&self, prompt: &str) -> Result<Picture, PaintError> {
+        let input = Object::new();
+        let _ = Reflect::set(
+            &input,
+            &JsValue::from_str("prompt"),
+            &JsValue::from_str(prompt),
+        );
+        let _ = Reflect::set(&input, &JsValue::from_str("steps"), &JsValue::from_f64(4.0));
+        let out = run_model(&self.ai.0, FLUX, &input).await.map_err(|e| {
+            // Workers AI says a flagged prompt in its error message.
+            if e.contains("NSFW") || e.contains("flagged") {
+                PaintError::Refused(e.chars().take(200).collect())
+            } else {
+                PaintError::Failed(LlmError::Transient(format!("workers ai flux: {e}")))
+            }
+        })?;
+        let encoded = Reflect::get(&out, &JsValue::from_str("image"))
+            .ok()
+            .and_then(|a| a.as_string())
+            .unwrap_or_default();
+        if encoded.len() > MAX_IMAGE_BYTES / 3 * 4 + 4 {
+            return Err(
+                LlmError::Fatal("workers-ai: the picture was over the size limit".into()).into(),
+            );
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .unwrap_or_default();
+        // 4 tiles of 512×512 at $0.0000528 and 4 steps at $0.0001056.
+        image::check("workers-ai", bytes, 634)
+    }
+}
+
+#[async_trait]
+impl Painter for WorkersAiPainter {
+    fn name(&self) -> &str {
+        "workers-ai"
+    }
+
+    fn model(&self) -> &str {
+        FLUX
+    }
+
+    async fn paint(&self, prompt: &str, _size: &str) -> Result<Picture, PaintError> {
+        SendFuture::new(self.run(prompt)).await
     }
 }
 

@@ -8,7 +8,7 @@ use clawless_platform::{Clock, Platform, Vectors};
 use js_sys::{Object, Reflect};
 use wasm_bindgen::JsValue;
 
-use crate::ai::{WorkersAi, WorkersAiSpeech, WorkersAiWhisper};
+use crate::ai::{WorkersAi, WorkersAiPainter, WorkersAiSpeech, WorkersAiWhisper};
 use crate::d1::{D1Files, D1Kv, D1Text, D1Vectors, D1};
 use crate::io::{FetchHttp, WorkerClock};
 use crate::vectorize::Vectorize;
@@ -113,7 +113,10 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
             config,
             &env,
             instance,
-            Arc::new(WorkersAi::new(ai.clone())),
+            (
+                Arc::new(WorkersAi::new(ai.clone())),
+                Some(Arc::new(WorkersAiPainter::new(ai.clone()))),
+            ),
         )
     } else {
         App::new(platform, config, &env, instance)
@@ -133,7 +136,11 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
             "not configured: the bot cannot answer until this is set: {missing}"
         );
     }
-    for line in app.answering_models().into_iter().chain(app.voice_services()) {
+    for line in app
+        .answering_models()
+        .into_iter()
+        .chain(app.voice_services())
+    {
         worker::console_log!("{line}");
     }
     for note in app.unoffered_tools() {

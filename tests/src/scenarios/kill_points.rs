@@ -26,21 +26,47 @@ pub enum KillPoint {
     RemindedAfterResult,
     /// `schedule` has set a reminder; the answer is being sent.
     RemindedSending,
+    /// A voice note's answer is checkpointed; its speech is being made (before `sendVoice`).
+    Speaking,
 }
 
 /// Every point, in the order the harnesses try them.
-pub const KILL_POINTS: [KillPoint; 5] = [
+pub const KILL_POINTS: [KillPoint; 6] = [
     KillPoint::ToolRuns,
     KillPoint::AfterResult,
     KillPoint::Sending,
     KillPoint::RemindedAfterResult,
     KillPoint::RemindedSending,
+    KillPoint::Speaking,
 ];
 
 /// What the harness posts after a reminder's point, for [`KillPoint::check_listing`].
 pub const LISTING: &str = "/reminders";
 
 impl KillPoint {
+    /// The update of this point's turn, number `id`, from the owner: the
+    /// [`question`](KillPoint::question) as text or, for [`KillPoint::Speaking`], as a voice
+    /// note (its file served by `f`), which is answered with one.
+    pub fn update(self, id: i64, f: &Fakes) -> Value {
+        if self != KillPoint::Speaking {
+            return crate::servers::text_update(id, &self.question());
+        }
+        let file = format!("kill-voice-{id}");
+        f.files
+            .lock()
+            .unwrap()
+            .insert(file.clone(), self.question().into_bytes());
+        let mut u = crate::fixtures::update("private_text", id);
+        let m = u["message"].as_object_mut().unwrap();
+        m.remove("text");
+        m.remove("entities");
+        m.insert(
+            "voice".into(),
+            serde_json::json!({"file_id": file, "file_unique_id": "k", "duration": 2, "mime_type": "audio/ogg"}),
+        );
+        u
+    }
+
     /// The question of this point's turn (a reminder 200 days ahead, far from firing).
     pub fn question(self) -> String {
         match self.reminds() {
@@ -48,6 +74,7 @@ impl KillPoint {
                 let at = crate::servers::now_ms() / 1000 + 200 * 86_400;
                 crate::servers::reminder_at(at, &self.marker())
             }
+            false if self == KillPoint::Speaking => format!("say: {}", self.marker()),
             false => format!("note: {}", self.marker()),
         }
     }
@@ -70,6 +97,7 @@ impl KillPoint {
             KillPoint::ToolRuns => "note",
             KillPoint::AfterResult | KillPoint::RemindedAfterResult => "model",
             KillPoint::Sending | KillPoint::RemindedSending => "send",
+            KillPoint::Speaking => "speech",
         }
     }
 
@@ -79,6 +107,7 @@ impl KillPoint {
         match self.tag() {
             "note" => f.note_hang.store(true, Ordering::SeqCst),
             "model" => f.llm_hang_on_result.store(true, Ordering::SeqCst),
+            "speech" => f.speech_hang.store(true, Ordering::SeqCst),
             _ => f.send_hang.store(true, Ordering::SeqCst),
         }
     }
@@ -93,6 +122,7 @@ impl KillPoint {
         f.note_hang.store(false, Ordering::SeqCst);
         f.llm_hang_on_result.store(false, Ordering::SeqCst);
         f.send_hang.store(false, Ordering::SeqCst);
+        f.speech_hang.store(false, Ordering::SeqCst);
     }
 
     /// After the answer arrived in `chat`, which had `before` messages sent to it: answered
@@ -117,6 +147,22 @@ impl KillPoint {
             _ => 0,
         };
         assert_eq!(noted, expected, "{shell} {self:?}: the note's effect");
+        if self == KillPoint::Speaking {
+            // Spoken again after the restart (the audio is never stored), sent once.
+            let voices: Vec<_> = f
+                .uploads_to("sendVoice", chat)
+                .into_iter()
+                .filter(|(_, audio)| String::from_utf8_lossy(audio).contains(&said))
+                .collect();
+            assert_eq!(voices.len(), 1, "{shell} {self:?}: one voice note");
+            assert!(voices[0].1.starts_with(b"OggS"));
+            let spoken = f.speech_asked.lock().unwrap();
+            let spoken = spoken.iter().filter(|t| t.contains(&said)).count();
+            assert!(
+                spoken >= 2,
+                "{shell}: spoken before and after the kill ({spoken})"
+            );
+        }
         if self == KillPoint::ToolRuns {
             let answer = sent.last().map(String::as_str).unwrap_or("");
             assert!(

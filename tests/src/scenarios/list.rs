@@ -245,7 +245,45 @@ super::scenarios! {
             .filter(|(_, content)| *content == words)
             .cloned()
             .collect();
-        assert_eq!(heard, [("voice.ogg".to_owned(), words)], "transcribed once");
+        assert_eq!(heard, [("voice.ogg".to_owned(), words.clone())], "transcribed once");
+        // Answered in kind: a voice note (OGG, speaking the answer) before the text.
+        let voices = c.f.uploads_to("sendVoice", c.user);
+        assert_eq!(voices.len(), 1, "one voice note");
+        assert_eq!(voices[0].0, "answer.ogg");
+        let audio = &voices[0].1;
+        assert!(audio.starts_with(b"OggS"), "an OGG body");
+        assert!(String::from_utf8_lossy(audio).contains(&words), "speaks the answer");
+    }
+
+    /// `/voice off` answers a voice note in text only; with voice back on, a speech service
+    /// answering with no audio ends in one short line, and the text arrives.
+    fn voice_off_is_text_only_and_a_failed_speech_says_so(c) {
+        c.post(&c.text("/voice off")).await;
+        let sent = c.answers(c.user, 1, LIMIT).await;
+        assert!(sent[0].contains("now off"), "{sent:?}");
+        let file = format!("voice-off-{}", c.user);
+        c.file(&file, format!("quiet please {}", c.user));
+        c.post(&c.media(json!({"voice": {
+            "file_id": file, "file_unique_id": "q", "duration": 2, "mime_type": "audio/ogg"
+        }}))).await;
+        let sent = c.answers(c.user, 2, LIMIT).await;
+        assert!(sent[1].contains("quiet please"), "{sent:?}");
+        assert!(c.f.uploads_to("sendVoice", c.user).is_empty(), "off: text only");
+
+        c.post(&c.text("/voice auto")).await;
+        c.answers(c.user, 3, LIMIT).await;
+        let file = format!("voice-empty-{}", c.user);
+        c.file(&file, crate::servers::SPEECH_EMPTY);
+        c.post(&c.media(json!({"voice": {
+            "file_id": file, "file_unique_id": "e", "duration": 2, "mime_type": "audio/ogg"
+        }}))).await;
+        let sent = c.answers(c.user, 5, LIMIT).await;
+        assert!(
+            sent[3].starts_with("(I could not say this aloud") && sent[3].contains("no usable audio"),
+            "{sent:?}"
+        );
+        assert!(sent[4].contains(crate::servers::SPEECH_EMPTY), "the text: {sent:?}");
+        assert!(c.f.uploads_to("sendVoice", c.user).is_empty());
     }
 
     /// The photos of an album, posted back to back, are one turn and one answer.

@@ -88,6 +88,14 @@ pub(super) async fn bot_api(
         f.calls.lock().unwrap().push((method, body));
         return (ok, Json(json!({"ok": true, "result": ready})));
     }
+    // An upload that passed the spec check is taken (recorded).
+    if let Some((name, bytes)) = crate::spec::multipart_file_bytes(content_type, &raw) {
+        let chat = body["chat_id"].as_i64().unwrap_or(0);
+        f.uploads
+            .lock()
+            .unwrap()
+            .push((method.clone(), chat, name, bytes));
+    }
     let result = match method.as_str() {
         "getWebhookInfo" => f.webhook_info.lock().unwrap().clone().unwrap_or_else(
             || json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0}),

@@ -104,6 +104,7 @@ fn markup_that_shows_nothing_is_sent_as_written() {
                 html: false,
                 document: None,
                 voice: None,
+                photo: None,
                 buttons: Vec::new(),
                 links: Vec::new(),
             }],

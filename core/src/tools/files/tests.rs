@@ -436,6 +436,7 @@ fn the_five_are_built_ins_and_guarded() {
         search: None,
         exec: None,
         bots: Default::default(),
+        painter: None,
     };
     let names = [
         "read_file",

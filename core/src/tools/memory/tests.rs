@@ -133,6 +133,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         search: None,
         exec: None,
         bots: Default::default(),
+        painter: None,
         files: p.files.clone(),
         kv: p.kv.clone(),
     };

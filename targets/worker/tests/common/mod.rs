@@ -191,6 +191,7 @@ pub fn bot_vars(tg: &str, llm: &str) -> Value {
         "ANTHROPIC_API_KEY": "sk-worker",
         "ANTHROPIC_BASE_URL": llm,
         "TRANSCRIBE_BASE_URL": llm,
+        "SPEECH_BASE_URL": llm,
         clawless_testkit::fixtures::MCP_URL_ENV: format!("{llm}/mcp"),
     })
 }

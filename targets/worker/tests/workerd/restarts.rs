@@ -132,7 +132,7 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
     for (i, point) in scenarios::KILL_POINTS.into_iter().enumerate() {
         let before = f.sent_to(OWNER_ID).len();
         point.arm(&f);
-        let update = text_update(100 + i as i64, &point.question());
+        let update = point.update(100 + i as i64, &f);
         assert_eq!(mf.post_update(&update, Some(SECRET)).await, 200);
         until("the turn held at its point", || point.reached(&f)).await;
         mf.kill();
