@@ -15,11 +15,13 @@ use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::routing::post;
-use axum::Json;
 use serde_json::{json, Value};
 
+mod media;
 mod models;
 mod telegram;
+
+pub use media::{IMAGE_REFUSED, SPEECH_EMPTY};
 
 use crate::fixtures;
 
@@ -67,12 +69,22 @@ pub struct Fakes {
     pub llm_hang_on_result: AtomicBool,
     /// What has been held so far: "note", "model", "send", "speech" (see the hang switches).
     pub held: Mutex<Vec<&'static str>>,
-    /// Files uploaded to the Bot API: (method, chat id, file name, bytes).
-    pub uploads: Mutex<Vec<(String, i64, String, Vec<u8>)>>,
+    /// Files uploaded to the Bot API, in order.
+    pub uploads: Mutex<Vec<Upload>>,
     /// Texts asked to be spoken at `/audio/speech`, in order.
     pub speech_asked: Mutex<Vec<String>>,
     /// While set, a speech request is held (then refused): the kill tests cut a turn there.
     pub speech_hang: AtomicBool,
+}
+
+/// A file uploaded to the fake Bot API.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    /// `sendVoice`, `sendPhoto`, `sendDocument`.
+    pub method: String,
+    pub chat: i64,
+    pub name: String,
+    pub bytes: Vec<u8>,
 }
 
 /// In a bot token: the fake Bot API refuses every call with 401 Unauthorized (a revoked or
@@ -129,8 +141,8 @@ impl Fakes {
             .lock()
             .unwrap()
             .iter()
-            .filter(|(m, c, _, _)| m == method && *c == chat)
-            .map(|(_, _, name, bytes)| (name.clone(), bytes.clone()))
+            .filter(|u| u.method == method && u.chat == chat)
+            .map(|u| (u.name.clone(), u.bytes.clone()))
             .collect()
     }
 
@@ -187,47 +199,6 @@ impl Fakes {
     }
 }
 
-/// `POST /audio/transcriptions`: the "transcript" is the audio file's content.
-async fn transcribe(
-    State(f): State<Arc<Fakes>>,
-    headers: axum::http::HeaderMap,
-    raw: axum::body::Bytes,
-) -> Json<Value> {
-    let content_type = headers.get("content-type").and_then(|v| v.to_str().ok());
-    let (name, content) = crate::spec::multipart_file(content_type, &raw).unwrap_or_default();
-    f.transcriptions
-        .lock()
-        .unwrap()
-        .push((name, content.clone()));
-    Json(json!({ "text": content }))
-}
-
-/// In a text to speak: the speech service answers with an empty body.
-pub const SPEECH_EMPTY: &str = "speak nothing";
-
-/// `POST /audio/speech`: an OGG "recording" of the input (`OggS` and the words), or an empty
-/// body for [`SPEECH_EMPTY`]; held while [`Fakes::speech_hang`] is set.
-async fn speak(
-    State(f): State<Arc<Fakes>>,
-    Json(body): Json<Value>,
-) -> (axum::http::StatusCode, Vec<u8>) {
-    let input = body["input"].as_str().unwrap_or("").to_owned();
-    f.speech_asked.lock().unwrap().push(input.clone());
-    if f.speech_hang.load(Ordering::SeqCst) {
-        f.held.lock().unwrap().push("speech");
-        while f.speech_hang.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        return (axum::http::StatusCode::BAD_GATEWAY, Vec::new());
-    }
-    if input.contains(SPEECH_EMPTY) {
-        return (axum::http::StatusCode::OK, Vec::new());
-    }
-    let mut audio = b"OggS\0\x02".to_vec();
-    audio.extend_from_slice(input.as_bytes());
-    (axum::http::StatusCode::OK, audio)
-}
-
 /// Waits until `cond` holds, at most `limit`; returns how long it took (fails past it).
 pub async fn within(what: &str, limit: Duration, cond: impl Fn() -> bool) -> Duration {
     let start = Instant::now();
@@ -277,8 +248,9 @@ pub async fn fakes() -> (Arc<Fakes>, String, String) {
             .route("/v1/models", axum::routing::get(models::list))
             .route("/v1beta/models", axum::routing::get(models::list))
             .route("/v1beta/models/{model}", post(models::gemini))
-            .route("/audio/transcriptions", post(transcribe))
-            .route("/audio/speech", post(speak))
+            .route("/audio/transcriptions", post(media::transcribe))
+            .route("/audio/speech", post(media::speak))
+            .route("/images/generations", post(media::paint))
             .route("/mcp", post(mcp))
             .with_state(f.clone()),
     )

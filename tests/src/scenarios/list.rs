@@ -255,6 +255,39 @@ super::scenarios! {
         assert!(String::from_utf8_lossy(audio).contains(&words), "speaks the answer");
     }
 
+    /// "draw: …" has `generate_image` make a picture, sent once with `sendPhoto` (its bytes as
+    /// made, the model's caption) before the text, its cost in `/usage`; a prompt the service
+    /// refuses is told and no photo goes out; `/imagine` draws without the model.
+    fn a_picture_is_drawn_and_sent_once(c) {
+        let prompt = format!("a lighthouse for {}", c.user);
+        c.post(&c.text(&format!("draw: {prompt}"))).await;
+        let sent = c.answers(c.user, 1, LIMIT).await;
+        assert!(sent[0].contains("sent with your answer"), "{sent:?}");
+        let photos = c.f.uploads_to("sendPhoto", c.user);
+        assert_eq!(photos.len(), 1, "one photo");
+        assert!(photos[0].1.starts_with(b"\xff\xd8\xff"), "a JPEG body");
+        assert!(String::from_utf8_lossy(&photos[0].1).contains(&prompt));
+        let call = &c.calls_to("sendPhoto", c.user)[0];
+        assert_eq!(call["caption"], format!("Drawn: {prompt}"));
+
+        c.post(&c.text("/usage")).await;
+        let sent = c.answers(c.user, 2, LIMIT).await;
+        assert!(sent[1].contains("($0.04"), "the picture's $0.042 counted: {sent:?}");
+
+        c.post(&c.text(&format!("draw: {}", crate::servers::IMAGE_REFUSED))).await;
+        let sent = c.answers(c.user, 3, LIMIT).await;
+        assert!(sent[2].contains("refused this prompt"), "{sent:?}");
+        assert_eq!(c.f.uploads_to("sendPhoto", c.user).len(), 1, "no photo");
+
+        c.post(&c.text("/imagine a red kite")).await;
+        crate::servers::within("the /imagine photo", LIMIT, || {
+            c.f.uploads_to("sendPhoto", c.user).len() == 2
+        })
+        .await;
+        let asked = c.asked("a red kite");
+        assert!(asked.is_empty(), "no model call for /imagine");
+    }
+
     /// `/voice off` answers a voice note in text only; with voice back on, a speech service
     /// answering with no audio ends in one short line, and the text arrives.
     fn voice_off_is_text_only_and_a_failed_speech_says_so(c) {

@@ -96,7 +96,7 @@ fn sse_pieces(text: &str, n: usize, gap: Duration) -> axum::response::Response {
 /// A scripted Anthropic model: "remember: X" saves X with `memory_write`, "files: […]" writes
 /// each `{path, content}` with `write_file` in one round, "schedule: {…}"
 /// calls `schedule` with that JSON, "fetch: URL" calls `web_fetch`, "run: CMD" calls `exec`, "time" asks for the clock
-/// tool, "note: X" calls `slow__note`, "everything: X" calls `everything__echo` (the official MCP reference server), "long"
+/// tool, "draw: X" calls `generate_image`, "note: X" calls `slow__note`, "everything: X" calls `everything__echo` (the official MCP reference server), "long"
 /// writes 6000+ characters, "model down" always gets a 500, a `MODEL_*_ONCE`
 /// marker fails the first time, [`MODEL_AWAITS_TYPING`] waits for "typing…", anything else is
 /// echoed.
@@ -294,6 +294,10 @@ fn answer(last: &Value) -> Value {
     }
     if let Some(said) = text.strip_prefix("note: ") {
         return anthropic_tool_use("toolu_note", "slow__note", json!({"text": said}));
+    }
+    if let Some(prompt) = text.strip_prefix("draw: ") {
+        let input = json!({"prompt": prompt, "caption": format!("Drawn: {prompt}")});
+        return anthropic_tool_use("toolu_draw", "generate_image", input);
     }
     if let Some(said) = text.strip_prefix("everything: ") {
         let input = json!({"message": said});

@@ -91,10 +91,12 @@ pub(super) async fn bot_api(
     // An upload that passed the spec check is taken (recorded).
     if let Some((name, bytes)) = crate::spec::multipart_file_bytes(content_type, &raw) {
         let chat = body["chat_id"].as_i64().unwrap_or(0);
-        f.uploads
-            .lock()
-            .unwrap()
-            .push((method.clone(), chat, name, bytes));
+        f.uploads.lock().unwrap().push(super::Upload {
+            method: method.clone(),
+            chat,
+            name,
+            bytes,
+        });
     }
     let result = match method.as_str() {
         "getWebhookInfo" => f.webhook_info.lock().unwrap().clone().unwrap_or_else(

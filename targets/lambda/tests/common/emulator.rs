@@ -262,6 +262,7 @@ pub fn start_function_with(
         .env("ANTHROPIC_BASE_URL", llm)
         .env("TRANSCRIBE_BASE_URL", llm)
         .env("SPEECH_BASE_URL", llm)
+        .env("IMAGE_BASE_URL", llm)
         .env(
             clawless_testkit::fixtures::MCP_URL_ENV,
             format!("{llm}/mcp"),

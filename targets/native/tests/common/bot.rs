@@ -67,6 +67,7 @@ fn configure(cmd: &mut Command, data: &std::path::Path, tg: &str, llm: &str) {
         .env("ANTHROPIC_BASE_URL", llm)
         .env("TRANSCRIBE_BASE_URL", llm)
         .env("SPEECH_BASE_URL", llm)
+        .env("IMAGE_BASE_URL", llm)
         .env(
             clawless_testkit::fixtures::MCP_URL_ENV,
             format!("{llm}/mcp"),

@@ -192,6 +192,7 @@ pub fn bot_vars(tg: &str, llm: &str) -> Value {
         "ANTHROPIC_BASE_URL": llm,
         "TRANSCRIBE_BASE_URL": llm,
         "SPEECH_BASE_URL": llm,
+        "IMAGE_BASE_URL": llm,
         clawless_testkit::fixtures::MCP_URL_ENV: format!("{llm}/mcp"),
     })
 }
