@@ -207,7 +207,8 @@ impl App {
         out
     }
 
-    /// What hears and speaks voice here, as sentences (`config check`, start-up logs).
+    /// What hears and speaks voice and draws pictures here, as sentences (`config check`,
+    /// start-up logs).
     pub fn voice_services(&self) -> Vec<String> {
         let heard = match &self.transcriber {
             Some(t) => format!("voice notes are transcribed by {}", t.name()),
@@ -223,7 +224,14 @@ impl App {
                 mode.name()
             ),
         };
-        vec![heard, spoken]
+        let drawn = match &self.painter {
+            Some(p) => format!("pictures are drawn by {} ({})", p.name(), p.model()),
+            None => format!(
+                "pictures are off: {}",
+                crate::media::image::NO_IMAGES.trim_start_matches("No image service is set: ")
+            ),
+        };
+        vec![heard, spoken, drawn]
     }
 
     /// Tools an agent lists that are not offered here (`exec` off native, `web_search` without

@@ -111,9 +111,7 @@ impl App {
         // An image service named in the environment wins over the shell's own.
         let painter = match env.get("IMAGE_BASE_URL").map(str::trim) {
             Some("off") => None,
-            _ => crate::media::image::from_env(platform.http.clone(), env)
-                .map(|p| Arc::new(p) as Arc<dyn crate::media::image::Painter>)
-                .or(shell_painter),
+            _ => crate::media::image::from_env(platform.http.clone(), env).or(shell_painter),
         };
         let env_err = |field: &str, message: String| ConfigError {
             file: "environment".into(),

@@ -165,7 +165,8 @@ fn tools_that_cannot_be_offered_are_named() {
         h.app.unoffered_tools(),
         [
             "agent \"assistant\" lists generate_image, which needs an image service: \
-          OPENAI_API_KEY or IMAGE_BASE_URL (on Cloudflare, the AI binding): not offered here",
+          OPENAI_API_KEY, GEMINI_API_KEY or IMAGE_BASE_URL (on Cloudflare, the AI binding): not \
+          offered here",
             "agent \"assistant\" lists web_search, which needs a search API: BRAVE_API_KEY, \
           TAVILY_API_KEY or SEARXNG_URL: not offered here"
         ]

@@ -113,6 +113,19 @@ fn a_picture_is_made_kept_and_sent_once_with_the_answer() {
         assert_eq!(sent[0].1, JPEG);
         assert_eq!(sent[0].2, "Your lighthouse");
         assert_eq!(h.sent_texts(), vec!["Here is your lighthouse."]);
+        let order: Vec<String> = h
+            .http
+            .requests()
+            .iter()
+            .filter_map(|r| clawless_testkit::spec::method_of(&r.url).map(str::to_owned))
+            .filter(|m| m == "sendPhoto" || m == "sendMessage")
+            .collect();
+        assert_eq!(order, ["sendPhoto", "sendMessage"]);
+        // gpt-image-1 is asked for a medium-quality JPEG, as priced.
+        assert_eq!(
+            (body["quality"].as_str(), body["output_format"].as_str()),
+            (Some("medium"), Some("jpeg"))
+        );
 
         // Kept in the owner's workspace under pictures/.
         let root = format!("workspace/assistant/main/u{}/pictures/", fixtures::OWNER_ID);
@@ -142,6 +155,12 @@ fn policy_refusal() -> HttpResponse {
 fn down() -> HttpResponse {
     HttpResponse::json(503, &json!({"error": {"message": "overloaded"}}))
 }
+fn a_link() -> HttpResponse {
+    HttpResponse::json(
+        200,
+        &json!({"data": [{"url": "https://images.test/a.png"}]}),
+    )
+}
 fn not_a_picture() -> HttpResponse {
     let b64 = base64::engine::general_purpose::STANDARD.encode(b"<html>no</html>");
     HttpResponse::json(200, &json!({"data": [{"b64_json": b64}]}))
@@ -157,6 +176,7 @@ fn a_refused_or_failed_picture_is_told_to_the_model_and_the_text_arrives() {
             ),
             (down, "failed (transient)"),
             (not_a_picture, "failed (failed)"),
+            (a_link, "failed (failed)"),
         ] {
             let h = harness(answer);
             asks_for_a_picture(&h);
@@ -209,5 +229,96 @@ fn without_an_image_service_the_tool_is_not_offered_and_imagine_says_so() {
         assert!(!tools.contains("generate_image"), "{tools}");
         h.deliver_raw(&text(2, "/imagine a cat")).await;
         assert!(h.sent_texts()[1].contains("No image service is set"));
+    });
+}
+
+#[test]
+fn gemini_draws_with_its_image_output_and_a_safety_block_is_a_refusal() {
+    block_on(async {
+        const GEMINI: &str = "http://gemini.test";
+        let config = Config::load(&clawless_core::config::embedded()).unwrap();
+        let env = [("GEMINI_API_KEY", "g-key"), ("GEMINI_BASE_URL", GEMINI)];
+        let h = Harness::with_env(Wire::Anthropic, config, &env).unwrap();
+        h.http.route(GEMINI, |r| {
+            let asked: Value = serde_json::from_slice(&r.body).unwrap();
+            let prompt = asked["contents"][0]["parts"][0]["text"].as_str().unwrap();
+            Ok(if prompt.contains("forbidden") {
+                HttpResponse::json(
+                    200,
+                    &json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}}),
+                )
+            } else {
+                let data = base64::engine::general_purpose::STANDARD.encode(JPEG);
+                HttpResponse::json(
+                    200,
+                    &json!({"candidates": [{"content": {"parts": [
+                    {"text": "Here it is."},
+                    {"inlineData": {"mimeType": "image/jpeg", "data": data}}
+                ]}, "finishReason": "STOP"}]}),
+                )
+            })
+        });
+        h.deliver_raw(&text(1, "/imagine a lighthouse")).await;
+        let asked = image_requests_at(&h, GEMINI);
+        assert_eq!(asked.len(), 1);
+        assert_eq!(
+            asked[0].url,
+            format!("{GEMINI}/v1beta/models/gemini-2.5-flash-image:generateContent")
+        );
+        assert_eq!(asked[0].header_value("x-goog-api-key"), Some("g-key"));
+        let body: Value = serde_json::from_slice(&asked[0].body).unwrap();
+        assert_eq!(
+            body["generationConfig"]["responseModalities"],
+            json!(["IMAGE"])
+        );
+        assert_eq!(photos(&h)[0].1, JPEG);
+
+        h.deliver_raw(&text(2, "/imagine something forbidden"))
+            .await;
+        assert_eq!(photos(&h).len(), 1);
+        assert!(
+            h.sent_texts()[0].contains("refused this prompt"),
+            "{:?}",
+            h.sent_texts()
+        );
+        h.assert_spec_clean();
+    });
+}
+
+fn image_requests_at(h: &Harness, base: &str) -> Vec<clawless_platform::HttpRequest> {
+    h.http
+        .requests()
+        .into_iter()
+        .filter(|r| r.url.starts_with(base))
+        .collect()
+}
+
+#[test]
+fn one_answer_makes_at_most_four_pictures() {
+    block_on(async {
+        let h = harness(picture);
+        let calls: Vec<Value> = (0..6)
+            .map(|i| {
+                json!({"type": "tool_use", "id": format!("tu{i}"), "name": "generate_image",
+                "input": {"prompt": format!("picture {i}")}})
+            })
+            .collect();
+        h.script(
+            200,
+            json!({"id": "m1", "type": "message", "role": "assistant", "model": "claude-test",
+                "content": calls, "stop_reason": "tool_use", "stop_sequence": null,
+                "usage": {"input_tokens": 10, "output_tokens": 5}}),
+        );
+        h.script(200, anthropic_text("Four of them."));
+        h.deliver_raw(&text(1, "draw six")).await;
+        assert_eq!(
+            image_requests(&h).len(),
+            4,
+            "four made, two refused before paying"
+        );
+        assert_eq!(photos(&h).len(), 4);
+        let results = h.llm_requests()[1].to_string();
+        assert!(results.contains("has made its 4 pictures"), "{results}");
+        assert_eq!(h.sent_texts(), vec!["Four of them."]);
     });
 }

@@ -214,7 +214,7 @@ pub fn from_env(http: Arc<dyn Http>, env: &crate::env::Env) -> Option<OpenAiSpea
         api_key,
         model: setting("SPEECH_MODEL", "tts-1"),
         voice: setting("SPEECH_VOICE", "alloy"),
-        timeout: Duration::from_secs(60),
+        timeout: Duration::from_secs(30),
     })
 }
 

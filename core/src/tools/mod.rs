@@ -70,7 +70,7 @@ pub const SHELL_TOOLS: &[(&str, &str)] = &[
     ),
     (
         "generate_image",
-        "an image service: OPENAI_API_KEY or IMAGE_BASE_URL (on Cloudflare, the AI binding)",
+        "an image service: OPENAI_API_KEY, GEMINI_API_KEY or IMAGE_BASE_URL (on Cloudflare, the AI binding)",
     ),
 ];
 
@@ -348,11 +348,11 @@ impl ToolRegistry {
                 // Offered once an image service is set (see `App::unoffered_tools`).
                 "generate_image" => {
                     if let Some(painter) = &deps.painter {
-                        reg.register(Arc::new(image::GenerateImage {
-                            painter: painter.clone(),
-                            files: deps.files.clone(),
-                            clock: deps.clock.clone(),
-                        }))
+                        reg.register(Arc::new(image::GenerateImage::new(
+                            painter.clone(),
+                            deps.files.clone(),
+                            deps.clock.clone(),
+                        )))
                     }
                 }
                 "read_file" => reg.register(Arc::new(files::ReadFile(workspace.clone()))),

@@ -214,14 +214,14 @@ impl Turn<'_> {
                 first_seq,
                 steps,
             );
-            return Ok(super::run::turn_reply(
-                app,
-                conn,
-                msg,
-                out.reply,
-                out.messages,
-                (books, false),
-            ));
+            // Pictures made before the stop were paid for: they go with it.
+            let pictures = super::pictures::photo_parts(&out.messages, &conn.memory_scope_of(msg));
+            let mut reply =
+                super::run::turn_reply(app, conn, msg, out.reply, out.messages, (books, false));
+            if let Reply::Send(cp) = &mut reply {
+                cp.parts.splice(0..0, pictures);
+            }
+            return Ok(reply);
         }
         run.verdicts.insert(call, outcome.verdict());
         if matches!(outcome, Outcome::Expired | Outcome::Superseded) {

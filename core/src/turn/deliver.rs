@@ -170,8 +170,15 @@ impl Turn<'_> {
             lease,
             ..
         } = *self;
-        let mut placeholder = match (preview, job.checkpoint().map(|c| c.sent)) {
-            (Some(preview), Some(0)) => app
+        // The placeholder waits for the first text part (voice notes and pictures go first).
+        let no_text_yet = job.checkpoint().map(|c| {
+            c.parts
+                .iter()
+                .take(c.sent)
+                .all(|p| p.voice.is_some() || p.photo.is_some())
+        });
+        let mut placeholder = match (preview, no_text_yet) {
+            (Some(preview), Some(true)) => app
                 .platform
                 .kv
                 .get(&preview)
@@ -240,6 +247,27 @@ impl Turn<'_> {
         app.inbox.finish(key, job).await?;
         Ok(Step::Done)
     }
+}
+
+/// An upload (a voice note, a photo) put out, a short `retry_after` waited out as
+/// [`with_fallbacks`] does for text.
+pub(super) async fn patiently<F, Fut>(app: &App, mut put: F) -> Result<(), TelegramError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<i64, TelegramError>>,
+{
+    for _ in 0..4 {
+        match put().await {
+            Ok(_) => return Ok(()),
+            Err(TelegramError::RetryAfter(secs)) if secs <= 30 => {
+                app.platform.clock.sleep(Duration::from_secs(secs)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(TelegramError::Unavailable(
+        "gave up sending after repeated refusals".into(),
+    ))
 }
 
 /// How a part goes out: a new message (replying to a message, or not), or an edit of the

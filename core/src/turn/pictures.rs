@@ -11,7 +11,7 @@ use crate::app::App;
 use crate::connector::Routed;
 use crate::ids::Scope;
 use crate::llm::{Block, ChatMessage};
-use crate::media::image::ImageFormat;
+use crate::media::image::{ImageFormat, NO_IMAGES};
 use crate::telegram::api::FilePart;
 use crate::telegram::render::{photo_part, Part};
 use crate::telegram::Message;
@@ -22,9 +22,6 @@ use crate::usage::Books;
 
 /// Pictures sent with one answer, at most (a model asking for more gets them kept, not sent).
 pub const MAX_PICTURES_PER_ANSWER: usize = 4;
-
-/// What `/imagine` says without an image service.
-pub const NO_IMAGES: &str = "No image service is set: the bot's owner needs OPENAI_API_KEY or IMAGE_BASE_URL (on Cloudflare, the AI binding) for pictures.";
 
 /// The photo parts of the pictures `messages` made in `scope`'s workspace, in call order.
 pub(super) fn photo_parts(messages: &[ChatMessage], scope: &Scope) -> Vec<Part> {
@@ -86,47 +83,48 @@ pub(super) async fn imagine(
         return Ok(text(how, books));
     }
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-    if let Some(left) = super::reports::budget(app, &conn.id, user).await? {
-        let price =
-            crate::media::image::price_micros(painter.model(), crate::media::image::SIZES[0]);
-        if left.micros < price {
-            let said = format!(
-                "A picture would go over {} spending limit; it was not made.",
-                left.cap
-            );
-            return Ok(text(&said, books));
-        }
-    }
-    let tool = GenerateImage {
+    let left = super::reports::budget(app, &conn.id, user).await?;
+    let tool = GenerateImage::new(
         painter,
-        files: app.platform.files.clone(),
-        clock: app.platform.clock.clone(),
-    };
+        app.platform.files.clone(),
+        app.platform.clock.clone(),
+    );
     let scope = conn.memory_scope_of(msg);
-    let call = format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id);
-    let made = crate::tools::image::make(
-        &tool,
-        &scope,
-        (prompt, crate::media::image::SIZES[0], &call),
-    )
-    .await;
+    // One turn of its own (`<turn>:<round>:<call>`), for the tool's count of pictures a turn.
+    let call = format!(
+        "imagine/{}/{}/{}:0:0",
+        conn.id, msg.chat.id.0, msg.message_id
+    );
+    let size = crate::media::image::SIZES[0];
+    let made = crate::tools::image::make(&tool, &scope, (prompt, size, &call), left.as_ref()).await;
     let made = match made {
         Ok(m) => m,
-        Err(e) => return Ok(text(&e.0, books)),
+        Err(u) => return Ok(text(&u.user, books)),
     };
-    let mut books = books;
-    if let Some(b) = books.as_mut() {
-        b.spend.add(made.spend);
-        b.models.push(crate::usage::ModelSpend {
-            agent: conn.agent.config.id.clone(),
-            model: tool.painter.model().to_owned(),
+    // The picture's spend joins the command's books (or books of its own).
+    let model = crate::usage::ModelSpend {
+        agent: conn.agent.config.id.clone(),
+        model: tool.painter.model().to_owned(),
+        spend: made.spend,
+    };
+    let books = match books {
+        Some(mut b) => {
+            b.spend.add(made.spend);
+            b.models.push(model);
+            Some(b)
+        }
+        None => Some(Box::new(Books {
             spend: made.spend,
-        });
+            user,
+            chat: msg.chat.id.0,
+            audit: Vec::new(),
+            models: vec![model],
+        })),
+    };
+    if let Some(why) = made.unkept {
+        return Ok(text(&why, books));
     }
-    let caption: String = prompt
-        .chars()
-        .take(crate::tools::image::MAX_CAPTION_CHARS)
-        .collect();
+    let caption = crate::tools::image::cut_caption(prompt);
     Ok(Reply::Send(Checkpoint {
         parts: vec![photo_part(made.full, caption)],
         sent: 0,
@@ -138,8 +136,8 @@ pub(super) async fn imagine(
 
 impl Turn<'_> {
     /// Sends the picture at `full` with `caption`; a picture gone from the workspace, or one
-    /// Telegram refuses, sends a short line instead. Errors are the Bot API's when it could
-    /// not be reached (the part is tried again) or storage's.
+    /// Telegram refuses or fails to take, sends a short line instead. Errors are the line's,
+    /// storage's, or a pacing deferral: the part is tried again.
     pub(super) async fn send_picture(
         &self,
         full: &str,
@@ -173,14 +171,18 @@ impl Turn<'_> {
             content_type: format.content_type(),
             bytes: &bytes,
         };
-        match conn.bot.send_photo(target, file, caption, reply_to).await {
-            Ok(_) => Ok(()),
-            Err(TelegramError::BadRequest(e)) => {
-                tracing::info!(error = %e, "photo refused");
-                self.send_line("(Telegram did not take the picture.)", reply_to)
-                    .await
+        let upload = || conn.bot.send_photo(target, file, caption, reply_to);
+        match super::deliver::patiently(app, upload).await {
+            Ok(()) => Ok(()),
+            Err(e @ TelegramError::Paced(_)) => Err(e),
+            Err(e) => {
+                tracing::info!(error = %e, "photo not sent");
+                self.send_line(
+                    "(Telegram did not take the picture; it is in your files, under pictures/.)",
+                    reply_to,
+                )
+                .await
             }
-            Err(e) => Err(e),
         }
     }
 }

@@ -84,8 +84,8 @@ pub(super) async fn voice_reply(
 
 impl Turn<'_> {
     /// Speaks `words` and sends them as a voice note; a failure to speak, or a voice note
-    /// Telegram refuses, sends a short line instead (the answer's text follows). Errors are
-    /// the Bot API's when it could not be reached: the part is tried again.
+    /// Telegram refuses or fails to take, sends a short line instead (the answer's text
+    /// follows). Errors are the line's, or a pacing deferral: the part is tried again.
     pub(super) async fn send_spoken(
         &self,
         words: &str,
@@ -133,23 +133,26 @@ impl Turn<'_> {
             content_type: speech.format.content_type(),
             bytes: &speech.audio,
         };
+        let upload = || conn.bot.send_voice(target, file, "", reply_to);
         let (sent, counted) =
-            futures::future::join(conn.bot.send_voice(target, file, "", reply_to), counted).await;
+            futures::future::join(super::deliver::patiently(app, upload), counted).await;
         if let Err(e) = counted {
             tracing::warn!(error = %e, "the speech's spend was not counted");
         }
         match sent {
-            Ok(_) => Ok(()),
-            // A person's privacy settings may refuse voice notes (VOICE_MESSAGES_FORBIDDEN).
-            Err(TelegramError::BadRequest(e)) => {
-                tracing::info!(error = %e, "voice note refused");
+            Ok(()) => Ok(()),
+            // The chat's sending slots are taken: the part goes out later.
+            Err(e @ TelegramError::Paced(_)) => Err(e),
+            // Refused (a person's privacy settings may refuse voice notes:
+            // VOICE_MESSAGES_FORBIDDEN) or failed: the text still goes, after a line.
+            Err(e) => {
+                tracing::info!(error = %e, "voice note not sent");
                 self.send_line(
                     "(Telegram did not take this answer as a voice note. Here it is in writing.)",
                     reply_to,
                 )
                 .await
             }
-            Err(e) => Err(e),
         }
     }
 }

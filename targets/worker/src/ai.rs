@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 use base64::Engine as _;
 use clawless_core::llm::LlmError;
-use clawless_core::media::image::{self, PaintError, Painter, Picture, MAX_IMAGE_BYTES};
+use clawless_core::media::image::{self, PaintError, Painter, Picture};
 use clawless_core::media::speak::{check, Speech, MAX_SPEECH_BYTES};
 use clawless_core::media::{Speaker, Transcriber};
 use clawless_core::memory::embed::{EmbedError, EmbeddingProvider};
@@ -160,6 +160,9 @@ impl Speaker for WorkersAiSpeech {
 /// The image model: `{prompt, steps}` → `{image}`, base64 JPEG, 1024×1024.
 pub const FLUX: &str = "@cf/black-forest-labs/flux-1-schnell";
 
+/// What one picture costs: 4 tiles of 512×512 at $0.0000528 and 4 steps at $0.0001056.
+const FLUX_PRICE_MICROS: u64 = 634;
+
 /// Pictures made by Workers AI FLUX.1 schnell.
 pub struct WorkersAiPainter {
     ai: SendWrapper<JsValue>,
@@ -190,18 +193,9 @@ impl WorkersAiPainter {
         })?;
         let encoded = Reflect::get(&out, &JsValue::from_str("image"))
             .ok()
-            .and_then(|a| a.as_string())
-            .unwrap_or_default();
-        if encoded.len() > MAX_IMAGE_BYTES / 3 * 4 + 4 {
-            return Err(
-                LlmError::Fatal("workers-ai: the picture was over the size limit".into()).into(),
-            );
-        }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encoded.trim())
-            .unwrap_or_default();
-        // 4 tiles of 512×512 at $0.0000528 and 4 steps at $0.0001056.
-        image::check("workers-ai", bytes, 634)
+            .and_then(|a| a.as_string());
+        let bytes = image::decoded("workers-ai", encoded.as_deref(), false)?;
+        image::check("workers-ai", bytes, FLUX_PRICE_MICROS)
     }
 }
 
@@ -213,6 +207,10 @@ impl Painter for WorkersAiPainter {
 
     fn model(&self) -> &str {
         FLUX
+    }
+
+    fn price_micros(&self, _size: &str) -> u64 {
+        FLUX_PRICE_MICROS
     }
 
     async fn paint(&self, prompt: &str, _size: &str) -> Result<Picture, PaintError> {
