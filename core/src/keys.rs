@@ -36,6 +36,7 @@
 //! | `metrics/<instance>` | an instance's counts (`metrics::Snapshot`), kept three days since its last write | observe |
 //! | `panel-link/<token digest>` | a panel sign-in link: whose, whether used (TTL 10 min) | panel |
 //! | `panel-out/<connector>/<user>` | when a person last signed out everywhere from the panel | panel |
+//! | `schema/store` | the store's layout version and the release that wrote it | upgrade |
 //! | `call/<turn>:<round>:<call id>` | what a tool call that must happen once did (a reminder's id, then "done"), two days | schedule |
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
@@ -117,6 +118,11 @@ pub fn consolidation_claim(scope: &Scope, note: &str) -> String {
 
 pub fn consolidation_done(scope: &Scope, note: &str) -> String {
     format!("consolidated/{scope}/{note}")
+}
+
+/// The store's layout version (see [`crate::upgrade`]).
+pub fn store_version() -> String {
+    "schema/store".to_owned()
 }
 
 pub fn memory_scopes_moved(legacy_scope: &Scope) -> String {

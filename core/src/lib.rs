@@ -11,6 +11,7 @@
 //!   [`admin_http`]: the serverless shells' `/admin/audit` endpoint.
 //! - [`turn`]: processing one inbox job: decide (access, group gating, commands), the agent
 //!   turn, the checkpoint, delivery.
+//! - [`upgrade`]: the store's layout version, checked at start, and the steps up to it.
 //! - [`keys`]: every Kv key, built in one place; [`ids`]: the typed names keys are built
 //!   from (connector, lane, session key, memory scope).
 //! - [`pairing`]: people the owner lets in with a one-time code, kept in the Kv beside the
@@ -76,6 +77,7 @@ pub(crate) mod task;
 pub mod telegram;
 pub mod tools;
 pub mod turn;
+pub mod upgrade;
 pub mod usage;
 
 pub use app::App;

@@ -55,6 +55,10 @@ pub async fn build() -> Result<Shell, String> {
         clock.now_ms()
     );
     let app = App::new(platform, config, &env, instance).map_err(|e| e.to_string())?;
+    // Before any event: a store a newer release wrote is refused, an older one brought up.
+    app.upgrade_store()
+        .await
+        .map_err(|e| format!("the DynamoDB table: {e}"))?;
     for missing in app.missing_settings() {
         tracing::error!(%missing, "not configured: the bot cannot answer until this is set");
     }

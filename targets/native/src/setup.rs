@@ -130,6 +130,10 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", db_path.display()))?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let kv = Arc::new(SqlKv::new(db.clone(), clock.clone()));
+    // A store a newer release wrote is refused before anything here changes it.
+    clawless_core::upgrade::check(&*kv)
+        .await
+        .map_err(|e| anyhow::anyhow!("{}: {e}", db_path.display()))?;
     let index_path = data.join("index.db");
     let index_db = crate::index::open(&index_path, &db, &*kv)
         .await
@@ -164,6 +168,9 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
     };
     let instance = format!("native-{}-{}", std::process::id(), clock.now_ms());
     let app = App::new(platform, config, env, instance).map_err(|e| anyhow::anyhow!("{e}"))?;
+    app.upgrade_store()
+        .await
+        .map_err(|e| anyhow::anyhow!("{}: {e}", db_path.display()))?;
     Ok(Native {
         app: Arc::new(app),
         kv_db: db,

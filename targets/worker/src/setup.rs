@@ -131,6 +131,10 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
     if ai.is_object() && app.speaks().is_none() && !speech_off {
         app = app.with_speaker(Arc::new(WorkersAiSpeech::new(ai)));
     }
+    // Before any request: a store a newer release wrote is refused, an older one brought up.
+    app.upgrade_store()
+        .await
+        .map_err(|e| format!("the D1 database: {e}"))?;
     for missing in app.missing_settings() {
         worker::console_error!(
             "not configured: the bot cannot answer until this is set: {missing}"

@@ -81,6 +81,37 @@ async fn the_kv_and_the_memory_index_are_two_files_on_two_threads() {
     let _ = std::fs::remove_dir_all(&data);
 }
 
+/// A data directory a newer release wrote is refused by every command, before anything in it
+/// changes (the memory index is not even created); an older one is brought up and recorded.
+#[tokio::test]
+async fn a_store_from_a_newer_release_is_refused_and_left_alone() {
+    let data = temp_dir("newer");
+    {
+        let db = Db::open(&data.join("clawless.db").to_string_lossy(), &KV_SCHEMA).unwrap();
+        let kv = SqlKv::new(db, Arc::new(SystemClock));
+        let newer = clawless_core::upgrade::CURRENT + 1;
+        clawless_core::upgrade::set_version(&kv, newer, "9.9.9")
+            .await
+            .unwrap();
+    }
+    let refused = build(&env_for(&data)).await.err().unwrap().to_string();
+    assert!(
+        refused.contains("clawless.db")
+            && refused.contains("clawless 9.9.9")
+            && refused.contains("nothing was changed"),
+        "{refused}"
+    );
+    assert!(!data.join("index.db").exists(), "nothing created");
+
+    let fresh = temp_dir("fresh-store");
+    let n = build(&env_for(&fresh)).await.unwrap();
+    let kv = &n.app.platform().kv;
+    assert_eq!(
+        clawless_core::upgrade::check(&**kv).await.unwrap(),
+        clawless_core::upgrade::CURRENT
+    );
+}
+
 #[tokio::test]
 async fn an_install_from_before_index_db_indexes_its_memory_again() {
     let data = temp_dir("legacy");
