@@ -11,6 +11,7 @@ use base64::Engine as _;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
+use super::service::{openai_compatible, setting, Found};
 use crate::llm::LlmError;
 use crate::secret::Secret;
 
@@ -135,63 +136,32 @@ pub struct OpenAiPainter {
 /// `gpt-image-1`, on Gemini `gemini-2.5-flash-image`). `None` when there is none, or
 /// `IMAGE_BASE_URL` is `off`.
 pub fn from_env(http: Arc<dyn Http>, env: &crate::env::Env) -> Option<Arc<dyn Painter>> {
-    if let Some(p) = openai_from_env(http.clone(), env) {
-        return Some(Arc::new(p));
-    }
-    let key = env.secret("GEMINI_API_KEY");
-    if key.is_empty() || env.get("IMAGE_BASE_URL").map(str::trim) == Some("off") {
-        return None;
-    }
-    let base = env
-        .get("GEMINI_BASE_URL")
-        .map(str::trim)
-        .filter(|b| !b.is_empty())
-        .unwrap_or(crate::llm::gemini::DEFAULT_BASE_URL);
-    Some(Arc::new(GeminiPainter {
+    let service = match openai_compatible(env, "IMAGE") {
+        Found::Service(s) => s,
+        Found::Off => return None,
+        Found::None => {
+            let key = env.secret("GEMINI_API_KEY");
+            if key.is_empty() {
+                return None;
+            }
+            let base = setting(env, "GEMINI_BASE_URL", crate::llm::gemini::DEFAULT_BASE_URL);
+            return Some(Arc::new(GeminiPainter {
+                http,
+                base_url: base,
+                api_key: key,
+                model: setting(env, "IMAGE_MODEL", "gemini-2.5-flash-image"),
+                timeout: Duration::from_secs(120),
+            }));
+        }
+    };
+    Some(Arc::new(OpenAiPainter {
         http,
-        base_url: base.to_owned(),
-        api_key: key,
-        model: env
-            .get("IMAGE_MODEL")
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-            .unwrap_or("gemini-2.5-flash-image")
-            .to_owned(),
+        name: service.name,
+        base_url: service.base_url,
+        api_key: service.api_key,
+        model: setting(env, "IMAGE_MODEL", "gpt-image-1"),
         timeout: Duration::from_secs(120),
     }))
-}
-
-/// The OpenAI-compatible service of [`from_env`], if one is named.
-fn openai_from_env(http: Arc<dyn Http>, env: &crate::env::Env) -> Option<OpenAiPainter> {
-    let setting = |name: &str, default: &str| {
-        env.get(name)
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-            .unwrap_or(default)
-            .to_owned()
-    };
-    let (name, base_url, api_key) = match env.get("IMAGE_BASE_URL").map(str::trim) {
-        Some("off") => return None,
-        Some(base) if !base.is_empty() => (
-            super::transcribe::host_of(base),
-            base.to_owned(),
-            env.secret("IMAGE_API_KEY"),
-        ),
-        _ if !env.secret("OPENAI_API_KEY").is_empty() => (
-            "openai".to_owned(),
-            setting("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-            env.secret("OPENAI_API_KEY"),
-        ),
-        _ => return None,
-    };
-    Some(OpenAiPainter {
-        http,
-        name,
-        base_url,
-        api_key,
-        model: setting("IMAGE_MODEL", "gpt-image-1"),
-        timeout: Duration::from_secs(120),
-    })
 }
 
 /// OpenAI's price of one picture, in millionths of a dollar: `dall-e-3` $0.04 square and

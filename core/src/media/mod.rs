@@ -4,6 +4,7 @@
 //! - [`kind`]: what a message carries and which file of it to fetch.
 //! - [`transcribe`]: speech to text (`Transcriber`, the OpenAI-compatible adapter).
 //! - [`image`]: pictures from a prompt (`Painter`, the OpenAI-compatible adapter).
+//! - [`service`]: which OpenAI-compatible speech or image service the settings name.
 //! - [`speak`]: text to speech for voice replies (`Speaker`, the OpenAI-compatible adapter).
 //!
 //! The turn stage (`turn/media.rs`) downloads what a turn needs and builds the user's message
@@ -12,6 +13,7 @@
 pub mod config;
 pub mod image;
 pub mod kind;
+pub mod service;
 pub mod speak;
 pub mod transcribe;
 

@@ -186,34 +186,18 @@ pub struct OpenAiSpeaker {
 /// (default `tts-1`) and `SPEECH_VOICE` (default `alloy`) choose the voice. `None` when there
 /// is none, or `SPEECH_BASE_URL` is `off`.
 pub fn from_env(http: Arc<dyn Http>, env: &crate::env::Env) -> Option<OpenAiSpeaker> {
-    let setting = |name: &str, default: &str| {
-        env.get(name)
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-            .unwrap_or(default)
-            .to_owned()
+    use super::service::{openai_compatible, setting, Found};
+    let Found::Service(service) = openai_compatible(env, "SPEECH") else {
+        return None;
     };
-    let (name, base_url, api_key) = match env.get("SPEECH_BASE_URL").map(str::trim) {
-        Some("off") => return None,
-        Some(base) if !base.is_empty() => (
-            super::transcribe::host_of(base),
-            base.to_owned(),
-            env.secret("SPEECH_API_KEY"),
-        ),
-        _ if !env.secret("OPENAI_API_KEY").is_empty() => (
-            "openai".to_owned(),
-            setting("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-            env.secret("OPENAI_API_KEY"),
-        ),
-        _ => return None,
-    };
+    let (name, base_url, api_key) = (service.name, service.base_url, service.api_key);
     Some(OpenAiSpeaker {
         http,
         name,
         base_url,
         api_key,
-        model: setting("SPEECH_MODEL", "tts-1"),
-        voice: setting("SPEECH_VOICE", "alloy"),
+        model: setting(env, "SPEECH_MODEL", "tts-1"),
+        voice: setting(env, "SPEECH_VOICE", "alloy"),
         timeout: Duration::from_secs(30),
     })
 }
