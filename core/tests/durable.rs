@@ -148,6 +148,14 @@ impl Kv for KillKv {
     async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
         self.inner.list(prefix, limit).await
     }
+    async fn scan(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> clawless_platform::Result<Vec<clawless_platform::KvEntry>> {
+        self.inner.scan(prefix, after, limit).await
+    }
     async fn compare_and_swap(
         &self,
         key: &str,

@@ -170,6 +170,14 @@ impl Kv for CrashBeforeAdvance {
     async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
         self.inner.list(prefix, limit).await
     }
+    async fn scan(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> clawless_platform::Result<Vec<clawless_platform::KvEntry>> {
+        self.inner.scan(prefix, after, limit).await
+    }
     async fn compare_and_swap(
         &self,
         key: &str,

@@ -58,6 +58,15 @@ pub trait Kv: Send + Sync {
             .collect())
     }
 
+    /// Reads live entries starting with `prefix` that sort after `after`, each with its value
+    /// and expiry: a page of an export.
+    ///
+    /// # Behavior
+    /// As [`Kv::list_after`], with each key's value and its expiry instant (ms by the platform
+    /// clock; `None` never expires), so a copy written with the remaining TTL expires when the
+    /// original would have.
+    async fn scan(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<KvEntry>>;
+
     /// Atomically replaces the value of `key` if its current value equals `expected`.
     ///
     /// # Behavior
@@ -145,6 +154,26 @@ pub fn expiry(clock: &dyn Clock, ttl: Option<Duration>) -> Option<u64> {
     ttl.map(|t| clock.now_ms().saturating_add(t.as_millis() as u64))
 }
 
+/// A live key as [`Kv::scan`] reads it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KvEntry {
+    pub key: String,
+    pub value: Vec<u8>,
+    /// When it expires, in ms by the platform clock; `None`: never.
+    pub expires_at_ms: Option<u64>,
+}
+
+impl std::fmt::Debug for KvEntry {
+    // Values may hold anything a person wrote: only their size is shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KvEntry")
+            .field("key", &self.key)
+            .field("value_bytes", &self.value.len())
+            .field("expires_at_ms", &self.expires_at_ms)
+            .finish()
+    }
+}
+
 /// A stored value and its expiry instant (ms), if any.
 type Entry = (Vec<u8>, Option<u64>);
 
@@ -215,6 +244,22 @@ impl Kv for MemoryKv {
             .filter(|(_, e)| self.live(e))
             .map(|(k, _)| k.clone())
             .take(limit)
+            .collect())
+    }
+
+    async fn scan(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<KvEntry>> {
+        let keys = self.list_after(prefix, after, limit).await?;
+        let map = self.lock();
+        Ok(keys
+            .into_iter()
+            .filter_map(|key| {
+                let (value, expires_at_ms) = map.get(&key)?.clone();
+                Some(KvEntry {
+                    key,
+                    value,
+                    expires_at_ms,
+                })
+            })
             .collect())
     }
 

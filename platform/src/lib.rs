@@ -46,7 +46,7 @@ pub use http::{
     BodyStream, FakeHttp, FakeStream, Http, HttpRequest, HttpResponse, HttpStreamResponse, Method,
     Outside,
 };
-pub use kv::{Kv, KvExt, MemoryKv};
+pub use kv::{Kv, KvEntry, KvExt, MemoryKv};
 pub use text::{MemoryText, TextDoc, TextHit, TextIndex};
 pub use vectors::{MemoryVectors, VectorHit, VectorRecord, Vectors};
 

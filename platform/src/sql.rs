@@ -28,6 +28,9 @@ pub mod kv {
     /// them; `?2` is now (ms).
     pub const LIST_AFTER: &str = "SELECT key FROM kv WHERE key >= ?1 AND key > ?4 AND substr(key, 1, length(?1)) = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY key LIMIT ?3";
 
+    /// [`LIST_AFTER`] with each key's value and expiry: `key, value, expires_at`.
+    pub const SCAN: &str = "SELECT key, value, expires_at FROM kv WHERE key >= ?1 AND key > ?4 AND substr(key, 1, length(?1)) = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY key LIMIT ?3";
+
     /// Deletes every row expired at `?1` (now, ms); its change count is how many went.
     pub const PURGE_EXPIRED: &str =
         "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?1";

@@ -14,6 +14,7 @@ pub async fn run(kv: &dyn Kv, clock: &dyn Clock, ns: &str) {
     ttl(kv, clock, ns).await;
     purge(kv, clock, ns).await;
     json(kv, ns).await;
+    scan(kv, clock, ns).await;
     concurrent_put_if_absent(kv, ns).await;
 }
 
@@ -160,6 +161,48 @@ async fn ttl(kv: &dyn Kv, clock: &dyn Clock, ns: &str) {
         kv.put_if_absent(&k, b"again", None).await.unwrap(),
         "expired key counts as absent"
     );
+}
+
+/// A scan reads what a listing lists, with each value and its expiry instant.
+async fn scan(kv: &dyn Kv, clock: &dyn Clock, ns: &str) {
+    let pre = format!("{ns}/scan/");
+    let (a, b, c, gone) = (
+        format!("{pre}a"),
+        format!("{pre}b"),
+        format!("{pre}c"),
+        format!("{pre}d"),
+    );
+    let before = clock.now_ms();
+    kv.put(&a, b"one", None).await.unwrap();
+    kv.put(&b, &[0, 159, 255], Some(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    kv.put(&c, b"three", None).await.unwrap();
+    kv.put(&gone, b"soon", Some(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    kv.put(&format!("{ns}/scanned"), b"other", None)
+        .await
+        .unwrap();
+    clock.sleep(Duration::from_millis(1100)).await;
+    let all = kv.scan(&pre, "", 10).await.unwrap();
+    let keys: Vec<&str> = all.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [a.as_str(), b.as_str(), c.as_str()],
+        "expired left out"
+    );
+    assert_eq!(all[0].value, b"one");
+    assert_eq!(all[0].expires_at_ms, None);
+    assert_eq!(all[1].value, [0, 159, 255], "binary values kept");
+    let at = all[1].expires_at_ms.expect("the TTL's instant");
+    assert!(
+        at >= before + 3_600_000 && at <= clock.now_ms() + 3_600_000,
+        "expiry {at} is the put's instant plus its TTL"
+    );
+    let page = kv.scan(&pre, &a, 1).await.unwrap();
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].key, b, "after and limit as list_after");
 }
 
 /// Purging removes what has expired and nothing else; whether an adapter purges at all

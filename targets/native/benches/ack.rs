@@ -148,6 +148,15 @@ impl Kv for CountingKv {
         self.count("list");
         self.inner.list_after(prefix, after, limit).await
     }
+    async fn scan(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> clawless_platform::Result<Vec<clawless_platform::KvEntry>> {
+        self.count("list");
+        self.inner.scan(prefix, after, limit).await
+    }
     async fn compare_and_swap(
         &self,
         key: &str,

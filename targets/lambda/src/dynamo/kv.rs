@@ -9,9 +9,9 @@ use std::time::Duration;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use clawless_platform::kv::{expiry, validate_key};
-use clawless_platform::{async_trait, Kv, PortError};
+use clawless_platform::{async_trait, Kv, KvEntry, PortError};
 
-use super::{blob, s, sdk_err, string, Item, Table};
+use super::{blob, num, s, sdk_err, string, Item, Table};
 
 fn kv_partition(key: &str) -> String {
     format!("kv#{}", key.split('/').next().unwrap_or(key))
@@ -47,44 +47,37 @@ impl Kv for DynamoKv {
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, PortError> {
-        let t = &self.0;
-        if prefix.contains('/') {
-            let items = t
-                .query(&kv_partition(prefix), prefix, limit, |i| t.live(i))
-                .await?;
-            return Ok(items.iter().filter_map(|i| string(i, "s")).collect());
-        }
-        // No partition to name: scan the Kv items and sort.
-        let mut keys = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let page = t
-                .client
-                .scan()
-                .table_name(&t.name)
-                .consistent_read(true)
-                .filter_expression("begins_with(p, :kv) AND begins_with(s, :pre)")
-                .expression_attribute_values(":kv", s("kv#"))
-                .expression_attribute_values(":pre", s(prefix))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(sdk_err)?;
-            keys.extend(
-                page.items
-                    .unwrap_or_default()
-                    .iter()
-                    .filter(|i| t.live(i))
-                    .filter_map(|i| string(i, "s")),
-            );
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => break,
-            }
-        }
-        keys.sort();
-        keys.truncate(limit);
-        Ok(keys)
+        let items = self.items(prefix, "", limit).await?;
+        Ok(items.iter().filter_map(|i| string(i, "s")).collect())
+    }
+
+    async fn list_after(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, PortError> {
+        let items = self.items(prefix, after, limit).await?;
+        Ok(items.iter().filter_map(|i| string(i, "s")).collect())
+    }
+
+    async fn scan(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<KvEntry>, PortError> {
+        let items = self.items(prefix, after, limit).await?;
+        Ok(items
+            .iter()
+            .filter_map(|i| {
+                Some(KvEntry {
+                    key: string(i, "s")?,
+                    value: blob(i, "v")?,
+                    expires_at_ms: num(i, "expms"),
+                })
+            })
+            .collect())
     }
 
     async fn compare_and_swap(
@@ -163,6 +156,41 @@ impl Kv for DynamoKv {
 }
 
 impl DynamoKv {
+    /// The live items whose key starts with `prefix` and sorts after `after`, in key order, at
+    /// most `limit`: a Query of one partition when the prefix holds a `/`, else a Scan.
+    async fn items(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<Item>, PortError> {
+        let t = &self.0;
+        let keep = |i: &Item| t.live(i) && string(i, "s").is_some_and(|k| k.as_str() > after);
+        if prefix.contains('/') {
+            return t.query(&kv_partition(prefix), prefix, limit, keep).await;
+        }
+        // No partition to name: scan the Kv items and sort.
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = t
+                .client
+                .scan()
+                .table_name(&t.name)
+                .consistent_read(true)
+                .filter_expression("begins_with(p, :kv) AND begins_with(s, :pre)")
+                .expression_attribute_values(":kv", s("kv#"))
+                .expression_attribute_values(":pre", s(prefix))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(sdk_err)?;
+            items.extend(page.items.unwrap_or_default().into_iter().filter(keep));
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        items.sort_by_key(|i| string(i, "s"));
+        items.truncate(limit);
+        Ok(items)
+    }
+
     fn item(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Item {
         let mut item = HashMap::from([
             ("p".to_owned(), s(kv_partition(key))),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clawless_platform::kv::{expiry, validate_key};
 use clawless_platform::sql;
-use clawless_platform::{async_trait, Clock, Kv, PortError};
+use clawless_platform::{async_trait, Clock, Kv, KvEntry, PortError};
 use futures::executor::block_on;
 use libsql::{params, Connection, Value};
 
@@ -124,6 +124,41 @@ impl Kv for SqlKv {
                     while let Some(row) = rows.next().await.map_err(db_err)? {
                         if let Some(k) = read_bytes(row.get_value(0).map_err(db_err)?) {
                             out.push(String::from_utf8_lossy(&k).into_owned());
+                        }
+                    }
+                    Ok(out)
+                })
+            })
+            .await
+    }
+
+    async fn scan(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<KvEntry>, PortError> {
+        let (prefix, after) = (prefix.to_owned(), after.to_owned());
+        let now = self.clock.now_ms() as i64;
+        let limit = limit.min(i64::MAX as usize) as i64;
+        self.db
+            .call(move |c| {
+                block_on(async {
+                    let mut rows = c
+                        .query(sql::kv::SCAN, params![prefix, now, limit, after])
+                        .await
+                        .map_err(db_err)?;
+                    let mut out = Vec::new();
+                    while let Some(row) = rows.next().await.map_err(db_err)? {
+                        let key = read_bytes(row.get_value(0).map_err(db_err)?);
+                        let value = read_bytes(row.get_value(1).map_err(db_err)?);
+                        let exp = read_i64(row.get_value(2).map_err(db_err)?);
+                        if let (Some(key), Some(value)) = (key, value) {
+                            out.push(KvEntry {
+                                key: String::from_utf8_lossy(&key).into_owned(),
+                                value,
+                                expires_at_ms: exp.map(|e| e.max(0) as u64),
+                            });
                         }
                     }
                     Ok(out)

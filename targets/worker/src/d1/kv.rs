@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clawless_platform::kv::validate_key;
 use clawless_platform::sql;
-use clawless_platform::{Clock, Kv, Result};
+use clawless_platform::{Clock, Kv, KvEntry, Result};
 
 use super::{Arg, Cell, D1};
 
@@ -84,6 +84,31 @@ impl Kv for D1Kv {
         Ok(rows
             .iter()
             .filter_map(|r| r.first().and_then(Cell::text))
+            .collect())
+    }
+
+    async fn scan(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<KvEntry>> {
+        let rows = self
+            .d1
+            .rows(
+                sql::kv::SCAN,
+                &[
+                    Arg::Text(prefix),
+                    self.now(),
+                    Arg::Int(limit as i64),
+                    Arg::Text(after),
+                ],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                Some(KvEntry {
+                    key: r.first()?.text()?,
+                    value: r.get(1)?.bytes()?,
+                    expires_at_ms: r.get(2).and_then(Cell::int).map(|e| e.max(0) as u64),
+                })
+            })
             .collect())
     }
 
