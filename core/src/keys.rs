@@ -41,6 +41,32 @@
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
 
+/// The prefixes an export carries ([`crate::archive`]): what people built with the assistant.
+/// Left out: what the target rebuilds (`memidx/`, `botinfo/`, `menu/`), what is in flight or
+/// short-lived (`inbox/`, `lease/`, `seen/`, `call/`, `pairing/`, `stranger/`, `preview/`,
+/// `panel-link/`, `doctor/`, `consolidating/`), an instance's own (`events/`, `metrics/`,
+/// `poll/`) and the store's version. An archive holding any other key is refused.
+pub const EXPORTED: &[&str] = &[
+    "session/",
+    "summarized/",
+    "compacted/",
+    "consolidation/",
+    "consolidated/",
+    "memscope/",
+    "paired/",
+    "usage/",
+    "audit/",
+    "grant/",
+    "sched/",
+    "sched-due/",
+    "sched-seq/",
+    "tz/",
+    "model/",
+    "voice/",
+    "agent/",
+    "panel-out/",
+];
+
 /// Prefix of every pending job.
 pub const INBOX: &str = "inbox/";
 /// Prefix of every lease.

@@ -42,6 +42,8 @@ pub mod admin_http;
 pub mod agent;
 pub mod allowance;
 pub mod app;
+#[cfg(feature = "archive")]
+pub mod archive;
 pub mod assemble;
 pub mod audit;
 pub mod calendar;

@@ -90,7 +90,7 @@ impl App {
         }
         let mut at = from;
         while at < CURRENT {
-            if !self.step(at).await? {
+            if !self.upgrade_step(at).await? {
                 return Ok(Upgraded::Pending(at));
             }
             at += 1;
@@ -112,7 +112,7 @@ impl App {
     }
 
     /// The step from version `from` to the next; false when it could not finish yet.
-    async fn step(&self, from: u32) -> Result<bool, UpgradeError> {
+    pub(crate) async fn upgrade_step(&self, from: u32) -> Result<bool, UpgradeError> {
         match from {
             // Memory per person: each connector's memory from before moves to its owner.
             1 => {

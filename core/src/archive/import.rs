@@ -1,0 +1,237 @@
+//! [`App::import`]: an archive merged into this store. Every check runs before the first
+//! write; then each Kv entry and file is written only where the store has nothing (or, asked
+//! to, something different), with the rest of its TTL, so importing twice changes nothing the
+//! second time and a crash midway is finished by importing again.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use clawless_platform::{ErrorKind, KvEntry};
+use serde::Serialize;
+
+use super::{carried, unpack, ArchiveError, Contents, Limits, Manifest};
+use crate::app::App;
+use crate::ids::Scope;
+use crate::keys;
+
+/// What to do where the store already holds something different under the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Merge {
+    /// Keep the store's own (the default: an import never overwrites newer data).
+    KeepOurs,
+    /// Replace it with the archive's.
+    Replace,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ImportReport {
+    /// Kv entries written where there was none, the same already, different and kept, replaced,
+    /// and expired since the export (not written).
+    pub added: usize,
+    pub same: usize,
+    pub kept: usize,
+    pub replaced: usize,
+    pub expired: usize,
+    /// The same for files.
+    pub files_added: usize,
+    pub files_same: usize,
+    pub files_kept: usize,
+    pub files_replaced: usize,
+    /// Memory files indexed again by this store's embedder.
+    pub reindexed: usize,
+    /// Scopes whose memory could not be indexed now (each with why); their files are written
+    /// and are indexed when memory is next reindexed.
+    pub not_indexed: Vec<String>,
+}
+
+impl ImportReport {
+    /// Whether the import wrote anything.
+    pub fn changed(&self) -> bool {
+        self.added + self.replaced + self.files_added + self.files_replaced + self.reindexed > 0
+    }
+}
+
+impl std::fmt::Display for ImportReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "entries: {} added, {} already there, {} kept (the store's differ), {} replaced, {} expired; files: {} added, {} already there, {} kept, {} replaced; {} memory files indexed",
+            self.added,
+            self.same,
+            self.kept,
+            self.replaced,
+            self.expired,
+            self.files_added,
+            self.files_same,
+            self.files_kept,
+            self.files_replaced,
+            self.reindexed
+        )?;
+        for why in &self.not_indexed {
+            write!(f, "; not indexed yet: {why}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The memory scope a memory file belongs to (`memory/<scope>/MEMORY.md` or
+/// `memory/<scope>/memory/<note>.md`).
+fn memory_scope(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("memory/")?;
+    if let Some(scope) = rest.strip_suffix("/MEMORY.md") {
+        return Some(scope);
+    }
+    let (scope, note) = rest.rsplit_once("/memory/")?;
+    (!note.contains('/') && note.ends_with(".md")).then_some(scope)
+}
+
+impl App {
+    /// Checks the archive whole, then merges it into this store (see [`super`]).
+    pub async fn import(
+        &self,
+        archive: &[u8],
+        limits: &Limits,
+        merge: Merge,
+    ) -> Result<ImportReport, ArchiveError> {
+        let (manifest, contents) = unpack(archive, limits)?;
+        self.import_contents(&manifest, contents, merge).await
+    }
+
+    /// Merges what an archive holds; refuses it, untouched, when its store is newer than this
+    /// build or it holds a key no export carries.
+    pub async fn import_contents(
+        &self,
+        manifest: &Manifest,
+        contents: Contents,
+        merge: Merge,
+    ) -> Result<ImportReport, ArchiveError> {
+        if manifest.store_version > crate::upgrade::CURRENT {
+            return Err(ArchiveError::StoreTooNew(manifest.store_version));
+        }
+        if let Some(e) = contents.kv.iter().find(|e| !carried(&e.key)) {
+            return Err(ArchiveError::Foreign(e.key.chars().take(120).collect()));
+        }
+        let mut report = ImportReport::default();
+        for entry in contents.kv {
+            self.import_entry(entry, merge, &mut report).await?;
+        }
+        let files = &*self.platform.files;
+        let mut scopes = BTreeSet::new();
+        for (path, bytes) in &contents.files {
+            if let Some(scope) = memory_scope(path) {
+                scopes.insert(scope.to_owned());
+            }
+            let held = match files.read(path).await {
+                Ok(held) => Some(held),
+                Err(e) if e.kind == ErrorKind::NotFound => None,
+                Err(e) => return Err(e.into()),
+            };
+            match held {
+                None => {
+                    files.write(path, bytes).await?;
+                    report.files_added += 1;
+                }
+                Some(held) if held == *bytes => report.files_same += 1,
+                Some(_) if merge == Merge::Replace => {
+                    files.write(path, bytes).await?;
+                    report.files_replaced += 1;
+                }
+                Some(_) => report.files_kept += 1,
+            }
+        }
+        // An older store's keys are brought up as an older store would be.
+        for version in manifest.store_version.max(1)..crate::upgrade::CURRENT {
+            self.upgrade_step(version).await.map_err(|e| match e {
+                crate::upgrade::UpgradeError::Storage(p) => ArchiveError::Storage(p),
+                other => ArchiveError::Damaged(other.to_string()),
+            })?;
+        }
+        for scope in scopes {
+            match self.memory.reindex(&Scope::new(&scope)).await {
+                Ok(n) => report.reindexed += n,
+                Err(e) => report.not_indexed.push(format!("{scope}: {e}")),
+            }
+        }
+        Ok(report)
+    }
+
+    async fn import_entry(
+        &self,
+        entry: KvEntry,
+        merge: Merge,
+        report: &mut ImportReport,
+    ) -> Result<(), ArchiveError> {
+        let kv = &*self.platform.kv;
+        let now = self.platform.clock.now_ms();
+        let ttl = match entry.expires_at_ms {
+            Some(at) if at <= now => {
+                report.expired += 1;
+                return Ok(());
+            }
+            Some(at) => Some(Duration::from_millis(at - now)),
+            None => None,
+        };
+        let held = kv.get(&entry.key).await?;
+        let write = match held {
+            None => {
+                report.added += 1;
+                true
+            }
+            Some(held) if held == entry.value => {
+                report.same += 1;
+                false
+            }
+            // The reminder id counter: the larger, so no id is given out twice.
+            Some(held) if entry.key.starts_with("sched-seq/") => {
+                let n = |b: &[u8]| -> u64 {
+                    std::str::from_utf8(b)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0)
+                };
+                let larger = n(&entry.value) > n(&held);
+                if larger {
+                    report.replaced += 1;
+                } else {
+                    report.kept += 1;
+                }
+                larger
+            }
+            Some(_) if merge == Merge::Replace => {
+                report.replaced += 1;
+                true
+            }
+            Some(_) => {
+                report.kept += 1;
+                false
+            }
+        };
+        if write {
+            kv.put(&entry.key, &entry.value, ttl).await?;
+            if let Some((at, ..)) = keys::parse_due(&entry.key) {
+                self.wake.note(at);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory_scope;
+
+    #[test]
+    fn memory_files_name_their_scope() {
+        assert_eq!(
+            memory_scope("memory/assistant/main/u1/MEMORY.md"),
+            Some("assistant/main/u1")
+        );
+        assert_eq!(
+            memory_scope("memory/assistant/main/u1/memory/2026-11-27.md"),
+            Some("assistant/main/u1")
+        );
+        assert_eq!(memory_scope("memory/assistant/main/u1/notes.txt"), None);
+        assert_eq!(memory_scope("workspace/assistant/main/u1/MEMORY.md"), None);
+    }
+}
