@@ -55,6 +55,12 @@ impl<'a> Admin<'a> {
         self.app.connectors.keys().cloned().collect()
     }
 
+    /// The configuration of the connector's default agent (`None`: no such connector).
+    pub fn default_agent_config(self, id: &ConnectorId) -> Option<crate::config::AgentConfig> {
+        let conn = self.app.connectors.get(id)?;
+        Some(conn.default_agent().config.clone())
+    }
+
     /// `name`, or the only connector when `name` is `None`; an error names the choices.
     pub fn connector_id(self, name: Option<&str>) -> Result<ConnectorId, AdminError> {
         let ids = self.connector_ids();

@@ -131,6 +131,35 @@ pub enum Command {
         #[arg(long, global = true)]
         connector: Option<String>,
     },
+    /// Everything the bot keeps (memory, sessions, workspaces, reminders, pairings, usage,
+    /// the audit trail), or one person's, as one archive any shell imports.
+    Export {
+        /// Where to write it (`-`: standard output).
+        file: std::path::PathBuf,
+        /// Only this person's data (a Telegram user id): their private chat, memory and
+        /// workspace, reminders, usage.
+        #[arg(long)]
+        person: Option<i64>,
+        /// The bot the person talks to (default: the only one).
+        #[arg(long)]
+        connector: Option<String>,
+    },
+    /// Merge an archive into this bot (what the store holds already is kept unless
+    /// --overwrite); or, with --from openclaw, an OpenClaw workspace directory.
+    Import {
+        /// The archive (`-`: standard input), or the workspace directory.
+        path: std::path::PathBuf,
+        /// Read another assistant's data instead: `openclaw` (its workspace directory, such
+        /// as ~/.openclaw/workspace).
+        #[arg(long, value_parser = ["openclaw"])]
+        from: Option<String>,
+        /// Replace what this store holds under the same name.
+        #[arg(long, conflicts_with = "from")]
+        overwrite: bool,
+        /// The bot whose owner gets an OpenClaw workspace (default: the only one).
+        #[arg(long)]
+        connector: Option<String>,
+    },
     /// The assistant's memory.
     Memory {
         #[command(subcommand)]

@@ -26,6 +26,7 @@
 //! - [`init`]: `clawless init`, the first set-up (token, owner, provider key → `.env`).
 //! - [`remote`]: the command line against a deployed Worker or Lambda (`/admin/<name>`).
 
+pub mod archive_cli;
 pub mod cli;
 pub mod conns;
 pub mod exec;

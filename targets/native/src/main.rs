@@ -168,6 +168,37 @@ async fn dispatch(command: Command) -> Result<()> {
         } => clawless_native::remote::setup(&setup::env(), &base).await,
         Command::Webhook { action, connector } => webhook(action, connector.as_deref()).await,
         Command::Memory { action, connector } => memory(action, connector.as_deref()).await,
+        Command::Export {
+            file,
+            person,
+            connector,
+        } => {
+            let n = build().await?;
+            let whom = match person {
+                None => clawless_core::archive::Whom::Bot,
+                Some(user) => clawless_core::archive::Whom::Person {
+                    connector: n.app.admin().connector_id(connector.as_deref())?,
+                    user,
+                },
+            };
+            clawless_native::archive_cli::export(&n.app, &whom, &file).await
+        }
+        Command::Import {
+            path,
+            from: Some(_),
+            connector,
+            ..
+        } => {
+            let n = build().await?;
+            let id = n.app.admin().connector_id(connector.as_deref())?;
+            clawless_native::archive_cli::import_openclaw(&n.app, &setup::env(), &path, &id).await
+        }
+        Command::Import {
+            path, overwrite, ..
+        } => {
+            let n = build().await?;
+            clawless_native::archive_cli::import(&n.app, &path, overwrite).await
+        }
         Command::Pairing { action, connector } => pairing(action, connector.as_deref()).await,
         Command::Skills {
             action: SkillsAction::List,

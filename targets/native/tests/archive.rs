@@ -1,0 +1,157 @@
+//! `clawless export` and `clawless import` through the binary: a store moved to an empty data
+//! directory, a second import that changes nothing, a person's export, a damaged archive
+//! refused with nothing written; and an OpenClaw workspace brought over: notes recalled,
+//! its skill listed, its persona an agent the config accepts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use clawless_testkit::fixtures::OWNER_ID;
+use common::bot::clawless;
+
+/// No fake is reached: export and import talk to no one.
+const NOWHERE: &str = "http://127.0.0.1:9";
+
+fn run(data: &Path, args: &[&str]) -> Output {
+    clawless(data, NOWHERE, NOWHERE)
+        .stderr(Stdio::piped())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn note(data: &Path, text: &str) {
+    let dir = data.join(format!("files/memory/assistant/main/u{OWNER_ID}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("MEMORY.md"), text).unwrap();
+}
+
+#[test]
+fn a_store_moves_to_an_empty_directory_and_a_second_import_changes_nothing() {
+    let (a, b) = (common::temp_dir("export-a"), common::temp_dir("export-b"));
+    note(&a, "- The door code is 2468.\n");
+    let out = run(&a, &["memory", "reindex"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let file = a.join("bot.tar.gz");
+    let out = run(&a, &["export", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("exported bot"), "{}", said(&out));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "only its owner reads it");
+    }
+
+    let out = run(&b, &["import", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("files: 1 added"), "{}", said(&out));
+    let out = run(&b, &["import", file.to_str().unwrap()]);
+    assert!(said(&out).contains("entries: 0 added"), "{}", said(&out));
+    assert!(
+        said(&out).contains("files: 0 added, 1 already there"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(
+        std::fs::read(b.join(format!("files/memory/assistant/main/u{OWNER_ID}/MEMORY.md")))
+            .unwrap(),
+        b"- The door code is 2468.\n"
+    );
+    let out = run(&b, &["memory", "search", "door code"]);
+    assert!(said(&out).contains("2468"), "recalled: {}", said(&out));
+
+    // A person's export, and a damaged archive refused.
+    let mine = a.join("me.tar.gz");
+    let out = run(
+        &a,
+        &[
+            "export",
+            "--person",
+            &OWNER_ID.to_string(),
+            mine.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        said(&out).contains(&format!("exported person main {OWNER_ID}")),
+        "{}",
+        said(&out)
+    );
+    let bytes = std::fs::read(&file).unwrap();
+    let cut = a.join("cut.tar.gz");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let c = common::temp_dir("export-c");
+    let out = run(&c, &["import", cut.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(said(&out).contains("damaged"), "{}", said(&out));
+    assert!(!c.join("files/memory").exists(), "nothing written");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn an_openclaw_workspace_comes_over() {
+    let data = common::temp_dir("openclaw");
+    let config = data.join("config");
+    copy_dir(&clawless_testkit::repo::root().join("config"), &config);
+    let workspace = clawless_testkit::repo::root().join("tests/fixtures/openclaw/workspace");
+    let with_config = |args: &[&str]| {
+        clawless(&data, NOWHERE, NOWHERE)
+            .env("CLAWLESS_CONFIG", &config)
+            .stderr(Stdio::piped())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = with_config(&["import", "--from", "openclaw", workspace.to_str().unwrap()]);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("memory: 3 notes added"), "{text}");
+    assert!(text.contains("skills: 2 files added"), "{text}");
+    assert!(text.contains("agent openclaw: written"), "{text}");
+    for listed in ["HEARTBEAT.md", "BOOTSTRAP.md", "canvas/index.html"] {
+        assert!(text.contains(listed), "{listed} listed: {text}");
+    }
+    let prompt = std::fs::read_to_string(config.join("prompts/openclaw/system.md")).unwrap();
+    assert!(prompt.contains("Jarvis") && prompt.contains("Be genuinely helpful"));
+
+    let out = with_config(&["config", "check"]);
+    assert!(
+        out.status.success(),
+        "the new agent is valid config: {}",
+        said(&out)
+    );
+    let out = with_config(&["skills", "list"]);
+    assert!(said(&out).contains("weather"), "{}", said(&out));
+    let out = with_config(&["memory", "search", "bike lock code"]);
+    assert!(said(&out).contains("7391"), "{}", said(&out));
+    let out = with_config(&["import", "--from", "openclaw", workspace.to_str().unwrap()]);
+    let text = said(&out);
+    assert!(
+        text.contains("0 notes added, 0 appended to, 3 already there"),
+        "{text}"
+    );
+    assert!(text.contains("agent openclaw: kept"), "{text}");
+}
