@@ -7,7 +7,10 @@
 //! the audit trail to `clawless audit --remote URL`, `GET /admin/doctor` the checks of
 //! [`crate::doctor`] to `clawless doctor --remote URL`, and `POST /admin/setup` points
 //! Telegram's webhook at the deployment itself and sets the command menu (see
-//! [`Admin::setup`]). It exists only when `CLAWLESS_ADMIN_TOKEN` is set (else 404, as any unknown
+//! [`Admin::setup`]). `GET /admin/export[?person=<user id>&connector=<id>]` answers the archive
+//! of [`crate::archive`] and `POST /admin/import[?overwrite=1]` merges the archive it is sent,
+//! answering what it did (400 with why when the archive is refused, nothing written); `clawless
+//! export --remote URL` and `import --remote URL` call them. It exists only when `CLAWLESS_ADMIN_TOKEN` is set (else 404, as any unknown
 //! path), and answers only a bearer of that token (compared in constant time; 401 with no
 //! detail otherwise). Shells only route here: each passes the request as an
 //! [`AdminRequest`].
@@ -31,15 +34,20 @@ const MAX_QUERY: usize = 512;
 pub struct AdminReply {
     pub status: u16,
     pub content_type: &'static str,
-    pub body: String,
+    pub body: Vec<u8>,
 }
 
 impl AdminReply {
+    /// The body as text (empty when it is not UTF-8, as an archive is not).
+    pub fn body_text(&self) -> &str {
+        std::str::from_utf8(&self.body).unwrap_or("")
+    }
+
     fn text(status: u16, body: &str) -> AdminReply {
         AdminReply {
             status,
             content_type: "text/plain; charset=utf-8",
-            body: body.to_owned(),
+            body: body.as_bytes().to_vec(),
         }
     }
 
@@ -47,7 +55,7 @@ impl AdminReply {
         AdminReply {
             status,
             content_type: "application/json",
-            body: body.to_string(),
+            body: body.to_string().into_bytes(),
         }
     }
 }
@@ -110,9 +118,26 @@ pub struct AdminRequest<'a> {
     /// The base URL the request reached the deployment at (`https://host`), from the request
     /// itself: where `/admin/setup` points the webhook.
     pub origin: Option<&'a str>,
+    /// The request's body (`POST /admin/import`'s archive), read by the shell within
+    /// [`MAX_ADMIN_BODY`].
+    pub body: &'a [u8],
+    /// The shell answering: `native`, `worker` or `lambda` (an export's manifest names it).
+    pub shell: &'a str,
 }
 
+/// The largest body a shell reads for the admin endpoint: an archive to import.
+pub const MAX_ADMIN_BODY: usize = 64 << 20;
+
 impl Admin<'_> {
+    /// Whether `authorization` is the admin token's bearer: a shell asks before it reads a
+    /// large body (an archive), so only the admin makes it read one.
+    pub fn admits(self, authorization: Option<&str>) -> bool {
+        let given = authorization
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .unwrap_or("");
+        !self.app.admin_token.is_empty() && self.app.admin_token.matches(given)
+    }
+
     /// `/admin/<name>`. No token configured, or an unknown name → 404; the wrong method →
     /// 405; a wrong or missing bearer token → 401; then the endpoint's own answer (each says
     /// its codes).
@@ -121,8 +146,8 @@ impl Admin<'_> {
             return AdminReply::text(404, "not found");
         }
         let method = match req.name {
-            "audit" | "doctor" | "metrics" | "events" | "overview" => "GET",
-            "setup" => "POST",
+            "audit" | "doctor" | "metrics" | "events" | "overview" | "export" => "GET",
+            "setup" | "import" => "POST",
             _ => return AdminReply::text(404, "not found"),
         };
         if !req.method.eq_ignore_ascii_case(method) {
@@ -141,7 +166,7 @@ impl Admin<'_> {
             "metrics" => AdminReply {
                 status: 200,
                 content_type: "text/plain; version=0.0.4; charset=utf-8",
-                body: self.metrics_text().await,
+                body: self.metrics_text().await.into_bytes(),
             },
             "events" => {
                 let cursor = req
@@ -167,6 +192,8 @@ impl Admin<'_> {
                     AdminReply::text(503, "storage unavailable")
                 }
             },
+            "export" => self.export_reply(req.query, req.shell).await,
+            "import" => self.import_reply(req.query, req.body).await,
             "doctor" => {
                 let checks = self.doctor(crate::doctor::Delivery::Webhook).await;
                 let ok = checks
@@ -198,8 +225,80 @@ impl Admin<'_> {
             authorization,
             query,
             origin: None,
+            body: &[],
+            shell: "",
         })
         .await
+    }
+
+    /// `/admin/export`: the archive (`application/gzip`); a bad query → 400; storage down → 503.
+    #[cfg(feature = "archive")]
+    async fn export_reply(self, query: Option<&str>, shell: &str) -> AdminReply {
+        use crate::archive::Whom;
+        let (mut person, mut connector) = (None, None);
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=').unwrap_or((pair, "")) {
+                ("person", v) => match v.parse::<i64>() {
+                    Ok(id) => person = Some(id),
+                    Err(_) => return AdminReply::text(400, "person: a Telegram user id"),
+                },
+                ("connector", v) => connector = Some(v.to_owned()),
+                (other, _) => {
+                    let name: String = other.chars().take(40).collect();
+                    return AdminReply::text(400, &format!("unknown parameter {name}"));
+                }
+            }
+        }
+        let whom = match person {
+            None => Whom::Bot,
+            Some(user) => match self.connector_id(connector.as_deref()) {
+                Ok(connector) => Whom::Person { connector, user },
+                Err(e) => return AdminReply::text(400, &e.to_string()),
+            },
+        };
+        match self.app.export(&whom, shell).await {
+            Ok(archive) => AdminReply {
+                status: 200,
+                content_type: "application/gzip",
+                body: archive,
+            },
+            Err(e) => {
+                tracing::error!(error = %e, "export failed");
+                AdminReply::text(503, &e.to_string())
+            }
+        }
+    }
+
+    /// `/admin/import`: the report as JSON; a refused archive → 400 with why, nothing written.
+    #[cfg(feature = "archive")]
+    async fn import_reply(self, query: Option<&str>, body: &[u8]) -> AdminReply {
+        use crate::archive::{ArchiveError, Limits, Merge};
+        let merge = match query.unwrap_or("") {
+            "" | "overwrite=0" => Merge::KeepOurs,
+            "overwrite=1" => Merge::Replace,
+            _ => return AdminReply::text(400, "the only parameter is overwrite=1"),
+        };
+        match self.app.import(body, &Limits::default(), merge).await {
+            Ok(report) => {
+                tracing::info!(%report, "archive imported");
+                AdminReply::json(200, &serde_json::to_value(&report).unwrap_or(Value::Null))
+            }
+            Err(ArchiveError::Storage(e)) => {
+                tracing::error!(error = %e, "import failed");
+                AdminReply::text(503, "storage unavailable; importing again finishes it")
+            }
+            Err(e) => AdminReply::text(400, &e.to_string()),
+        }
+    }
+
+    #[cfg(not(feature = "archive"))]
+    async fn export_reply(self, _: Option<&str>, _: &str) -> AdminReply {
+        AdminReply::text(404, "not found")
+    }
+
+    #[cfg(not(feature = "archive"))]
+    async fn import_reply(self, _: Option<&str>, _: &[u8]) -> AdminReply {
+        AdminReply::text(404, "not found")
     }
 
     /// `/admin/audit`'s answer: `{"entries": [...]}`, each entry with its `connector`, oldest

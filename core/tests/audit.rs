@@ -64,7 +64,7 @@ fn the_admin_endpoint_is_absent_without_a_token() {
             .admin()
             .admin_audit("GET", Some(&format!("Bearer {TOKEN}")), None)
             .await;
-        assert_eq!((r.status, r.body.as_str()), (404, "not found"));
+        assert_eq!((r.status, r.body_text()), (404, "not found"));
     });
 }
 
@@ -103,11 +103,7 @@ fn the_admin_endpoint_answers_only_the_token() {
                 .admin()
                 .admin_audit("GET", auth, Some("since=1h"))
                 .await;
-            assert_eq!(
-                (r.status, r.body.as_str()),
-                (401, "unauthorized"),
-                "{auth:?}"
-            );
+            assert_eq!((r.status, r.body_text()), (401, "unauthorized"), "{auth:?}");
         }
         let bearer = format!("Bearer {TOKEN}");
         let r = h.app.admin().admin_audit("POST", Some(&bearer), None).await;
@@ -117,13 +113,16 @@ fn the_admin_endpoint_answers_only_the_token() {
             .admin()
             .admin_audit("GET", Some(&bearer), Some("since=2w"))
             .await;
-        assert!(r.status == 400 && r.body.contains("unit"), "{r:?}");
+        assert!(r.status == 400 && r.body_text().contains("unit"), "{r:?}");
         let r = h
             .app
             .admin()
             .admin_audit("GET", Some(&bearer), Some("connector=other"))
             .await;
-        assert!(r.status == 400 && r.body.contains("no connector"), "{r:?}");
+        assert!(
+            r.status == 400 && r.body_text().contains("no connector"),
+            "{r:?}"
+        );
 
         let r = h
             .app
@@ -135,7 +134,7 @@ fn the_admin_endpoint_answers_only_the_token() {
             )
             .await;
         assert_eq!((r.status, r.content_type), (200, "application/json"));
-        let v: Value = serde_json::from_str(&r.body).unwrap();
+        let v: Value = serde_json::from_str(r.body_text()).unwrap();
         let entries = v["entries"].as_array().unwrap();
         assert_eq!(entries.len(), 1, "{v}");
         assert_eq!(entries[0]["kind"], "model");
@@ -151,7 +150,7 @@ fn the_admin_endpoint_answers_only_the_token() {
                 Some(&format!("chat={}", fixtures::GROUP_ID)),
             )
             .await;
-        assert_eq!(r.body, r#"{"entries":[]}"#);
+        assert_eq!(r.body_text(), r#"{"entries":[]}"#);
     });
 }
 
@@ -302,14 +301,14 @@ fn doctor_finds_a_healthy_bot_healthy_and_a_stuck_backlog_stuck() {
         h.script(200, json!({"data": []}));
         let reply = ask(Some(format!("Bearer {TOKEN}"))).await;
         assert_eq!(reply.status, 200);
-        let answer: Value = serde_json::from_str(&reply.body).unwrap();
+        let answer: Value = serde_json::from_str(reply.body_text()).unwrap();
         assert_eq!(answer["ok"], false);
         assert!(answer["checks"].as_array().unwrap().len() >= 5);
         assert!(
-            !reply.body.contains(support::TOKEN),
+            !reply.body_text().contains(support::TOKEN),
             "no secret in the answer"
         );
-        assert!(!reply.body.contains("sk-ant-test"));
+        assert!(!reply.body_text().contains("sk-ant-test"));
     });
 }
 
@@ -341,8 +340,8 @@ fn setup_points_the_webhook_at_the_deployment_and_sets_the_menu() {
         assert_eq!(setup(Some("https://bot.example"), "GET").await.status, 405);
         assert_eq!(setup(None, "POST").await.status, 400);
         let reply = setup(Some("https://bot.example.workers.dev"), "POST").await;
-        assert_eq!(reply.status, 200, "{}", reply.body);
-        let report: Value = serde_json::from_str(&reply.body).unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.body_text());
+        let report: Value = serde_json::from_str(reply.body_text()).unwrap();
         assert_eq!(
             report["steps"][0],
             "main: webhook set to https://bot.example.workers.dev/telegram/main"
@@ -369,7 +368,7 @@ fn setup_points_the_webhook_at_the_deployment_and_sets_the_menu() {
         assert_eq!(set[0]["secret_token"], support::SECRET);
         assert_eq!(h.calls("setMyCommands").len(), 2);
         assert!(
-            !reply.body.contains(support::SECRET),
+            !reply.body_text().contains(support::SECRET),
             "the secret is not answered"
         );
         h.assert_spec_clean();

@@ -38,9 +38,9 @@ async fn scrape(h: &Harness, path_name: &str) -> Scrape {
             ..Default::default()
         })
         .await;
-    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.status, 200, "{}", reply.body_text());
     assert!(reply.content_type.starts_with("text/plain; version=0.0.4"));
-    Scrape::parse(reply.body.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text")
+    Scrape::parse(reply.body_text().lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text")
 }
 
 /// The value of `metric` with every label of `labels`, summed over the series that match.
@@ -279,7 +279,7 @@ fn instances_keep_their_counts_and_metrics_sum_them() {
                 ..Default::default()
             })
             .await;
-        let s = Scrape::parse(reply.body.lines().map(|l| Ok(l.to_owned()))).unwrap();
+        let s = Scrape::parse(reply.body_text().lines().map(|l| Ok(l.to_owned()))).unwrap();
         assert_eq!(value(&s, "clawless_updates_accepted_total", &[]), 1.0);
         assert_eq!(value(&s, "clawless_instances", &[]), 2.0);
     });
@@ -304,8 +304,9 @@ fn an_instance_follows_the_events_another_kept() {
                         ..Default::default()
                     })
                     .await;
-                assert_eq!(reply.status, 200, "{}", reply.body);
-                serde_json::from_str::<clawless_core::observe::EventPage>(&reply.body).unwrap()
+                assert_eq!(reply.status, 200, "{}", reply.body_text());
+                serde_json::from_str::<clawless_core::observe::EventPage>(reply.body_text())
+                    .unwrap()
             }
         };
         h.script(200, anthropic_text("one"));
@@ -340,7 +341,7 @@ fn an_instance_follows_the_events_another_kept() {
                 ..Default::default()
             })
             .await;
-        let o: clawless_core::observe::Overview = serde_json::from_str(&reply.body).unwrap();
+        let o: clawless_core::observe::Overview = serde_json::from_str(reply.body_text()).unwrap();
         assert_eq!(o.sessions.len(), 1);
         assert_eq!(o.sessions[0].1, 4, "two turns of two messages");
     });

@@ -24,7 +24,7 @@ pub enum Merge {
 }
 
 /// What an import did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ImportReport {
     /// Kv entries written where there was none, the same already, different and kept, replaced,
     /// and expired since the export (not written).

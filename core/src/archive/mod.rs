@@ -17,6 +17,8 @@ mod export;
 mod import;
 pub mod openclaw;
 pub mod pack;
+#[cfg(feature = "testing")]
+pub mod sample;
 mod select;
 
 use std::collections::BTreeMap;

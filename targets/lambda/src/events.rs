@@ -94,6 +94,16 @@ impl Shell {
             .pointer("/requestContext/domainName")
             .and_then(Value::as_str)
             .map(|host| format!("https://{host}"));
+        // Only the admin's archive is read: anyone else is answered before the body.
+        let body = if name == "import" && self.app.admin().admits(authorization) {
+            match body(event, clawless_core::admin_http::MAX_ADMIN_BODY) {
+                Ok(b) => b,
+                Err(BodyRefused::TooLarge) => return response(413, "payload too large"),
+                Err(_) => return response(400, "bad request"),
+            }
+        } else {
+            Vec::new()
+        };
         let reply = self
             .app
             .admin()
@@ -103,9 +113,24 @@ impl Shell {
                 authorization,
                 query,
                 origin: origin.as_deref(),
+                body: &body,
+                shell: "lambda",
             })
             .await;
-        response_typed(reply.status, reply.content_type, &reply.body)
+        match std::str::from_utf8(&reply.body) {
+            Ok(text) => response_typed(reply.status, reply.content_type, text),
+            // An archive: a Function URL carries binary as base64.
+            Err(_) => {
+                use base64::Engine as _;
+                json!({
+                    "statusCode": reply.status,
+                    "headers": {"content-type": reply.content_type},
+                    "body": base64::engine::general_purpose::STANDARD.encode(&reply.body),
+                    "isBase64Encoded": true,
+                    "cookies": [],
+                })
+            }
+        }
     }
 
     /// `/app/...` and `/api/...`: the core's panel. A Function URL gives cookies apart from the

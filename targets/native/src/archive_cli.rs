@@ -88,6 +88,51 @@ pub async fn import(app: &App, file: &Path, overwrite: bool) -> Result<()> {
     Ok(())
 }
 
+/// `clawless export --remote URL FILE`: the deployment's archive, checked, written to `file`.
+pub async fn export_remote(
+    env: &clawless_core::Env,
+    base: &str,
+    query: &str,
+    file: &Path,
+) -> Result<()> {
+    let archive = crate::remote::export(env, base, query).await?;
+    let (manifest, _) = clawless_core::archive::unpack(&archive, &Limits::default())
+        .with_context(|| format!("{base} answered an archive that does not read"))?;
+    if file == Path::new("-") {
+        std::io::stdout().write_all(&archive)?;
+    } else {
+        write_new(file, &archive)?;
+    }
+    eprintln!(
+        "exported {} of {} ({}): {} entries and {} files, {} bytes, to {}",
+        manifest.whom,
+        base,
+        manifest.source,
+        manifest.kv_entries,
+        manifest.files,
+        archive.len(),
+        file.display()
+    );
+    Ok(())
+}
+
+/// `clawless import --remote URL FILE`: the archive checked here, then sent.
+pub async fn import_remote(
+    env: &clawless_core::Env,
+    base: &str,
+    file: &Path,
+    overwrite: bool,
+) -> Result<()> {
+    let limits = Limits::default();
+    let bytes = read_archive(file, &limits)?;
+    clawless_core::archive::unpack(&bytes, &limits)?;
+    let report: clawless_core::archive::ImportReport =
+        serde_json::from_value(crate::remote::import(env, base, bytes, overwrite).await?)
+            .context("the deployment's report")?;
+    println!("imported {} into {base}: {report}", file.display());
+    Ok(())
+}
+
 /// Reads an OpenClaw workspace's files (relative paths), within bounds; links are listed, not
 /// followed.
 pub fn read_workspace(dir: &Path) -> Result<(BTreeMap<String, Vec<u8>>, Vec<String>)> {

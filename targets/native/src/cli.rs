@@ -143,6 +143,10 @@ pub enum Command {
         /// The bot the person talks to (default: the only one).
         #[arg(long)]
         connector: Option<String>,
+        /// Export a deployed Worker or Lambda instead (its base URL): its `/admin/export`,
+        /// with the token in CLAWLESS_ADMIN_TOKEN.
+        #[arg(long)]
+        remote: Option<String>,
     },
     /// Merge an archive into this bot (what the store holds already is kept unless
     /// --overwrite); or, with --from openclaw, an OpenClaw workspace directory.
@@ -159,6 +163,10 @@ pub enum Command {
         /// The bot whose owner gets an OpenClaw workspace (default: the only one).
         #[arg(long)]
         connector: Option<String>,
+        /// Import into a deployed Worker or Lambda instead (its base URL): its
+        /// `/admin/import`, with the token in CLAWLESS_ADMIN_TOKEN.
+        #[arg(long, conflicts_with = "from")]
+        remote: Option<String>,
     },
     /// The assistant's memory.
     Memory {

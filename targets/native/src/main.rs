@@ -172,6 +172,28 @@ async fn dispatch(command: Command) -> Result<()> {
             file,
             person,
             connector,
+            remote: Some(base),
+        } => {
+            let mut query = Vec::new();
+            if let Some(user) = person {
+                query.push(format!("person={user}"));
+            }
+            if let Some(c) = connector {
+                query.push(format!("connector={c}"));
+            }
+            clawless_native::archive_cli::export_remote(
+                &setup::env(),
+                &base,
+                &query.join("&"),
+                &file,
+            )
+            .await
+        }
+        Command::Export {
+            file,
+            person,
+            connector,
+            remote: None,
         } => {
             let n = build().await?;
             let whom = match person {
@@ -182,6 +204,15 @@ async fn dispatch(command: Command) -> Result<()> {
                 },
             };
             clawless_native::archive_cli::export(&n.app, &whom, &file).await
+        }
+        Command::Import {
+            path,
+            overwrite,
+            remote: Some(base),
+            ..
+        } => {
+            clawless_native::archive_cli::import_remote(&setup::env(), &base, &path, overwrite)
+                .await
         }
         Command::Import {
             path,

@@ -25,6 +25,23 @@ pub async fn admin(
     method: reqwest::Method,
     path_and_query: &str,
 ) -> Result<(u16, Value)> {
+    let (status, bytes) = call(env, base, method, path_and_query, None, MAX_ANSWER).await?;
+    let text = String::from_utf8_lossy(&bytes);
+    let base = base.trim_end_matches('/');
+    let answer = serde_json::from_str(&text).with_context(|| format!("{base} answered no JSON"))?;
+    Ok((status, answer))
+}
+
+/// One admin call: the status (200, or 502 with a report) and the body, at most `cap` bytes;
+/// every other answer is an error that says what to do.
+async fn call(
+    env: &clawless_core::Env,
+    base: &str,
+    method: reqwest::Method,
+    path_and_query: &str,
+    body: Option<Vec<u8>>,
+    cap: usize,
+) -> Result<(u16, Vec<u8>)> {
     let token = env
         .get("CLAWLESS_ADMIN_TOKEN")
         .filter(|t| !t.is_empty())
@@ -32,33 +49,78 @@ pub async fn admin(
     let base = base.trim_end_matches('/');
     let name = path_and_query.split('?').next().unwrap_or(path_and_query);
     let url = format!("{base}/admin/{path_and_query}");
-    let response = reqwest::Client::builder()
+    let mut request = reqwest::Client::builder()
         .timeout(Duration::from_secs(90))
         .build()?
         .request(method, &url)
-        .bearer_auth(token)
+        .bearer_auth(token);
+    if let Some(body) = body {
+        request = request
+            .header(reqwest::header::CONTENT_TYPE, "application/gzip")
+            .body(body);
+    }
+    let mut response = request
         .send()
         .await
         .with_context(|| format!("asking {base}"))?;
     let status = response.status().as_u16();
-    let bytes = response.bytes().await.unwrap_or_default();
-    if bytes.len() > MAX_ANSWER {
-        bail!("{base} answered more than {} MB", MAX_ANSWER >> 20);
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.unwrap_or_default() {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > cap {
+            bail!("{base} answered more than {} MB", cap >> 20);
+        }
     }
-    let text = String::from_utf8_lossy(&bytes);
     match status {
-        200 | 502 => {}
+        200 | 502 => Ok((status, bytes)),
         401 => bail!("{base} refused the token in CLAWLESS_ADMIN_TOKEN"),
         404 => bail!(
             "{base} has no /admin/{name}: set CLAWLESS_ADMIN_TOKEN on the deployment (a secret), and deploy this version"
         ),
         _ => bail!(
             "{base} answered {status}: {}",
-            text.chars().take(200).collect::<String>()
+            String::from_utf8_lossy(&bytes)
+                .chars()
+                .take(300)
+                .collect::<String>()
         ),
     }
-    let answer = serde_json::from_str(&text).with_context(|| format!("{base} answered no JSON"))?;
-    Ok((status, answer))
+}
+
+/// `clawless export --remote URL`: the deployment's archive (`GET /admin/export`).
+pub async fn export(env: &clawless_core::Env, base: &str, query: &str) -> Result<Vec<u8>> {
+    let path = match query.is_empty() {
+        true => "export".to_owned(),
+        false => format!("export?{query}"),
+    };
+    let cap = clawless_core::archive::Limits::default().packed_bytes;
+    Ok(call(env, base, reqwest::Method::GET, &path, None, cap)
+        .await?
+        .1)
+}
+
+/// `clawless import --remote URL`: the archive merged by the deployment (`POST
+/// /admin/import`); its report.
+pub async fn import(
+    env: &clawless_core::Env,
+    base: &str,
+    archive: Vec<u8>,
+    overwrite: bool,
+) -> Result<Value> {
+    let path = match overwrite {
+        true => "import?overwrite=1",
+        false => "import",
+    };
+    let (_, bytes) = call(
+        env,
+        base,
+        reqwest::Method::POST,
+        path,
+        Some(archive),
+        MAX_ANSWER,
+    )
+    .await?;
+    serde_json::from_slice(&bytes).context("the deployment answered no JSON")
 }
 
 /// What `clawless audit --remote` asks for.

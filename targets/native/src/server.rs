@@ -57,6 +57,18 @@ impl Webhook {
                     .headers
                     .get(hyper::header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok());
+                // Only the admin's archive is read: anyone else is answered before the body.
+                let body = if name == "import" && self.app.admin().admits(auth) {
+                    let cap = clawless_core::admin_http::MAX_ADMIN_BODY;
+                    match read_capped(body, cap, self.body_timeout * 6).await {
+                        Ok(b) => b,
+                        Err(BodyRefused::TooLarge) => return respond(413, "payload too large"),
+                        Err(BodyRefused::TooSlow) => return respond(408, "request timeout"),
+                        Err(BodyRefused::Unreadable) => return respond(400, "bad request"),
+                    }
+                } else {
+                    Vec::new()
+                };
                 // No origin: behind a proxy this binary cannot know its public URL, so
                 // `/admin/setup` is refused here; `clawless webhook set URL` does it.
                 let reply = self
@@ -68,6 +80,8 @@ impl Webhook {
                         authorization: auth,
                         query: head.uri.query(),
                         origin: None,
+                        body: &body,
+                        shell: "native",
                     })
                     .await;
                 respond_owned(reply.status, reply.content_type, reply.body)
@@ -159,9 +173,9 @@ where
 }
 
 /// [`respond`] with an owned body and its content type.
-fn respond_owned(status: u16, content_type: &'static str, body: String) -> Reply {
+fn respond_owned(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Reply {
     let mut reply = respond(status, "");
-    *reply.body_mut() = Full::new(Bytes::from(body));
+    *reply.body_mut() = Full::new(body.into());
     reply
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));

@@ -155,3 +155,38 @@ fn an_openclaw_workspace_comes_over() {
     );
     assert!(text.contains("agent openclaw: kept"), "{text}");
 }
+
+/// The admin endpoint of `clawless serve`: the sample archive in through `import --remote`
+/// (twice; a cut copy refused), and out again through `export --remote`, the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_moves_through_the_admin_endpoint() {
+    use clawless_core::archive::{sample, unpack, Limits};
+    const ADMIN: &str = "native-admin-token-0123456789";
+    let (_f, tg, llm) = clawless_testkit::servers::fakes().await;
+    let data = common::temp_dir("archive-http");
+    let bot = common::bot::start_bot_with(
+        &data,
+        &tg,
+        &llm,
+        common::bot::Serve {
+            env: &[("CLAWLESS_ADMIN_TOKEN", ADMIN)],
+            ..Default::default()
+        },
+    )
+    .await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let archive = sample::archive(now).unwrap();
+    let bin = env!("CARGO_BIN_EXE_clawless");
+    let back = tokio::task::spawn_blocking({
+        let (url, data) = (bot.url.clone(), data.clone());
+        move || clawless_testkit::remote::round_trip(bin, &url, ADMIN, &data, &archive)
+    })
+    .await
+    .unwrap();
+    let (manifest, held) = unpack(&back, &Limits::default()).unwrap();
+    assert_eq!(manifest.source, "native");
+    sample::same(&sample::contents(now), &held, 60_000).unwrap();
+}

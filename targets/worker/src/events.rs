@@ -55,7 +55,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     match route(req.method().as_ref(), &path) {
         Route::Webhook(connector) => webhook(req, connector, &env, ctx).await,
         Route::Health => Response::ok("ok"),
-        Route::Admin(name) => admin(&req, &env, name).await,
+        Route::Admin(name) => admin(req, &env, name).await,
         Route::Panel(path) => panel(req, &env, path, ctx).await,
         Route::MethodNotAllowed => Response::error("method not allowed", 405),
         Route::NotFound => Response::error("not found", 404),
@@ -63,7 +63,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
 }
 
 /// `/admin/<name>` (see [`Admin::serve`]): 404 unless `CLAWLESS_ADMIN_TOKEN` is set.
-async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
+async fn admin(mut req: Request, env: &Env, name: &str) -> Result<Response> {
     let shell = match shell(env).await {
         Ok(shell) => shell,
         Err(e) => {
@@ -84,6 +84,16 @@ async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
         .split_once("://")
         .map(|(scheme, rest)| format!("{scheme}://{}", rest.split('/').next().unwrap_or(rest)));
     let method = req.method();
+    // Only the admin's archive is read: anyone else is answered before the body.
+    let body = if name == "import" && shell.app.admin().admits(authorization.as_deref()) {
+        match read_capped(&mut req, clawless_core::admin_http::MAX_ADMIN_BODY).await {
+            Ok(body) => body,
+            Err(BodyRefused::TooLarge) => return Response::error("payload too large", 413),
+            Err(_) => return Response::error("bad request", 400),
+        }
+    } else {
+        Vec::new()
+    };
     let reply = shell
         .app
         .admin()
@@ -93,11 +103,13 @@ async fn admin(req: &Request, env: &Env, name: &str) -> Result<Response> {
             authorization: authorization.as_deref(),
             query,
             origin: origin.as_deref(),
+            body: &body,
+            shell: "worker",
         })
         .await;
     let headers = worker::Headers::new();
     headers.set("content-type", reply.content_type)?;
-    Ok(Response::ok(reply.body)?
+    Ok(Response::from_bytes(reply.body)?
         .with_status(reply.status)
         .with_headers(headers))
 }

@@ -1,0 +1,60 @@
+//! The native `clawless` binary against a running shell's admin endpoint, as a person moving
+//! their bot would run it: `clawless import --remote URL FILE` and `export --remote URL FILE`.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `bin` with `args` and the admin token; whether it succeeded, and what it said.
+pub fn clawless(bin: &str, token: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(bin)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("CLAWLESS_ADMIN_TOKEN", token)
+        .env("RUST_LOG", "warn")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {bin}: {e}"));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+/// Imports `archive` into the shell at `base` twice (the second changes nothing), refuses a
+/// cut-off copy, and exports it back: the exported archive's bytes.
+pub fn round_trip(bin: &str, base: &str, token: &str, dir: &Path, archive: &[u8]) -> Vec<u8> {
+    let file = dir.join("in.tar.gz");
+    std::fs::write(&file, archive).unwrap();
+    let file = file.to_str().unwrap();
+    let (ok, said) = clawless(bin, token, &["import", "--remote", base, file]);
+    assert!(ok && said.contains("entries: 7 added"), "{said}");
+    let (ok, said) = clawless(bin, token, &["import", "--remote", base, file]);
+    assert!(
+        ok && said.contains("entries: 0 added, 7 already there") && said.contains("files: 0 added"),
+        "the second import changes nothing: {said}"
+    );
+    let cut = dir.join("cut.tar.gz");
+    std::fs::write(&cut, &archive[..archive.len() / 2]).unwrap();
+    let (ok, said) = clawless(
+        bin,
+        token,
+        &["import", "--remote", base, cut.to_str().unwrap()],
+    );
+    assert!(!ok && said.contains("damaged"), "{said}");
+    let (ok, said) = clawless(
+        bin,
+        "wrong-token-0123456789",
+        &["export", "--remote", base, "-"],
+    );
+    assert!(!ok && said.contains("refused the token"), "{said}");
+    let out = dir.join("out.tar.gz");
+    let (ok, said) = clawless(
+        bin,
+        token,
+        &["export", "--remote", base, out.to_str().unwrap()],
+    );
+    assert!(ok && said.contains("exported bot"), "{said}");
+    std::fs::read(&out).unwrap()
+}
