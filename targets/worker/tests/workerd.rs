@@ -119,6 +119,33 @@ async fn the_menu_is_set_once_and_setup_sets_the_webhook() {
     assert!(f.violations.lock().unwrap().is_empty());
 }
 
+/// An archive moves through the admin endpoint with the native CLI (`import --remote`,
+/// twice, a cut copy refused; `export --remote`), D1 holding the same as what went in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_moves_through_the_admin_endpoint() {
+    use clawless_core::archive::{sample, unpack, Limits};
+    let (_f, tg, llm) = fakes().await;
+    let mut vars = bot_vars(&tg, &llm);
+    vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN_TOKEN);
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", vars, false);
+    let bin = std::env::var("CLAWLESS_NATIVE_BIN")
+        .expect("CLAWLESS_NATIVE_BIN: the native `clawless` binary (set by .ci/run)");
+    let dir = std::env::temp_dir().join(format!("clawless-worker-archive-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let now = clawless_testkit::servers::now_ms();
+    let archive = sample::archive(now).unwrap();
+    let url = mf.url.clone();
+    let back = tokio::task::spawn_blocking(move || {
+        clawless_testkit::remote::round_trip(&bin, &url, ADMIN_TOKEN, &dir, &archive)
+    })
+    .await
+    .unwrap();
+    let (manifest, held) = unpack(&back, &Limits::default()).unwrap();
+    assert_eq!(manifest.source, "worker");
+    sample::same(&sample::contents(now), &held, 60_000).unwrap();
+}
+
 /// A build in workerd as a [`Shell`] for the shared scenarios.
 struct Worker {
     mf: Miniflare,
