@@ -29,7 +29,7 @@ pub use crate::media::MediaConfig;
 pub use crate::tools::web::WebConfig;
 pub use mcp::McpServerConfig;
 pub use persona::{MAX_EMOJI_BYTES, PERSONA_FILES};
-pub use policy::{ApprovalConfig, AuditConfig, PolicyConfig, Rule};
+pub use policy::{ApprovalConfig, AuditConfig, BackupConfig, PolicyConfig, Rule};
 pub use provider::{ProviderConfig, ProviderKind};
 pub use routing::{Place, Route, RouteRule, Routing};
 pub use spawn::{AgentTool, SpawnConfig};
@@ -297,6 +297,9 @@ pub struct Config {
     /// How replies show while they are written.
     #[serde(default)]
     pub streaming: StreamingConfig,
+    /// Archives of the store on a schedule (native).
+    #[serde(default)]
+    pub backup: BackupConfig,
     /// Which agent answers where (`routing.yaml`).
     pub routing: Routing,
     pub agents: BTreeMap<String, AgentConfig>,

@@ -32,6 +32,8 @@ struct MainFile {
     media: MediaConfig,
     #[serde(default)]
     streaming: StreamingConfig,
+    #[serde(default)]
+    backup: BackupConfig,
 }
 
 impl Config {
@@ -173,6 +175,9 @@ impl Config {
                 "must be 100 to 10000",
             ));
         }
+        if let Some((field, why)) = main.backup.problem() {
+            return Err(err("main.yaml", field, why));
+        }
         if !(1..=50).contains(&main.limits.max_reply_parts) {
             return Err(err(
                 "main.yaml",
@@ -191,6 +196,7 @@ impl Config {
             web: main.web,
             media: main.media,
             streaming: main.streaming,
+            backup: main.backup,
             routing,
             agents,
             providers,

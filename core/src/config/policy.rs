@@ -187,3 +187,53 @@ mod tests {
         assert_eq!(Rule::Deny.stricter(Rule::Ask), Rule::Deny);
     }
 }
+
+/// `backup:` in `main.yaml`: archives of the whole store (see [`crate::archive`]) written on a
+/// schedule by the native binary into `dir` (default `<data>/backups`), the newest `keep`
+/// kept. Off unless `every` is set. Serverless stores have their own (README: D1 Time Travel,
+/// DynamoDB point-in-time recovery).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BackupConfig {
+    /// How often: `12h`, `1d`, `7d` (at least an hour).
+    pub every: Option<String>,
+    /// How many archives are kept, newest first.
+    pub keep: usize,
+    /// Where they are written (relative paths from the working directory).
+    pub dir: Option<String>,
+}
+
+impl Default for BackupConfig {
+    fn default() -> Self {
+        Self {
+            every: None,
+            keep: 7,
+            dir: None,
+        }
+    }
+}
+
+impl BackupConfig {
+    /// How often, in ms (`None`: off); an unreadable or too frequent period is an error.
+    pub fn period_ms(&self) -> Result<Option<u64>, String> {
+        let Some(every) = &self.every else {
+            return Ok(None);
+        };
+        let ms = crate::audit::parse_window(every)?;
+        if ms < 3_600_000 {
+            return Err("must be at least 1h".into());
+        }
+        Ok(Some(ms))
+    }
+
+    /// The first problem, as (field, why).
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        if let Err(why) = self.period_ms() {
+            return Some(("backup.every", why));
+        }
+        if !(1..=1000).contains(&self.keep) {
+            return Some(("backup.keep", "must be 1 to 1000".into()));
+        }
+        None
+    }
+}

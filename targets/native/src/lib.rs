@@ -27,6 +27,7 @@
 //! - [`remote`]: the command line against a deployed Worker or Lambda (`/admin/<name>`).
 
 pub mod archive_cli;
+pub mod backup;
 pub mod cli;
 pub mod conns;
 pub mod exec;

@@ -338,9 +338,10 @@ async fn run_polling() -> Result<()> {
         },
         GRACE,
     ));
+    let backups = spawn_backups(&n, stop_rx.clone());
     shutdown_signal().await;
     let _ = stop_tx.send(true);
-    for p in pollers {
+    for p in pollers.into_iter().chain(backups) {
         let _ = p.await;
     }
     let _ = run.await;
@@ -353,6 +354,18 @@ async fn serve(addr: &str) -> Result<()> {
     shutdown_signal().await;
     serving.stop().await;
     Ok(())
+}
+
+/// The backups `backup:` sets, beside the bot until `stop` changes.
+fn spawn_backups(
+    n: &setup::Native,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let backups = n.backups.clone()?;
+    tracing::info!(dir = %backups.dir.display(), every_s = backups.every.as_secs(), keep = backups.keep, "backups on");
+    Some(tokio::spawn(backups.run(n.app.clone(), async move {
+        let _ = stop.changed().await;
+    })))
 }
 
 /// Webhooks served and the runner running, until [`Serving::stop`].
@@ -400,7 +413,7 @@ async fn start_serving(n: &setup::Native, addr: &str) -> Result<Serving> {
     let server = tokio::spawn(listen::serve(listener, webhook, limits, async move {
         let _ = rx.changed().await;
     }));
-    let tasks = vec![
+    let mut tasks = vec![
         tokio::spawn(async move {
             let _ = server.await;
         }),
@@ -408,6 +421,7 @@ async fn start_serving(n: &setup::Native, addr: &str) -> Result<Serving> {
             let _ = run.await;
         }),
     ];
+    tasks.extend(spawn_backups(n, stop_rx.clone()));
     Ok(Serving {
         stop: stop_tx,
         tasks,

@@ -22,6 +22,8 @@ pub struct Native {
     /// The memory index's database, `index.db`: a file and a thread apart from the Kv's.
     pub index_db: Db,
     pub config_source: String,
+    /// Archives of the store on a schedule (`backup:`), when set.
+    pub backups: Option<crate::backup::Backups>,
 }
 
 /// The process environment as the core's `Env`, over the variables of `./.env` when there is
@@ -167,6 +169,8 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
         exec: Some(Arc::new(crate::exec::ShellExec::new(files_root))),
     };
     let instance = format!("native-{}-{}", std::process::id(), clock.now_ms());
+    let backups = crate::backup::Backups::from_config(&config.backup, &data)
+        .map_err(|e| anyhow::anyhow!("config: backup: {e}"))?;
     let app = App::new(platform, config, env, instance).map_err(|e| anyhow::anyhow!("{e}"))?;
     app.upgrade_store()
         .await
@@ -176,6 +180,7 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
         kv_db: db,
         index_db,
         config_source,
+        backups,
     })
 }
 

@@ -190,3 +190,64 @@ async fn an_archive_moves_through_the_admin_endpoint() {
     assert_eq!(manifest.source, "native");
     sample::same(&sample::contents(now), &held, 60_000).unwrap();
 }
+
+/// `backup: {every: 1h, keep: 2}`: a bot started with no recent archive writes one at once,
+/// beside its work; the oldest beyond two are removed; the archive restores into an empty
+/// directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backups_are_written_on_schedule_and_pruned() {
+    let (_f, tg, llm) = clawless_testkit::servers::fakes().await;
+    let data = common::temp_dir("backups");
+    let config = data.join("config");
+    copy_dir(&clawless_testkit::repo::root().join("config"), &config);
+    let main = config.join("main.yaml");
+    let yaml = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, format!("{yaml}\nbackup:\n  every: 1h\n  keep: 2\n")).unwrap();
+    let dir = data.join("backups");
+    std::fs::create_dir_all(&dir).unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 3600);
+    for name in [
+        "clawless-20200101T000000Z.tar.gz",
+        "clawless-20200102T000000Z.tar.gz",
+    ] {
+        let file = std::fs::File::create(dir.join(name)).unwrap();
+        file.set_modified(old).unwrap();
+    }
+    note(&data, "- The door code is 2468.\n");
+    let config_env = config.to_str().unwrap().to_owned();
+    let bot = common::bot::start_bot_with(
+        &data,
+        &tg,
+        &llm,
+        common::bot::Serve {
+            env: &[("CLAWLESS_CONFIG", config_env.as_str())],
+            ..Default::default()
+        },
+    )
+    .await;
+    clawless_testkit::servers::until("a backup", || {
+        std::fs::read_dir(&dir).unwrap().flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("clawless-2") && !name.starts_with("clawless-2020")
+        })
+    })
+    .await;
+    clawless_testkit::servers::until("pruned to two", || {
+        std::fs::read_dir(&dir).unwrap().count() == 2
+    })
+    .await;
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names[0], "clawless-20200102T000000Z.tar.gz", "{names:?}");
+    drop(bot);
+    let restored = common::temp_dir("restored");
+    let out = run(
+        &restored,
+        &["import", dir.join(&names[1]).to_str().unwrap()],
+    );
+    assert!(said(&out).contains("files: 1 added"), "{}", said(&out));
+}
