@@ -1,6 +1,8 @@
 //! The native `clawless` binary against a running shell's admin endpoint, as a person moving
 //! their bot would run it: `clawless import --remote URL FILE` and `export --remote URL FILE`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::process::Command;
 

@@ -27,7 +27,7 @@ pub fn contents(now_ms: u64) -> Contents {
             None,
         ),
         kv(
-            format!("paired/main/222222222"),
+            "paired/main/222222222".to_owned(),
             r#"{"by":111111111,"at_ms":1700000000000}"#,
             None,
         ),

@@ -12,6 +12,9 @@ use clawless_core::archive::{openclaw, Limits, Merge, Whom};
 use clawless_core::ids::ConnectorId;
 use clawless_core::App;
 
+/// A workspace's files by relative path.
+pub type Workspace = BTreeMap<String, Vec<u8>>;
+
 /// Most files read from an OpenClaw workspace, and their sizes.
 const MAX_WORKSPACE_FILES: usize = 10_000;
 const MAX_WORKSPACE_FILE_BYTES: u64 = 4 << 20;
@@ -135,7 +138,7 @@ pub async fn import_remote(
 
 /// Reads an OpenClaw workspace's files (relative paths), within bounds; links are listed, not
 /// followed.
-pub fn read_workspace(dir: &Path) -> Result<(BTreeMap<String, Vec<u8>>, Vec<String>)> {
+pub fn read_workspace(dir: &Path) -> Result<(Workspace, Vec<String>)> {
     if !dir.is_dir() {
         bail!(
             "{} is not a directory (an OpenClaw workspace, such as ~/.openclaw/workspace)",
