@@ -151,8 +151,11 @@ pub fn store_version() -> String {
     "schema/store".to_owned()
 }
 
+/// Prefix of the markers of memory moved to per-person scopes.
+pub const MEMORY_SCOPES_MOVED: &str = "memscope/";
+
 pub fn memory_scopes_moved(legacy_scope: &Scope) -> String {
-    format!("memscope/{legacy_scope}")
+    format!("{MEMORY_SCOPES_MOVED}{legacy_scope}")
 }
 
 /// Prefix of every memory index manifest.
@@ -266,8 +269,11 @@ pub fn tool_call(call: &str) -> String {
     format!("call/{call}")
 }
 
+/// Prefix of the reminder id counters.
+pub const REMINDER_IDS: &str = "sched-seq/";
+
 pub fn reminder_ids(connector: &ConnectorId) -> String {
-    format!("sched-seq/{connector}")
+    format!("{REMINDER_IDS}{connector}")
 }
 
 pub fn chat_zone(connector: &ConnectorId, chat: i64) -> String {

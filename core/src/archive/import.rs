@@ -183,7 +183,7 @@ impl App {
                 false
             }
             // The reminder id counter: the larger, so no id is given out twice.
-            Some(held) if entry.key.starts_with("sched-seq/") => {
+            Some(held) if entry.key.starts_with(keys::REMINDER_IDS) => {
                 let n = |b: &[u8]| -> u64 {
                     std::str::from_utf8(b)
                         .ok()

@@ -20,6 +20,8 @@ pub mod pack;
 #[cfg(feature = "testing")]
 pub mod sample;
 mod select;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use clawless_platform::KvEntry;
 
 use super::{pack, ArchiveError, Contents, Manifest, FORMAT};
+use crate::ids::{ConnectorId, SessionKey};
+use crate::keys;
 
 /// The person whose data the sample holds.
 pub const PERSON: i64 = 111_111_111;
@@ -20,30 +22,31 @@ pub fn contents(now_ms: u64) -> Contents {
         value: value.as_bytes().to_vec(),
         expires_at_ms: exp,
     };
+    let conn = ConnectorId::new("main");
     let mut entries = vec![
         kv(
-            format!("session/main:{PERSON}"),
+            keys::session(&SessionKey::new(format!("{conn}:{PERSON}"))),
             r#"{"messages":[{"role":"user","content":[{"type":"text","text":"hello"}]}]}"#,
             None,
         ),
         kv(
-            "paired/main/222222222".to_owned(),
+            keys::paired(&conn, 222_222_222),
             r#"{"by":111111111,"at_ms":1700000000000}"#,
             None,
         ),
-        kv(format!("tz/main/{PERSON}"), r#""Europe/Zurich""#, None),
+        kv(keys::chat_zone(&conn, PERSON), r#""Europe/Zurich""#, None),
         kv(
-            format!("usage/main/d2026-11-27/u{PERSON}"),
+            keys::usage(&conn, "d2026-11-27", &format!("u{PERSON}")),
             r#"{"input":10,"output":5,"cost_micros":105}"#,
             Some(day),
         ),
-        kv("sched-seq/main".into(), "2", None),
+        kv(keys::reminder_ids(&conn), "2", None),
         kv(
-            format!("sched/main/{PERSON}/0000000001"),
+            keys::reminder(&conn, PERSON, 1),
             &format!(r#"{{"id":1,"text":"tea","next_ms":{at}}}"#),
             None,
         ),
-        kv(format!("sched-due/{at:015}/main/{PERSON}/1"), "", None),
+        kv(keys::due(at, &conn, PERSON, 1), "", None),
     ];
     entries.sort_by(|a, b| a.key.cmp(&b.key));
     let files = BTreeMap::from([
@@ -89,7 +92,7 @@ pub fn archive(now_ms: u64) -> Result<Vec<u8>, ArchiveError> {
 /// a TTL from its own clock) and a store's own one-time markers (`memscope/`, written when a
 /// shell first starts on an empty store).
 pub fn same(a: &Contents, b: &Contents, slack_ms: u64) -> Result<(), String> {
-    let own = |e: &&KvEntry| !e.key.starts_with("memscope/");
+    let own = |e: &&KvEntry| !e.key.starts_with(keys::MEMORY_SCOPES_MOVED);
     let b = &Contents {
         kv: b.kv.iter().filter(own).cloned().collect(),
         files: b.files.clone(),
