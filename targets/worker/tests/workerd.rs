@@ -119,11 +119,14 @@ async fn the_menu_is_set_once_and_setup_sets_the_webhook() {
     assert!(f.violations.lock().unwrap().is_empty());
 }
 
-/// An archive moves through the admin endpoint with the native CLI (`import --remote`,
-/// twice, a cut copy refused; `export --remote`), D1 holding the same as what went in.
+/// An archive moves from native to the Worker and back with the native CLI: imported into a
+/// data directory and exported; into the Worker through `import --remote` (twice, a cut copy
+/// refused) and out through `export --remote`, D1 holding the same; then into a fresh data
+/// directory, its memory byte-identical and recalled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_archive_moves_through_the_admin_endpoint() {
+async fn an_archive_moves_from_native_to_the_worker_and_back() {
     use clawless_core::archive::{sample, unpack, Limits};
+    use clawless_testkit::remote::local;
     let (_f, tg, llm) = fakes().await;
     let mut vars = bot_vars(&tg, &llm);
     vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN_TOKEN);
@@ -134,16 +137,45 @@ async fn an_archive_moves_through_the_admin_endpoint() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let now = clawless_testkit::servers::now_ms();
-    let archive = sample::archive(now).unwrap();
+    let first = dir.join("sample.tar.gz");
+    std::fs::write(&first, sample::archive(now).unwrap()).unwrap();
+    let (from, to) = (dir.join("from-native"), dir.join("to-native"));
+    let (ok, said) = local(&bin, &from, &["import", first.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    let exported = dir.join("native.tar.gz");
+    let (ok, said) = local(&bin, &from, &["export", exported.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    let archive = std::fs::read(&exported).unwrap();
     let url = mf.url.clone();
+    let (b, d) = (bin.clone(), dir.clone());
     let back = tokio::task::spawn_blocking(move || {
-        clawless_testkit::remote::round_trip(&bin, &url, ADMIN_TOKEN, &dir, &archive)
+        clawless_testkit::remote::round_trip(&b, &url, ADMIN_TOKEN, &d, &archive)
     })
     .await
     .unwrap();
     let (manifest, held) = unpack(&back, &Limits::default()).unwrap();
     assert_eq!(manifest.source, "worker");
-    sample::same(&sample::contents(now), &held, 60_000).unwrap();
+    let sent = sample::contents(now);
+    sample::same(&sent, &held, 60_000).unwrap();
+
+    let (ok, said) = local(
+        &bin,
+        &to,
+        &["import", dir.join("out.tar.gz").to_str().unwrap()],
+    );
+    assert!(ok && said.contains("files: 4 added"), "{said}");
+    for (path, bytes) in &sent.files {
+        assert_eq!(
+            &std::fs::read(to.join("files").join(path)).unwrap(),
+            bytes,
+            "{path}"
+        );
+    }
+    let (ok, said) = local(&bin, &to, &["memory", "search", "door code"]);
+    assert!(
+        ok && said.contains("2468"),
+        "recalled after the moves: {said}"
+    );
 }
 
 /// A build in workerd as a [`Shell`] for the shared scenarios.
