@@ -224,9 +224,12 @@ pub fn reminder(connector: &ConnectorId, chat: i64, id: u64) -> String {
     format!("{}{id:010}", reminders(connector, chat))
 }
 
+/// Prefix of every reminder.
+pub const REMINDERS: &str = "sched/";
+
 /// The prefix of a chat's reminders (in id order).
 pub fn reminders(connector: &ConnectorId, chat: i64) -> String {
-    format!("sched/{connector}/{chat}/")
+    format!("{REMINDERS}{connector}/{chat}/")
 }
 
 /// Prefix of the due index.

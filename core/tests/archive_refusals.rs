@@ -27,8 +27,9 @@ fn raw_tar(entries: &[(&[u8], tar::EntryType, &[u8])]) -> Vec<u8> {
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut tar = tar::Builder::new(gz);
     for (name, kind, data) in entries {
-        let mut header = tar::Header::new_old();
-        header.as_old_mut().name[..name.len()].copy_from_slice(name);
+        // GNU headers: long names and pax extensions are read from them.
+        let mut header = tar::Header::new_gnu();
+        header.as_gnu_mut().unwrap().name[..name.len()].copy_from_slice(name);
         header.set_size(data.len() as u64);
         header.set_entry_type(*kind);
         header.set_mode(0o644);
@@ -83,9 +84,19 @@ async fn refused(h: &Harness, archive: &[u8], limits: &Limits) -> ArchiveError {
     e
 }
 
-async fn snapshot(h: &Harness) -> (Vec<String>, Vec<String>) {
-    let kv = h.platform.kv.list("", 1_000_000).await.unwrap();
-    (kv, h.platform.files.list("").await.unwrap())
+/// Every entry (key, value, expiry) and every file (path, bytes) of the store.
+async fn snapshot(h: &Harness) -> (Vec<(String, Vec<u8>, Option<u64>)>, Vec<(String, Vec<u8>)>) {
+    let kv = h.platform.kv.scan("", "", 1_000_000).await.unwrap();
+    let kv = kv
+        .into_iter()
+        .map(|e| (e.key, e.value, e.expires_at_ms))
+        .collect();
+    let mut files = Vec::new();
+    for path in h.platform.files.list("").await.unwrap() {
+        let bytes = h.platform.files.read(&path).await.unwrap();
+        files.push((path, bytes));
+    }
+    (kv, files)
 }
 
 /// A real archive of a store with a note and a session.
@@ -199,6 +210,40 @@ fn names_that_could_escape_and_links_are_refused() {
                 "{name:?}: {e}"
             );
         }
+        // Long names, as GNU tar and POSIX (pax) write them: the name the entry ends up with.
+        let kv = b"";
+        let head = manifest(1, 2, kv, &[]);
+        let long = b"files/../../../../etc/cron.d/evil\0".as_slice();
+        let pax = b"42 path=files/../../../../etc/cron.d/evil\n".as_slice();
+        for (kind, header) in [
+            (tar::EntryType::GNULongName, long),
+            (tar::EntryType::XHeader, pax),
+        ] {
+            let archive = raw_tar(&[
+                (b"manifest.json", tar::EntryType::Regular, &head),
+                (b"kv.jsonl", tar::EntryType::Regular, kv),
+                (b"././@LongLink", kind, header),
+                (b"files/innocent", tar::EntryType::Regular, b"x"),
+            ]);
+            let e = refused(&h, &archive, &Limits::default()).await;
+            assert!(
+                matches!(&e, ArchiveError::BadName(n) if n.contains("etc/cron.d")),
+                "{kind:?}: {e}"
+            );
+        }
+        // A file and a folder of the same name.
+        let head = manifest(1, 2, kv, &[("memory/a", b"x"), ("memory/a/b", b"y")]);
+        let both = raw_tar(&[
+            (b"manifest.json", tar::EntryType::Regular, &head),
+            (b"kv.jsonl", tar::EntryType::Regular, kv),
+            (b"files/memory/a", tar::EntryType::Regular, b"x"),
+            (b"files/memory/a/b", tar::EntryType::Regular, b"y"),
+        ]);
+        let e = refused(&h, &both, &Limits::default()).await;
+        assert!(
+            e.to_string().contains("below a file of the same name"),
+            "{e}"
+        );
         // A good name is taken, so the corpus fails for its names alone.
         let ok = h
             .app

@@ -113,8 +113,20 @@ impl App {
             return Err(ArchiveError::Foreign(e.key.chars().take(120).collect()));
         }
         let mut report = ImportReport::default();
+        let mut reminders = Vec::new();
         for entry in contents.kv {
+            // The due index is rebuilt from the reminders below: an archive of a live store
+            // may hold a due entry a moment older than its reminder.
+            if entry.key.starts_with(keys::DUE) {
+                continue;
+            }
+            if entry.key.starts_with(keys::REMINDERS) {
+                reminders.push(entry.key.clone());
+            }
             self.import_entry(entry, merge, &mut report).await?;
+        }
+        for key in reminders {
+            self.index_reminder(&key, &mut report).await?;
         }
         let files = &*self.platform.files;
         let mut scopes = BTreeSet::new();
@@ -154,6 +166,31 @@ impl App {
             }
         }
         Ok(report)
+    }
+
+    /// Writes the due entry of the reminder stored at `key` (as the store now holds it),
+    /// where there is none, and tells the runner.
+    async fn index_reminder(
+        &self,
+        key: &str,
+        report: &mut ImportReport,
+    ) -> Result<(), ArchiveError> {
+        let kv = &*self.platform.kv;
+        let Some(bytes) = kv.get(key).await? else {
+            return Ok(());
+        };
+        let Ok(r) = serde_json::from_slice::<crate::schedule::Reminder>(&bytes) else {
+            tracing::warn!(key, "an imported reminder is unreadable: it will not fire");
+            return Ok(());
+        };
+        let due = keys::due(r.next_ms, &r.origin.connector, r.origin.chat, r.id);
+        if kv.put_if_absent(&due, b"", None).await? {
+            report.added += 1;
+            self.wake.note(r.next_ms);
+        } else {
+            report.same += 1;
+        }
+        Ok(())
     }
 
     async fn import_entry(
@@ -209,9 +246,6 @@ impl App {
         };
         if write {
             kv.put(&entry.key, &entry.value, ttl).await?;
-            if let Some((at, ..)) = keys::parse_due(&entry.key) {
-                self.wake.note(at);
-            }
         }
         Ok(())
     }

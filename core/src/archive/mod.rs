@@ -58,6 +58,9 @@ pub struct Manifest {
     pub files: usize,
     /// The SHA-256 (hex) of every entry but the manifest, by name.
     pub sha256: BTreeMap<String, String>,
+    /// Files the export could not carry, each with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 /// What an archive holds: Kv entries in key order, files by path.

@@ -19,6 +19,9 @@ pub const KV: &str = "kv.jsonl";
 /// The directory of the Files port's files in the archive.
 pub const FILES: &str = "files/";
 
+/// The last expiry instant read (the end of the year 9999, in ms): a larger one is no date.
+const LAST_MS: u64 = 253_402_300_799_999;
+
 /// What an archive may hold; past any of them it is refused, nothing written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -248,6 +251,19 @@ pub fn unpack(bytes: &[u8], limits: &Limits) -> Result<(Manifest, Contents), Arc
         ArchiveError::Damaged("no manifest.json first: not a clawless archive".into())
     })?;
     let kv = kv.ok_or_else(|| ArchiveError::Damaged("kv.jsonl is missing".into()))?;
+    // A name that is also another's folder cannot be written as both.
+    for path in files.keys() {
+        let mut at = 0;
+        while let Some(i) = path[at..].find('/') {
+            at += i + 1;
+            if files.contains_key(&path[..at - 1]) {
+                let shown: String = path.chars().take(120).map(visible).collect();
+                return Err(ArchiveError::BadName(format!(
+                    "{shown} (below a file of the same name)"
+                )));
+            }
+        }
+    }
     check_sums(&manifest, &kv, &files)?;
     let kv = read_kv(&kv, limits)?;
     if kv.len() != manifest.kv_entries || files.len() != manifest.files {
@@ -341,6 +357,9 @@ fn read_kv(data: &[u8], limits: &Limits) -> Result<Vec<KvEntry>, ArchiveError> {
                 .map_err(|e| bad(e.to_string()))?,
             _ => return Err(bad("exactly one of v and b64 is needed".into())),
         };
+        if line.exp.is_some_and(|at| at > LAST_MS) {
+            return Err(bad("exp is past the year 9999".into()));
+        }
         out.push(KvEntry {
             key: line.k,
             value,

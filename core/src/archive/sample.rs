@@ -9,6 +9,7 @@ use clawless_platform::KvEntry;
 use super::{pack, ArchiveError, Contents, Manifest, FORMAT};
 use crate::ids::{ConnectorId, SessionKey};
 use crate::keys;
+use crate::schedule::{Origin, Reminder, What};
 
 /// The person whose data the sample holds.
 pub const PERSON: i64 = 111_111_111;
@@ -16,13 +17,31 @@ pub const PERSON: i64 = 111_111_111;
 /// The sample's contents, its expiring entries a day after `now_ms`.
 pub fn contents(now_ms: u64) -> Contents {
     let day = now_ms + 86_400_000;
-    let at = now_ms + 3_600_000;
+    // A whole second, as every reminder's time is.
+    let at = (now_ms / 1000 + 3600) * 1000;
     let kv = |key: String, value: &str, exp: Option<u64>| KvEntry {
         key,
         value: value.as_bytes().to_vec(),
         expires_at_ms: exp,
     };
     let conn = ConnectorId::new("main");
+    let reminder = serde_json::to_string(&Reminder {
+        id: 1,
+        origin: Origin {
+            connector: conn.clone(),
+            chat: PERSON,
+            chat_type: "private".into(),
+            thread: None,
+            user: PERSON,
+            user_name: "Sam".into(),
+        },
+        what: What::Text("tea".into()),
+        cron: None,
+        zone: "UTC".into(),
+        next_ms: at,
+        created_ms: now_ms,
+    })
+    .unwrap_or_default();
     let mut entries = vec![
         kv(
             keys::session(&SessionKey::new(format!("{conn}:{PERSON}"))),
@@ -41,11 +60,7 @@ pub fn contents(now_ms: u64) -> Contents {
             Some(day),
         ),
         kv(keys::reminder_ids(&conn), "2", None),
-        kv(
-            keys::reminder(&conn, PERSON, 1),
-            &format!(r#"{{"id":1,"text":"tea","next_ms":{at}}}"#),
-            None,
-        ),
+        kv(keys::reminder(&conn, PERSON, 1), &reminder, None),
         kv(keys::due(at, &conn, PERSON, 1), "", None),
     ];
     entries.sort_by(|a, b| a.key.cmp(&b.key));
@@ -84,6 +99,7 @@ pub fn archive(now_ms: u64) -> Result<Vec<u8>, ArchiveError> {
         kv_entries: 0,
         files: 0,
         sha256: BTreeMap::new(),
+        left_out: Vec::new(),
     };
     pack(manifest, &contents(now_ms))
 }

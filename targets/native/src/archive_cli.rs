@@ -32,6 +32,9 @@ pub async fn export(app: &App, whom: &Whom, file: &Path) -> Result<()> {
     } else {
         write_new(file, &archive)?;
     }
+    for why in &manifest.left_out {
+        eprintln!("left out: {why}");
+    }
     eprintln!(
         "exported {}: {} entries and {} files, {} bytes, to {}",
         manifest.whom,

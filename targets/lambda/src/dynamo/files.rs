@@ -67,7 +67,10 @@ impl Files for DynamoFiles {
         } else {
             format!("{dir}/")
         };
-        let items = self.0.query("file", &prefix, usize::MAX, |_| true).await?;
+        let items = self
+            .0
+            .query("file", &prefix, "", usize::MAX, |_| true)
+            .await?;
         Ok(items.iter().filter_map(|i| string(i, "s")).collect())
     }
 

@@ -162,7 +162,9 @@ impl DynamoKv {
         let t = &self.0;
         let keep = |i: &Item| t.live(i) && string(i, "s").is_some_and(|k| k.as_str() > after);
         if prefix.contains('/') {
-            return t.query(&kv_partition(prefix), prefix, limit, keep).await;
+            return t
+                .query(&kv_partition(prefix), prefix, after, limit, keep)
+                .await;
         }
         // No partition to name: scan the Kv items and sort.
         let mut items = Vec::new();

@@ -104,17 +104,23 @@ impl Table {
         Ok(())
     }
 
-    /// All items of partition `p` whose sort key starts with `prefix`, in key order, until
-    /// `keep` has accepted `limit` of them.
+    /// All items of partition `p` whose sort key starts with `prefix` and sorts after `after`
+    /// (`""`: from the start), in key order, until `keep` has accepted `limit` of them. A
+    /// later page starts the Query past `after` rather than reading the prefix from its start.
     async fn query(
         &self,
         p: &str,
         prefix: &str,
+        after: &str,
         limit: usize,
         keep: impl Fn(&Item) -> bool,
     ) -> Result<Vec<Item>, PortError> {
         let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
         let mut start: Option<Item> = None;
+        let past = !after.is_empty() && after >= prefix;
         loop {
             let mut q = self
                 .client
@@ -123,7 +129,10 @@ impl Table {
                 .consistent_read(true)
                 .expression_attribute_values(":p", s(p))
                 .set_exclusive_start_key(start.take());
-            q = if prefix.is_empty() {
+            q = if past {
+                q.key_condition_expression("p = :p AND s > :after")
+                    .expression_attribute_values(":after", s(after))
+            } else if prefix.is_empty() {
                 q.key_condition_expression("p = :p")
             } else {
                 q.key_condition_expression("p = :p AND begins_with(s, :pre)")
@@ -131,6 +140,11 @@ impl Table {
             };
             let page = q.send().await.map_err(sdk_err)?;
             for item in page.items.unwrap_or_default() {
+                // Past `after`, the range runs beyond the prefix: it ends at the first key
+                // outside it.
+                if past && !string(&item, "s").is_some_and(|k| k.starts_with(prefix)) {
+                    return Ok(out);
+                }
                 if keep(&item) {
                     out.push(item);
                     if out.len() >= limit {

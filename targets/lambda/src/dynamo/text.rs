@@ -83,7 +83,7 @@ impl TextIndex for DynamoText {
         if q.is_empty() {
             return Ok(Vec::new());
         }
-        let docs = self.0.query("txtdoc", "", usize::MAX, |_| true).await?;
+        let docs = self.0.query("txtdoc", "", "", usize::MAX, |_| true).await?;
         let n = docs.len() as f32;
         let avg = docs.iter().filter_map(|d| num(d, "len")).sum::<u64>() as f32 / n.max(1.0);
         let info: HashMap<String, (f32, BTreeMap<String, String>)> = docs
@@ -99,7 +99,7 @@ impl TextIndex for DynamoText {
         for term in &q {
             let postings = self
                 .0
-                .query(&format!("txt#{term}"), "", usize::MAX, |_| true)
+                .query(&format!("txt#{term}"), "", "", usize::MAX, |_| true)
                 .await?;
             let df = postings.len() as f32;
             for p in &postings {

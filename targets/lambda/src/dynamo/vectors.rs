@@ -16,7 +16,7 @@ pub struct DynamoVectors(pub Table);
 
 impl DynamoVectors {
     async fn dim(&self) -> Result<Option<usize>, PortError> {
-        let items = self.0.query("vec", "", 1, |_| true).await?;
+        let items = self.0.query("vec", "", "", 1, |_| true).await?;
         Ok(items
             .first()
             .and_then(|i| num(i, "dim"))
@@ -57,7 +57,7 @@ impl Vectors for DynamoVectors {
         top_k: usize,
         filter: &BTreeMap<String, String>,
     ) -> Result<Vec<VectorHit>, PortError> {
-        let items = self.0.query("vec", "", usize::MAX, |_| true).await?;
+        let items = self.0.query("vec", "", "", usize::MAX, |_| true).await?;
         validate_vector(
             vector,
             items

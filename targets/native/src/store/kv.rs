@@ -45,7 +45,7 @@ fn write(
         match value {
             Some(v) => {
                 let exp = expires
-                    .map(|e| Value::Integer(e as i64))
+                    .map(|e| Value::Integer(e.min(i64::MAX as u64) as i64))
                     .unwrap_or(Value::Null);
                 conn.execute(
                     sql::kv::PUT,

@@ -20,7 +20,12 @@ pub struct D1Kv {
 impl D1Kv {
     fn expiry(&self, ttl: Option<Duration>) -> Arg<'static> {
         match ttl {
-            Some(t) => Arg::Int((self.clock.now_ms() + t.as_millis() as u64) as i64),
+            Some(t) => Arg::Int(
+                self.clock
+                    .now_ms()
+                    .saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+                    .min(i64::MAX as u64) as i64,
+            ),
             None => Arg::Null,
         }
     }
