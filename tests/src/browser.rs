@@ -97,14 +97,9 @@ async fn until_listed(base: &str, token: &str, path: &str, field: &str, n: usize
 }
 
 /// The whole browser test on `shell`, reached at `base`, whose bot token is `token`;
-/// screenshots named `<prefix><page>.png`; first paint asserted under `paint_goal_ms`.
-pub async fn panel_in_a_browser(
-    shell: &dyn Shell,
-    base: &str,
-    token: &str,
-    prefix: &str,
-    paint_goal_ms: f64,
-) {
+/// screenshots named `<prefix><page>.png`; the first paint printed (a figure for README, not
+/// a check: timings belong in benchmarks, and a loaded CI machine paints late).
+pub async fn panel_in_a_browser(shell: &dyn Shell, base: &str, token: &str, prefix: &str) {
     let f = shell.fakes();
     let (canary, hits) = canary().await;
     let xss = crate::xss::corpus(&canary);
@@ -207,7 +202,6 @@ pub async fn panel_in_a_browser(
         "{}: panel first contentful paint, cold browser on loopback: {paint:.0} ms",
         shell.name()
     );
-    assert!(paint < paint_goal_ms, "first paint {paint} ms");
     assert!(
         text_of(&c).await.contains(&owner_name),
         "the name is shown, as text"

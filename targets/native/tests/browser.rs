@@ -1,5 +1,5 @@
 //! The control panel in a real headless browser against `clawless serve`
-//! ([`clawless_testkit::browser::panel_in_a_browser`]; first paint under 200 ms). Needs
+//! ([`clawless_testkit::browser::panel_in_a_browser`]; first paint printed). Needs
 //! chromium and chromedriver (`.ci/run` installs them):
 //! `cargo test -p native --features browser --test browser`.
 
@@ -32,5 +32,5 @@ async fn the_panel_in_a_real_browser() {
     let bot = start_bot_with(&data, &tg, &llm, how).await;
     let base = bot.url.clone();
     let native = Native { bot, f };
-    panel_in_a_browser(&native, &base, TOKEN, "", 200.0).await;
+    panel_in_a_browser(&native, &base, TOKEN, "").await;
 }

@@ -22,5 +22,5 @@ async fn the_panel_in_a_real_browser_on_workerd() {
     let base = mf.url.clone();
     let worker = Worker { mf, f };
     // No first-paint goal here (the goal is native's); it is printed.
-    panel_in_a_browser(&worker, &base, "77:WORKER-E2E", "worker-", f64::MAX).await;
+    panel_in_a_browser(&worker, &base, "77:WORKER-E2E", "worker-").await;
 }
