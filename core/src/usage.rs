@@ -147,6 +147,15 @@ pub enum Period {
     Month,
 }
 
+/// The name of the `period` around instant `now_ms` (UTC): `d2026-11-23` or `m2026-11`.
+pub fn period_at(now_ms: u64, period: Period) -> String {
+    let (y, m, d) = civil_from_days(day_of(now_ms));
+    match period {
+        Period::Day => format!("d{y:04}-{m:02}-{d:02}"),
+        Period::Month => format!("m{y:04}-{m:02}"),
+    }
+}
+
 /// How long a counter is kept after its period: long enough for `/usage` and the panel's
 /// chart of the last [`CHART_DAYS`] days to read it.
 const KEEP_DAY: std::time::Duration = std::time::Duration::from_secs(35 * 86_400);
@@ -250,11 +259,7 @@ impl Ledger<'_> {
     }
 
     fn period(&self, period: Period) -> String {
-        let (y, m, d) = civil_from_days(day_of(self.clock.now_ms()));
-        match period {
-            Period::Day => format!("d{y:04}-{m:02}-{d:02}"),
-            Period::Month => format!("m{y:04}-{m:02}"),
-        }
+        period_at(self.clock.now_ms(), period)
     }
 
     /// Adds a turn's spend to its person, its chat and everyone, for today and this month,

@@ -11,6 +11,7 @@
 //! - [`mcp`]: a small MCP server (Streamable HTTP) as a function, for every shell's tests.
 //! - `servers` (feature `servers`): fake Bot API and model servers on 127.0.0.1.
 //! - `tmux` (feature `servers`): a terminal UI driven in tmux, and the remote cockpit's check.
+//! - `miniflare` (feature `servers`): the built Worker run in workerd through Miniflare.
 //! - `remote` (feature `servers`): the native binary against a shell's admin endpoint.
 //! - `scenarios` (feature `servers`): the end-to-end scenarios every shell's harness runs
 //!   against those fakes (`scenarios::run_all`).
@@ -22,6 +23,8 @@ pub mod injection;
 pub mod limits;
 pub mod llm;
 pub mod mcp;
+#[cfg(feature = "servers")]
+pub mod miniflare;
 #[cfg(feature = "servers")]
 pub mod remote;
 pub mod repo;

@@ -61,11 +61,11 @@ pub fn round_trip(bin: &str, base: &str, token: &str, dir: &Path, archive: &[u8]
     std::fs::read(&out).unwrap()
 }
 
-/// Runs `bin` on the data directory `data` (the repository's config, the fixtures' owner as
-/// the one allowed user): `clawless import`, `export`, `memory search` there.
-pub fn local(bin: &str, data: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(bin)
-        .env_clear()
+/// `bin` on the data directory `data`: the repository's config, the fixtures' owner as the
+/// one allowed user.
+fn on_data(bin: &str, data: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("CLAWLESS_DATA", data)
         .env("CLAWLESS_CONFIG", crate::repo::root().join("config"))
@@ -74,7 +74,38 @@ pub fn local(bin: &str, data: &Path, args: &[&str]) -> (bool, String) {
             "TELEGRAM_ALLOWED_USERS",
             crate::fixtures::OWNER_ID.to_string(),
         )
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// The bot running with long polling on a data directory, killed and reaped when dropped.
+pub struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs the bot (`clawless run`, long polling) on the data directory `data` against the fake
+/// Bot API at `tg` and the fake model at `llm`.
+pub fn run(bin: &str, data: &Path, tg: &str, llm: &str) -> Running {
+    let child = on_data(bin, data)
+        .env("TELEGRAM_API_BASE", tg)
+        .env("ANTHROPIC_API_KEY", "sk-local")
+        .env("ANTHROPIC_BASE_URL", llm)
+        .arg("run")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {bin}: {e}"));
+    Running(child)
+}
+
+/// Runs `bin` on the data directory `data` (see [`on_data`]): `clawless import`, `export`,
+/// `memory search` there.
+pub fn local(bin: &str, data: &Path, args: &[&str]) -> (bool, String) {
+    let out = on_data(bin, data)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("running {bin}: {e}"));

@@ -14,32 +14,67 @@ use crate::schedule::{Origin, Reminder, What};
 /// The person whose data the sample holds.
 pub const PERSON: i64 = 111_111_111;
 
-/// The sample's contents, its expiring entries a day after `now_ms`.
+/// When the sample's reminders fire next: the pending one once, the recurring one every
+/// minute from `recurring_ms` (a whole minute).
+#[derive(Debug, Clone, Copy)]
+pub struct Due {
+    pub pending_ms: u64,
+    pub recurring_ms: u64,
+}
+
+impl Due {
+    /// The pending reminder at the whole second an hour after `now_ms`, the recurring one at
+    /// the next whole minute after it.
+    pub fn in_an_hour(now_ms: u64) -> Due {
+        let pending_ms = (now_ms / 1000 + 3600) * 1000;
+        Due {
+            pending_ms,
+            recurring_ms: (pending_ms / 60_000 + 1) * 60_000,
+        }
+    }
+}
+
+/// The sample's contents, its reminders due in an hour.
 pub fn contents(now_ms: u64) -> Contents {
+    contents_due(now_ms, Due::in_an_hour(now_ms))
+}
+
+/// The sample's contents as of `now_ms` (its usage counted today and this month, its expiring
+/// entries a day later), its reminders due at `due`.
+pub fn contents_due(now_ms: u64, due: Due) -> Contents {
+    use crate::usage::{period_at, Period};
     let day = now_ms + 86_400_000;
-    // A whole second, as every reminder's time is.
-    let at = (now_ms / 1000 + 3600) * 1000;
     let kv = |key: String, value: &str, exp: Option<u64>| KvEntry {
         key,
         value: value.as_bytes().to_vec(),
         expires_at_ms: exp,
     };
     let conn = ConnectorId::new("main");
-    let reminder = serde_json::to_string(&Reminder {
-        id: 1,
-        origin: Origin {
-            connector: conn.clone(),
-            chat: PERSON,
-            chat_type: "private".into(),
-            thread: None,
-            user: PERSON,
-            user_name: "Sam".into(),
-        },
-        what: What::Text("tea".into()),
-        cron: None,
-        zone: "UTC".into(),
-        next_ms: at,
-        created_ms: now_ms,
+    let reminder = |id: u64, text: &str, cron: Option<&str>, next_ms: u64| {
+        serde_json::to_string(&Reminder {
+            id,
+            origin: Origin {
+                connector: conn.clone(),
+                chat: PERSON,
+                chat_type: "private".into(),
+                thread: None,
+                user: PERSON,
+                user_name: "Sam".into(),
+            },
+            what: What::Text(text.into()),
+            cron: cron.map(str::to_owned),
+            zone: "UTC".into(),
+            next_ms,
+            created_ms: now_ms,
+        })
+        .unwrap_or_default()
+    };
+    let usage = serde_json::to_string(&crate::llm::Tally {
+        calls: 1,
+        input: 10,
+        output: 5,
+        cached_input: 0,
+        cost_micros: 1050,
     })
     .unwrap_or_default();
     let mut entries = vec![
@@ -55,13 +90,36 @@ pub fn contents(now_ms: u64) -> Contents {
         ),
         kv(keys::chat_zone(&conn, PERSON), r#""Europe/Zurich""#, None),
         kv(
-            keys::usage(&conn, "d2026-11-27", &format!("u{PERSON}")),
-            r#"{"input":10,"output":5,"cost_micros":105}"#,
+            keys::usage(
+                &conn,
+                &period_at(now_ms, Period::Day),
+                &format!("u{PERSON}"),
+            ),
+            &usage,
             Some(day),
         ),
-        kv(keys::reminder_ids(&conn), "2", None),
-        kv(keys::reminder(&conn, PERSON, 1), &reminder, None),
-        kv(keys::due(at, &conn, PERSON, 1), "", None),
+        kv(
+            keys::usage(
+                &conn,
+                &period_at(now_ms, Period::Month),
+                &format!("u{PERSON}"),
+            ),
+            &usage,
+            Some(day),
+        ),
+        kv(keys::reminder_ids(&conn), "3", None),
+        kv(
+            keys::reminder(&conn, PERSON, 1),
+            &reminder(1, "tea", None, due.pending_ms),
+            None,
+        ),
+        kv(keys::due(due.pending_ms, &conn, PERSON, 1), "", None),
+        kv(
+            keys::reminder(&conn, PERSON, 2),
+            &reminder(2, "stretch", Some("* * * * *"), due.recurring_ms),
+            None,
+        ),
+        kv(keys::due(due.recurring_ms, &conn, PERSON, 2), "", None),
     ];
     entries.sort_by(|a, b| a.key.cmp(&b.key));
     let files = BTreeMap::from([
@@ -70,7 +128,12 @@ pub fn contents(now_ms: u64) -> Contents {
             b"# Notes\n\n- The door code is 2468.\n".to_vec(),
         ),
         (
-            format!("memory/assistant/main/u{PERSON}/memory/2026-11-26.md"),
+            // Today's daily note: one of an earlier day would be folded into MEMORY.md by
+            // the first bot that runs on it.
+            format!(
+                "memory/assistant/main/u{PERSON}/memory/{}.md",
+                period_at(now_ms, Period::Day).trim_start_matches('d')
+            ),
             "- Booked the dentist for Tuesday.\n- Café Grüezi, naïve déjà vu.\n"
                 .as_bytes()
                 .to_vec(),
@@ -89,6 +152,11 @@ pub fn contents(now_ms: u64) -> Contents {
 
 /// The sample packed, as a shell would have exported it at `now_ms`.
 pub fn archive(now_ms: u64) -> Result<Vec<u8>, ArchiveError> {
+    archive_due(now_ms, Due::in_an_hour(now_ms))
+}
+
+/// [`archive`] with its reminders due at `due`.
+pub fn archive_due(now_ms: u64, due: Due) -> Result<Vec<u8>, ArchiveError> {
     let manifest = Manifest {
         format: FORMAT,
         source: "sample".into(),
@@ -101,7 +169,7 @@ pub fn archive(now_ms: u64) -> Result<Vec<u8>, ArchiveError> {
         sha256: BTreeMap::new(),
         left_out: Vec::new(),
     };
-    pack(manifest, &contents(now_ms))
+    pack(manifest, &contents_due(now_ms, due))
 }
 
 /// Whether `b` holds what `a` does, but for expiry instants within `slack_ms` (a store counts
@@ -109,13 +177,23 @@ pub fn archive(now_ms: u64) -> Result<Vec<u8>, ArchiveError> {
 /// shell first starts on an empty store).
 pub fn same(a: &Contents, b: &Contents, slack_ms: u64) -> Result<(), String> {
     let own = |e: &&KvEntry| !e.key.starts_with(keys::MEMORY_SCOPES_MOVED);
+    let a = &Contents {
+        kv: a.kv.iter().filter(own).cloned().collect(),
+        files: a.files.clone(),
+    };
     let b = &Contents {
         kv: b.kv.iter().filter(own).cloned().collect(),
         files: b.files.clone(),
     };
     if a.files != b.files {
         let names = |c: &Contents| c.files.keys().cloned().collect::<Vec<_>>();
-        return Err(format!("files differ: {:?} vs {:?}", names(a), names(b)));
+        let changed = a.files.iter().find(|(p, x)| b.files.get(*p) != Some(x));
+        return Err(format!(
+            "files differ: {:?} vs {:?}, first {:?}",
+            names(a),
+            names(b),
+            changed.map(|(p, _)| p)
+        ));
     }
     if a.kv.len() != b.kv.len() {
         let keys = |c: &Contents| c.kv.iter().map(|e| e.key.clone()).collect::<Vec<_>>();

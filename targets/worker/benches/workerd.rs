@@ -12,15 +12,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
+use clawless_testkit::miniflare::{bot_vars, Miniflare, SECRET};
 use clawless_testkit::servers::{fakes, text_update};
-use common::{bot_vars, Miniflare, SECRET};
 use serde_json::{json, Value};
 
 fn gzip_len(path: &Path) -> usize {

@@ -8,13 +8,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::Duration;
 
 use clawless_testkit::fixtures::OWNER_ID;
+use clawless_testkit::miniflare::{bot_vars, Miniflare, SECRET};
 use clawless_testkit::servers::{fakes, text_update, until};
-use common::{bot_vars, Miniflare, SECRET};
 use serde_json::Value;
 
 /// Posts `update` and returns the D1 statements its ack sent.

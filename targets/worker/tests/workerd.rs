@@ -13,8 +13,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 #[path = "workerd/browser.rs"]
 mod browser;
 #[path = "workerd/restarts.rs"]
@@ -23,10 +21,10 @@ mod restarts;
 use std::sync::Arc;
 
 use clawless_testkit::fixtures::OWNER_ID;
+use clawless_testkit::miniflare::{bot_vars, Miniflare, SECRET};
 use clawless_testkit::scenarios::{self, Shell, Status};
 use clawless_testkit::servers::{echo_server, fakes, recall_after_new, text_update, until, Fakes};
 use clawless_testkit::tmux::Tmux;
-use common::{bot_vars, Miniflare, SECRET};
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,65 +115,6 @@ async fn the_menu_is_set_once_and_setup_sets_the_webhook() {
     assert_eq!(set[0]["url"], format!("{}/telegram/main", mf.url));
     assert_eq!(set[0]["secret_token"], SECRET);
     assert!(f.violations.lock().unwrap().is_empty());
-}
-
-/// An archive moves from native to the Worker and back with the native CLI: imported into a
-/// data directory and exported; into the Worker through `import --remote` (twice, a cut copy
-/// refused) and out through `export --remote`, D1 holding the same; then into a fresh data
-/// directory, its memory byte-identical and recalled.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_archive_moves_from_native_to_the_worker_and_back() {
-    use clawless_core::archive::{sample, unpack, Limits};
-    use clawless_testkit::remote::local;
-    let (_f, tg, llm) = fakes().await;
-    let mut vars = bot_vars(&tg, &llm);
-    vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN_TOKEN);
-    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", vars, false);
-    let bin = std::env::var("CLAWLESS_NATIVE_BIN")
-        .expect("CLAWLESS_NATIVE_BIN: the native `clawless` binary (set by .ci/run)");
-    let dir = std::env::temp_dir().join(format!("clawless-worker-archive-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let now = clawless_testkit::servers::now_ms();
-    let first = dir.join("sample.tar.gz");
-    std::fs::write(&first, sample::archive(now).unwrap()).unwrap();
-    let (from, to) = (dir.join("from-native"), dir.join("to-native"));
-    let (ok, said) = local(&bin, &from, &["import", first.to_str().unwrap()]);
-    assert!(ok, "{said}");
-    let exported = dir.join("native.tar.gz");
-    let (ok, said) = local(&bin, &from, &["export", exported.to_str().unwrap()]);
-    assert!(ok, "{said}");
-    let archive = std::fs::read(&exported).unwrap();
-    let url = mf.url.clone();
-    let (b, d) = (bin.clone(), dir.clone());
-    let back = tokio::task::spawn_blocking(move || {
-        clawless_testkit::remote::round_trip(&b, &url, ADMIN_TOKEN, &d, &archive)
-    })
-    .await
-    .unwrap();
-    let (manifest, held) = unpack(&back, &Limits::default()).unwrap();
-    assert_eq!(manifest.source, "worker");
-    let sent = sample::contents(now);
-    sample::same(&sent, &held, 60_000).unwrap();
-
-    let (ok, said) = local(
-        &bin,
-        &to,
-        &["import", dir.join("out.tar.gz").to_str().unwrap()],
-    );
-    assert!(ok && said.contains("files: 4 added"), "{said}");
-    for (path, bytes) in &sent.files {
-        assert_eq!(
-            &std::fs::read(to.join("files").join(path)).unwrap(),
-            bytes,
-            "{path}"
-        );
-    }
-    let (ok, said) = local(&bin, &to, &["memory", "search", "door code"]);
-    assert!(
-        ok && said.contains("2468"),
-        "recalled after the moves: {said}"
-    );
 }
 
 /// A build in workerd as a [`Shell`] for the shared scenarios.

@@ -4,6 +4,7 @@
 
 pub mod emulator;
 
+use base64::Engine as _;
 use serde_json::Value;
 
 pub const FUNCTION_URL: &str = include_str!("../events/function_url.json");
@@ -187,4 +188,61 @@ pub async fn create_table(client: &aws_sdk_dynamodb::Client, name: &str) {
         .send()
         .await
         .unwrap();
+}
+
+/// A Function URL event of an admin request with the bearer `token`: `GET /admin/export`, or
+/// `POST /admin/import` with `body` (base64, as a Function URL carries binary).
+pub fn admin_event(method: &str, name: &str, token: &str, body: Option<&[u8]>) -> Value {
+    let mut event = url_event(&format!("/admin/{name}"), &Value::Null, None);
+    event["requestContext"]["http"]["method"] = Value::from(method);
+    event["headers"]["authorization"] = Value::from(format!("Bearer {token}"));
+    match body {
+        Some(bytes) => {
+            event["body"] = Value::from(base64::engine::general_purpose::STANDARD.encode(bytes));
+            event["isBase64Encoded"] = Value::from(true);
+        }
+        None => event["body"] = Value::Null,
+    }
+    event
+}
+
+/// Imports `archive` into the function through its admin endpoint (the token `token`) twice,
+/// the second changing nothing; refuses a cut-off copy and a wrong token; and exports it back:
+/// the exported archive's bytes.
+pub async fn archive_round_trip(emu: &emulator::Emulator, token: &str, archive: &[u8]) -> Vec<u8> {
+    let import = |bytes: &[u8]| emu.invoke(admin_event("POST", "import", token, Some(bytes)));
+    let r = import(archive).await;
+    assert_eq!(r["statusCode"], 200, "{r}");
+    let report: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (report["kept"].as_u64(), report["files_added"].as_u64()),
+        (Some(0), Some(4)),
+        "{report}"
+    );
+    let r = import(archive).await;
+    let report: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (
+            report["added"].as_u64(),
+            report["kept"].as_u64(),
+            report["files_same"].as_u64()
+        ),
+        (Some(0), Some(0), Some(4)),
+        "the second changes nothing: {report}"
+    );
+    let r = import(&archive[..archive.len() / 2]).await;
+    assert_eq!(r["statusCode"], 400, "{r}");
+    assert!(r["body"].as_str().unwrap().contains("damaged"), "{r}");
+    let r = emu
+        .invoke(admin_event("GET", "export", "wrong-token-0123456789", None))
+        .await;
+    assert_eq!(r["statusCode"], 401, "{r}");
+
+    let r = emu.invoke(admin_event("GET", "export", token, None)).await;
+    assert_eq!(r["statusCode"], 200);
+    assert_eq!(r["isBase64Encoded"], true);
+    assert_eq!(r["headers"]["content-type"], "application/gzip");
+    base64::engine::general_purpose::STANDARD
+        .decode(r["body"].as_str().unwrap())
+        .unwrap()
 }

@@ -8,8 +8,8 @@ use clawless_testkit::fixtures::OWNER_ID;
 use clawless_testkit::servers::fakes;
 use serde_json::json;
 
-use super::common::{bot_vars, Miniflare};
 use super::Worker;
+use clawless_testkit::miniflare::{bot_vars, Miniflare};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_panel_in_a_real_browser_on_workerd() {

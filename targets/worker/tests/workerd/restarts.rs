@@ -7,7 +7,7 @@ use clawless_testkit::scenarios;
 use clawless_testkit::servers::{fakes, text_update, until};
 use serde_json::json;
 
-use super::common::{bot_vars, Miniflare, SECRET};
+use clawless_testkit::miniflare::{bot_vars, Miniflare, SECRET};
 
 /// An invocation that dies during the turn loses nothing and answers once: workerd is killed
 /// (SIGKILL) while the model is thinking, a new one starts on the same D1, the dead drain's

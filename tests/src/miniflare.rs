@@ -1,6 +1,7 @@
-//! Runs the built Worker under Miniflare (`tests/miniflare.mjs`) for the tests and the bench.
+//! Runs the built Worker under Miniflare (`targets/worker/tests/miniflare.mjs`), for the
+//! Worker's tests and bench and for the archive's move through every shell.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -8,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clawless_testkit::fixtures::OWNER_ID;
+use crate::fixtures::OWNER_ID;
 use serde_json::{json, Value};
 
 pub const SECRET: &str = "worker-e2e-secret";
@@ -34,9 +35,11 @@ impl Miniflare {
 
     /// Starts with the launcher's options as they are (`vars`, `vectorize`, `ai`).
     pub fn start_with(build_var: &str, options: Value) -> Miniflare {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/miniflare.mjs");
+        let worker = crate::repo::root().join("targets/worker");
         let mut child = Command::new(env_path("CLAWLESS_NODE"))
-            .arg(script)
+            .arg(worker.join("tests/miniflare.mjs"))
+            // The launcher's module paths are relative to the Worker's directory.
+            .current_dir(&worker)
             .arg(options.to_string())
             .env("CLAWLESS_WORKER_BUILD", env_path(build_var))
             .env("CLAWLESS_NODE_MODULES", env_path("CLAWLESS_NODE_MODULES"))
@@ -193,6 +196,6 @@ pub fn bot_vars(tg: &str, llm: &str) -> Value {
         "TRANSCRIBE_BASE_URL": llm,
         "SPEECH_BASE_URL": llm,
         "IMAGE_BASE_URL": llm,
-        clawless_testkit::fixtures::MCP_URL_ENV: format!("{llm}/mcp"),
+        crate::fixtures::MCP_URL_ENV: format!("{llm}/mcp"),
     })
 }

@@ -1,0 +1,205 @@
+//! A bot moves through every shell and keeps everything: built on native (the sample archive
+//! imported: memory notes, a session, workspace files, a skill, a pending and a recurring
+//! reminder, a pairing, usage), then native → export → the Worker in workerd (the native CLI's
+//! `import --remote`, twice, a cut copy and a wrong token refused) → export → the Lambda
+//! (the real `bootstrap` under the Runtime API emulator with moto, through Function URL events
+//! as AWS sends them) → export → native again. Each shell's export holds what went in; at the
+//! end the memory files are byte-identical, recall answers as it did, the person's `/usage`
+//! reads the same, and each reminder fires once, at its time, after the last move.
+//!
+//! Needs the Worker's release build and Node (`CLAWLESS_WORKER_BUILD`, `CLAWLESS_NODE`,
+//! `CLAWLESS_NODE_MODULES`), moto and the native binary (`CLAWLESS_NATIVE_BIN`): `.ci/run` runs
+//! the Lambda suites after the Worker build for it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clawless_core::archive::sample::{self, Due, PERSON};
+use clawless_core::archive::{unpack, Contents, Limits};
+use clawless_testkit::miniflare::{bot_vars, Miniflare};
+use clawless_testkit::remote::{local, round_trip, run, Running};
+use clawless_testkit::servers::{fakes, now_ms, text_update, Fakes};
+use common::emulator::{start_emulator, start_function_with};
+use serde_json::json;
+
+const ADMIN: &str = "chain-archive-token-0123456789";
+/// What recall is asked on native, before and after the moves.
+const QUESTIONS: [&str; 2] = ["door code", "dentist"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_moves_through_every_shell() {
+    let bin = std::env::var("CLAWLESS_NATIVE_BIN")
+        .expect("CLAWLESS_NATIVE_BIN: the native `clawless` binary (set by .ci/run)");
+    let dir = std::env::temp_dir().join(format!("clawless-chain-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let began = Instant::now();
+    let t0 = now_ms();
+    // Due after the moves (which take well under a minute): the recurring reminder (every
+    // minute) at a whole minute at least 40 s ahead, the pending one 10 s before it.
+    let recurring_ms = ((t0 + 40_000) / 60_000 + 1) * 60_000;
+    let due = Due {
+        pending_ms: recurring_ms - 10_000,
+        recurring_ms,
+    };
+    let sample = sample::contents_due(t0, due);
+
+    // On native: the bot built, its /usage and recall asked, exported.
+    let home = dir.join("native-before");
+    let first = dir.join("sample.tar.gz");
+    std::fs::write(&first, sample::archive_due(t0, due).unwrap()).unwrap();
+    let (ok, said) = local(&bin, &home, &["import", first.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    let usage_before = usage_on(&bin, &home).await.0;
+    assert!(
+        usage_before.contains("Today: you 15 tokens"),
+        "{usage_before}"
+    );
+    let recall_before = recall(&bin, &home);
+    assert!(
+        recall_before[0].contains("2468") && recall_before[1].contains("Tuesday"),
+        "{recall_before:?}"
+    );
+    let from_native = dir.join("native.tar.gz");
+    let (ok, said) = local(&bin, &home, &["export", from_native.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    let archive = std::fs::read(&from_native).unwrap();
+    // What it held when it left: the sample, and what running it added (the audit of /usage,
+    // the mark of a consolidation pass).
+    let (manifest, left) = unpack(&archive, &Limits::default()).unwrap();
+    assert_eq!(manifest.source, "native");
+    let of_sample = Contents {
+        kv: (left.kv.iter())
+            .filter(|e| sample.kv.iter().any(|s| s.key == e.key))
+            .cloned()
+            .collect(),
+        files: left.files.clone(),
+    };
+    sample::same(&sample, &of_sample, 60_000).unwrap();
+    assert!(left.kv.len() > sample.kv.len(), "the bot ran: {left:?}");
+
+    // Into the Worker and out again.
+    let (_f, tg, llm) = fakes().await;
+    let mut vars = bot_vars(&tg, &llm);
+    vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN);
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", vars, false);
+    let (b, url, d) = (bin.clone(), mf.url.clone(), dir.join("worker"));
+    std::fs::create_dir_all(&d).unwrap();
+    let from_worker =
+        tokio::task::spawn_blocking(move || round_trip(&b, &url, ADMIN, &d, &archive))
+            .await
+            .unwrap();
+    drop(mf);
+    holds(&from_worker, "worker", &left);
+
+    // Into the Lambda and out again.
+    let moto = common::moto();
+    let client = common::dynamo_client(&moto).await;
+    common::create_table(&client, "clawless-chain").await;
+    let (emu, runtime) = start_emulator().await;
+    let function = start_function_with(
+        &runtime,
+        &moto.url,
+        "clawless-chain",
+        &tg,
+        &llm,
+        &[("CLAWLESS_ADMIN_TOKEN", ADMIN)],
+    );
+    let from_lambda = common::archive_round_trip(&emu, ADMIN, &from_worker).await;
+    drop(function);
+    holds(&from_lambda, "lambda", &left);
+
+    // Home to a fresh native data directory.
+    let back = dir.join("native-after");
+    let last = dir.join("lambda.tar.gz");
+    std::fs::write(&last, &from_lambda).unwrap();
+    let (ok, said) = local(&bin, &back, &["import", last.to_str().unwrap()]);
+    assert!(ok && said.contains("files: 4 added"), "{said}");
+    for (path, bytes) in &left.files {
+        assert_eq!(
+            &std::fs::read(back.join("files").join(path)).unwrap(),
+            bytes,
+            "{path}"
+        );
+    }
+    assert_eq!(recall(&bin, &back), recall_before, "recall after the moves");
+    eprintln!("the moves took {:?}", began.elapsed());
+    assert!(
+        now_ms() + 5_000 < due.pending_ms,
+        "the moves took {:?}: too long for the reminders' lead",
+        began.elapsed()
+    );
+
+    // Running there: the same /usage, and each reminder fires once at its time.
+    let (usage_after, f, _bot) = usage_on(&bin, &back).await;
+    assert_eq!(usage_after, usage_before, "/usage after the moves");
+    let fired = |text: &str| {
+        f.sent_to(PERSON)
+            .iter()
+            .filter(|t| t.as_str() == format!("⏰ {text}"))
+            .count()
+    };
+    for (text, at) in [("tea", due.pending_ms), ("stretch", due.recurring_ms)] {
+        assert_eq!(fired(text), 0, "{text} fired before its time");
+        let deadline = Instant::now() + Duration::from_millis(at.saturating_sub(now_ms()) + 10_000);
+        while fired(text) == 0 {
+            assert!(Instant::now() < deadline, "{text} did not fire");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let seen = now_ms();
+        assert!(
+            (at..at + 5_000).contains(&seen),
+            "{text} at its second: seen {seen}, due {at}"
+        );
+    }
+    // Nothing more through the next sweep (every 15 s), before the recurring one's next minute.
+    tokio::time::sleep(Duration::from_secs(16)).await;
+    assert_eq!((fired("tea"), fired("stretch")), (1, 1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether the archive `bytes` was exported by `source` and holds what native's did.
+fn holds(bytes: &[u8], source: &str, sent: &Contents) {
+    let (manifest, held) = unpack(bytes, &Limits::default()).unwrap();
+    assert_eq!(manifest.source, source);
+    if let Err(e) = sample::same(sent, &held, 60_000) {
+        panic!("the {source} export: {e}");
+    }
+}
+
+/// What `clawless memory search` answers on `data` to each of [`QUESTIONS`].
+fn recall(bin: &str, data: &Path) -> Vec<String> {
+    QUESTIONS
+        .iter()
+        .map(|q| {
+            let (ok, said) = local(bin, data, &["memory", "search", q]);
+            assert!(ok, "{said}");
+            said
+        })
+        .collect()
+}
+
+/// The bot run on `data` with long polling against fresh fakes: its answer to the person's
+/// `/usage`, the fakes and the running bot.
+async fn usage_on(bin: &str, data: &Path) -> (String, Arc<Fakes>, Running) {
+    let (f, tg, llm) = fakes().await;
+    let bot = run(bin, data, &tg, &llm);
+    f.push_update(text_update(1, "/usage"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(t) = f
+            .sent_to(PERSON)
+            .into_iter()
+            .find(|t| t.starts_with("Today:"))
+        {
+            return (t, f, bot);
+        }
+        assert!(Instant::now() < deadline, "no answer to /usage");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
