@@ -7,10 +7,11 @@
 //! the audit trail to `clawless audit --remote URL`, `GET /admin/doctor` the checks of
 //! [`crate::doctor`] to `clawless doctor --remote URL`, and `POST /admin/setup` points
 //! Telegram's webhook at the deployment itself and sets the command menu (see
-//! [`Admin::setup`]). `GET /admin/export[?person=<user id>&connector=<id>]` answers the archive
-//! of [`crate::archive`] and `POST /admin/import[?overwrite=1]` merges the archive it is sent,
-//! answering what it did (400 with why when the archive is refused, nothing written); `clawless
-//! export --remote URL` and `import --remote URL` call them. It exists only when `CLAWLESS_ADMIN_TOKEN` is set (else 404, as any unknown
+//! [`Admin::setup`]). `GET /admin/export[?person=<user id>&connector=<id>][&cursor=<c>]` answers
+//! one part of the archive of [`crate::archive`], its manifest naming the next part's cursor,
+//! and `POST /admin/import[?overwrite=1]` merges the archive part it is sent, answering what it
+//! did (400 with why when the part is refused, nothing of it written); `clawless export
+//! --remote URL` and `import --remote URL` move a whole archive through them in parts. It exists only when `CLAWLESS_ADMIN_TOKEN` is set (else 404, as any unknown
 //! path), and answers only a bearer of that token (compared in constant time; 401 with no
 //! detail otherwise). Shells only route here: each passes the request as an
 //! [`AdminRequest`].
@@ -125,8 +126,12 @@ pub struct AdminRequest<'a> {
     pub shell: &'a str,
 }
 
-/// The largest body a shell reads for the admin endpoint: an archive to import.
-pub const MAX_ADMIN_BODY: usize = 64 << 20;
+/// The largest body a shell reads for the admin endpoint: one part of an archive to import
+/// (see [`crate::archive::parts`]).
+pub const MAX_ADMIN_BODY: usize = 4 << 20;
+/// The longest export cursor taken (percent-encoded).
+#[cfg(feature = "archive")]
+const MAX_CURSOR: usize = 4096;
 
 impl Admin<'_> {
     /// Whether `authorization` is the admin token's bearer: a shell asks before it reads a
@@ -235,9 +240,16 @@ impl Admin<'_> {
     #[cfg(feature = "archive")]
     async fn export_reply(self, query: Option<&str>, shell: &str) -> AdminReply {
         use crate::archive::Whom;
-        let (mut person, mut connector) = (None, None);
+        let (mut person, mut connector, mut cursor) = (None, None, None);
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=').unwrap_or((pair, "")) {
+                ("cursor", v) if v.len() <= MAX_CURSOR => {
+                    match percent_encoding::percent_decode_str(v).decode_utf8() {
+                        Ok(c) => cursor = Some(c.into_owned()),
+                        Err(_) => return AdminReply::text(400, "cursor: not UTF-8"),
+                    }
+                }
+                ("cursor", _) => return AdminReply::text(400, "cursor: too long"),
                 ("person", v) => match v.parse::<i64>() {
                     Ok(id) => person = Some(id),
                     Err(_) => return AdminReply::text(400, "person: a Telegram user id"),
@@ -256,12 +268,18 @@ impl Admin<'_> {
                 Err(e) => return AdminReply::text(400, &e.to_string()),
             },
         };
-        match self.app.export(&whom, shell).await {
+        let part = self
+            .app
+            .export_part(&whom, shell, cursor.as_deref().unwrap_or(""));
+        match part.await {
             Ok(archive) => AdminReply {
                 status: 200,
                 content_type: "application/gzip",
                 body: archive,
             },
+            Err(e @ crate::archive::ArchiveError::Damaged(_)) => {
+                AdminReply::text(400, &e.to_string())
+            }
             Err(e) => {
                 tracing::error!(error = %e, "export failed");
                 AdminReply::text(503, &e.to_string())
@@ -278,7 +296,7 @@ impl Admin<'_> {
             "overwrite=1" => Merge::Replace,
             _ => return AdminReply::text(400, "the only parameter is overwrite=1"),
         };
-        match self.app.import(body, &Limits::default(), merge).await {
+        match self.app.import(body, &Limits::part(), merge).await {
             Ok(report) => {
                 tracing::info!(%report, "archive imported");
                 AdminReply::json(200, &serde_json::to_value(&report).unwrap_or(Value::Null))

@@ -3,7 +3,7 @@
 
 use clawless_platform::ErrorKind;
 
-use super::{pack, ArchiveError, Contents, Limits, Manifest, Whom, FORMAT};
+use super::{pack, ArchiveError, Contents, Limits, Whom};
 use crate::app::App;
 use crate::keys;
 
@@ -17,18 +17,8 @@ impl App {
     /// shell (`native`, `worker`, `lambda`). Reads only.
     pub async fn export(&self, whom: &Whom, source: &str) -> Result<Vec<u8>, ArchiveError> {
         let (contents, left_out) = self.export_contents(whom).await?;
-        let manifest = Manifest {
-            format: FORMAT,
-            source: source.to_owned(),
-            by: env!("CARGO_PKG_VERSION").to_owned(),
-            created_at_ms: self.platform.clock.now_ms(),
-            store_version: crate::upgrade::CURRENT,
-            whom: whom.label(),
-            kv_entries: 0,
-            files: 0,
-            sha256: Default::default(),
-            left_out,
-        };
+        let mut manifest = self.manifest(whom, source);
+        manifest.left_out = left_out;
         pack(manifest, &contents)
     }
 

@@ -46,6 +46,21 @@ pub struct ImportReport {
 }
 
 impl ImportReport {
+    /// Adds what the import of another part did.
+    pub fn add(&mut self, part: ImportReport) {
+        self.added += part.added;
+        self.same += part.same;
+        self.kept += part.kept;
+        self.replaced += part.replaced;
+        self.expired += part.expired;
+        self.files_added += part.files_added;
+        self.files_same += part.files_same;
+        self.files_kept += part.files_kept;
+        self.files_replaced += part.files_replaced;
+        self.reindexed += part.reindexed;
+        self.not_indexed.extend(part.not_indexed);
+    }
+
     /// Whether the import wrote anything.
     pub fn changed(&self) -> bool {
         self.added + self.replaced + self.files_added + self.files_replaced + self.reindexed > 0
@@ -77,13 +92,24 @@ impl std::fmt::Display for ImportReport {
 
 /// The memory scope a memory file belongs to (`memory/<scope>/MEMORY.md` or
 /// `memory/<scope>/memory/<note>.md`).
-fn memory_scope(path: &str) -> Option<&str> {
+pub(super) fn memory_scope(path: &str) -> Option<&str> {
     let rest = path.strip_prefix("memory/")?;
     if let Some(scope) = rest.strip_suffix("/MEMORY.md") {
         return Some(scope);
     }
     let (scope, note) = rest.rsplit_once("/memory/")?;
     (!note.contains('/') && note.ends_with(".md")).then_some(scope)
+}
+
+/// Whether `scope` names a memory scope: the segments a memory file's path has, none empty
+/// or a dot name.
+fn is_scope(scope: &str) -> bool {
+    scope.len() <= 300
+        && !scope.chars().any(char::is_control)
+        && scope
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != "..")
+        && memory_scope(&format!("memory/{scope}/MEMORY.md")) == Some(scope)
 }
 
 impl App {
@@ -111,6 +137,9 @@ impl App {
         }
         if let Some(e) = contents.kv.iter().find(|e| !carried(&e.key)) {
             return Err(ArchiveError::Foreign(e.key.chars().take(120).collect()));
+        }
+        if let Some(bad) = manifest.reindex.iter().flatten().find(|s| !is_scope(s)) {
+            return Err(ArchiveError::BadName(format!("reindex {bad:.80}")));
         }
         let mut report = ImportReport::default();
         let mut reminders = Vec::new();
@@ -158,6 +187,11 @@ impl App {
                 crate::upgrade::UpgradeError::Storage(p) => ArchiveError::Storage(p),
                 other => ArchiveError::Damaged(other.to_string()),
             })?;
+        }
+        // A part of an import sent in parts names the scopes to index instead (once, after
+        // the last part).
+        if let Some(asked) = &manifest.reindex {
+            scopes = asked.iter().cloned().collect();
         }
         for scope in scopes {
             match self.memory.reindex(&Scope::new(&scope)).await {

@@ -17,6 +17,7 @@ mod export;
 mod import;
 pub mod openclaw;
 pub mod pack;
+pub mod parts;
 #[cfg(feature = "testing")]
 pub mod sample;
 mod select;
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use import::{ImportReport, Merge};
 pub use pack::{pack, unpack, Limits};
+pub use parts::{cursor_query, reindex_parts, split, Joined, PART_BYTES, PART_ITEMS};
 pub use select::Whom;
 
 use crate::keys;
@@ -61,6 +63,13 @@ pub struct Manifest {
     /// Files the export could not carry, each with why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// In a part of an export ([`parts`]): the cursor of the next part, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// In a part of an import: the memory scopes to index after it, instead of those of its
+    /// files (the index is built once, after the last part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reindex: Option<Vec<String>>,
 }
 
 /// What an archive holds: Kv entries in key order, files by path.

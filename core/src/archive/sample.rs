@@ -168,6 +168,8 @@ pub fn archive_due(now_ms: u64, due: Due) -> Result<Vec<u8>, ArchiveError> {
         files: 0,
         sha256: BTreeMap::new(),
         left_out: Vec::new(),
+        next: None,
+        reindex: None,
     };
     pack(manifest, &contents_due(now_ms, due))
 }

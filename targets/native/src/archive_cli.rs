@@ -131,10 +131,7 @@ pub async fn import_remote(
 ) -> Result<()> {
     let limits = Limits::default();
     let bytes = read_archive(file, &limits)?;
-    clawless_core::archive::unpack(&bytes, &limits)?;
-    let report: clawless_core::archive::ImportReport =
-        serde_json::from_value(crate::remote::import(env, base, bytes, overwrite).await?)
-            .context("the deployment's report")?;
+    let report = crate::remote::import(env, base, &bytes, overwrite).await?;
     println!("imported {} into {base}: {report}", file.display());
     Ok(())
 }

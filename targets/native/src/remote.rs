@@ -11,6 +11,8 @@ use serde_json::Value;
 
 /// The longest answer read from a deployment.
 const MAX_ANSWER: usize = 8 << 20;
+/// Parts of one export taken, at most (each moves the cursor on; one archive holds fewer).
+const MAX_PARTS: usize = 100_000;
 
 /// Why a remote call could not be made: a missing token is the caller's configuration.
 #[derive(Debug, thiserror::Error)]
@@ -87,43 +89,77 @@ async fn call(
     }
 }
 
-/// `clawless export --remote URL`: the deployment's archive (`GET /admin/export`).
+/// `GET /admin/export?<query>`, part after part until the last: the whole archive, put back
+/// together here.
 pub async fn export(env: &clawless_core::Env, base: &str, query: &str) -> Result<Vec<u8>> {
-    let path = match query.is_empty() {
-        true => "export".to_owned(),
-        false => format!("export?{query}"),
-    };
-    let cap = clawless_core::archive::Limits::default().packed_bytes;
-    Ok(call(env, base, reqwest::Method::GET, &path, None, cap)
-        .await?
-        .1)
+    use clawless_core::archive::{cursor_query, unpack, Joined, Limits};
+    let mut joined = Joined::default();
+    let mut cursor = String::new();
+    for n in 1..=MAX_PARTS {
+        let mut q = Vec::new();
+        if !query.is_empty() {
+            q.push(query.to_owned());
+        }
+        if !cursor.is_empty() {
+            q.push(cursor_query(&cursor));
+        }
+        let path = match q.is_empty() {
+            true => "export".to_owned(),
+            false => format!("export?{}", q.join("&")),
+        };
+        let cap = clawless_core::admin_http::MAX_ADMIN_BODY;
+        let (_, bytes) = call(env, base, reqwest::Method::GET, &path, None, cap)
+            .await
+            .with_context(|| format!("part {n} of the export"))?;
+        let (manifest, part) = unpack(&bytes, &Limits::export_part())
+            .with_context(|| format!("{base} answered a part {n} that does not read"))?;
+        match joined.add(manifest, part)? {
+            Some(next) if next == cursor => bail!("{base} answered part {n} without moving on"),
+            Some(next) => cursor = next,
+            None => return Ok(joined.archive(&Limits::default())?),
+        }
+    }
+    bail!("{base} answered more than {MAX_PARTS} parts")
 }
 
-/// `clawless import --remote URL`: the archive merged by the deployment (`POST
-/// /admin/import`); its report.
+/// `POST /admin/import[?overwrite=1]` of `archive` (checked here first) in parts, then one
+/// request per memory scope to index: what the deployment did, added up. A part refused stops
+/// it; importing again finishes it (parts already in are found the same).
 pub async fn import(
     env: &clawless_core::Env,
     base: &str,
-    archive: Vec<u8>,
+    archive: &[u8],
     overwrite: bool,
-) -> Result<Value> {
+) -> Result<clawless_core::archive::ImportReport> {
+    use clawless_core::archive::{reindex_parts, split, unpack, ImportReport, Limits};
+    let (manifest, contents) = unpack(archive, &Limits::default())?;
+    let (parts, scopes) = split(&manifest, &contents)?;
+    let parts: Vec<Vec<u8>> = parts
+        .into_iter()
+        .chain(reindex_parts(&manifest, &scopes)?)
+        .collect();
     let path = match overwrite {
         true => "import?overwrite=1",
         false => "import",
     };
-    let (_, bytes) = call(
-        env,
-        base,
-        reqwest::Method::POST,
-        path,
-        Some(archive),
-        MAX_ANSWER,
-    )
-    .await?;
-    serde_json::from_slice(&bytes).context("the deployment answered no JSON")
+    let mut report = ImportReport::default();
+    let count = parts.len();
+    for (i, part) in parts.into_iter().enumerate() {
+        let (_, bytes) = call(
+            env,
+            base,
+            reqwest::Method::POST,
+            path,
+            Some(part),
+            MAX_ANSWER,
+        )
+        .await
+        .with_context(|| format!("part {} of {count}", i + 1))?;
+        report.add(serde_json::from_slice(&bytes).context("the deployment's report")?);
+    }
+    Ok(report)
 }
 
-/// What `clawless audit --remote` asks for.
 #[derive(Debug, Clone, Default)]
 pub struct AuditFilter {
     pub chat: Option<i64>,

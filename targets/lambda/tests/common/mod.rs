@@ -193,7 +193,9 @@ pub async fn create_table(client: &aws_sdk_dynamodb::Client, name: &str) {
 /// A Function URL event of an admin request with the bearer `token`: `GET /admin/export`, or
 /// `POST /admin/import` with `body` (base64, as a Function URL carries binary).
 pub fn admin_event(method: &str, name: &str, token: &str, body: Option<&[u8]>) -> Value {
+    let (name, query) = name.split_once('?').unwrap_or((name, ""));
     let mut event = url_event(&format!("/admin/{name}"), &Value::Null, None);
+    event["rawQueryString"] = Value::from(query);
     event["requestContext"]["http"]["method"] = Value::from(method);
     event["headers"]["authorization"] = Value::from(format!("Bearer {token}"));
     match body {
@@ -206,31 +208,39 @@ pub fn admin_event(method: &str, name: &str, token: &str, body: Option<&[u8]>) -
     event
 }
 
-/// Imports `archive` into the function through its admin endpoint (the token `token`) twice,
-/// the second changing nothing; refuses a cut-off copy and a wrong token; and exports it back:
-/// the exported archive's bytes.
+/// Imports `archive` into the function through its admin endpoint (the token `token`) in
+/// parts, as `clawless import --remote` sends it, twice, the second changing nothing; refuses
+/// a cut-off part and a wrong token; and exports it back part by part: the joined archive.
 pub async fn archive_round_trip(emu: &emulator::Emulator, token: &str, archive: &[u8]) -> Vec<u8> {
+    use clawless_core::archive::{reindex_parts, split, unpack, Joined, Limits};
+    let (manifest, contents) = unpack(archive, &Limits::default()).unwrap();
+    let (parts, scopes) = split(&manifest, &contents).unwrap();
+    let parts: Vec<Vec<u8>> = (parts.into_iter())
+        .chain(reindex_parts(&manifest, &scopes).unwrap())
+        .collect();
+    assert!(parts.len() > 1, "the sample goes in more than one part");
     let import = |bytes: &[u8]| emu.invoke(admin_event("POST", "import", token, Some(bytes)));
-    let r = import(archive).await;
-    assert_eq!(r["statusCode"], 200, "{r}");
-    let report: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+    let import_all = || async {
+        let mut sum = std::collections::BTreeMap::<String, u64>::new();
+        for part in &parts {
+            let r = import(part).await;
+            assert_eq!(r["statusCode"], 200, "{r}");
+            let report: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+            for (k, v) in report.as_object().unwrap() {
+                *sum.entry(k.clone()).or_default() += v.as_u64().unwrap_or(0);
+            }
+        }
+        sum
+    };
+    let first = import_all().await;
+    assert_eq!((first["kept"], first["files_added"]), (0, 4), "{first:?}");
+    let second = import_all().await;
     assert_eq!(
-        (report["kept"].as_u64(), report["files_added"].as_u64()),
-        (Some(0), Some(4)),
-        "{report}"
+        (second["added"], second["kept"], second["files_same"]),
+        (0, 0, 4),
+        "the second changes nothing: {second:?}"
     );
-    let r = import(archive).await;
-    let report: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
-    assert_eq!(
-        (
-            report["added"].as_u64(),
-            report["kept"].as_u64(),
-            report["files_same"].as_u64()
-        ),
-        (Some(0), Some(0), Some(4)),
-        "the second changes nothing: {report}"
-    );
-    let r = import(&archive[..archive.len() / 2]).await;
+    let r = import(&parts[0][..parts[0].len() / 2]).await;
     assert_eq!(r["statusCode"], 400, "{r}");
     assert!(r["body"].as_str().unwrap().contains("damaged"), "{r}");
     let r = emu
@@ -238,11 +248,21 @@ pub async fn archive_round_trip(emu: &emulator::Emulator, token: &str, archive: 
         .await;
     assert_eq!(r["statusCode"], 401, "{r}");
 
-    let r = emu.invoke(admin_event("GET", "export", token, None)).await;
-    assert_eq!(r["statusCode"], 200);
-    assert_eq!(r["isBase64Encoded"], true);
-    assert_eq!(r["headers"]["content-type"], "application/gzip");
-    base64::engine::general_purpose::STANDARD
-        .decode(r["body"].as_str().unwrap())
-        .unwrap()
+    let mut joined = Joined::default();
+    let mut name = "export".to_owned();
+    loop {
+        let r = emu.invoke(admin_event("GET", &name, token, None)).await;
+        assert_eq!(r["statusCode"], 200, "{r}");
+        assert_eq!(r["isBase64Encoded"], true);
+        assert_eq!(r["headers"]["content-type"], "application/gzip");
+        let part = base64::engine::general_purpose::STANDARD
+            .decode(r["body"].as_str().unwrap())
+            .unwrap();
+        let (m, c) = unpack(&part, &Limits::export_part()).unwrap();
+        match joined.add(m, c).unwrap() {
+            Some(next) => name = format!("export?{}", clawless_core::archive::cursor_query(&next)),
+            None => break,
+        }
+    }
+    joined.archive(&Limits::default()).unwrap()
 }
