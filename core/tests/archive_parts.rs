@@ -15,8 +15,12 @@ use clawless_core::archive::{
     reindex_parts, split, unpack, ArchiveError, Contents, Joined, Limits, Merge, Whom, PART_BYTES,
     PART_ITEMS,
 };
+use std::sync::Arc;
+
 use clawless_core::ids::{ConnectorId, Scope, SessionKey};
 use clawless_core::keys;
+use clawless_core::Config;
+use clawless_platform::{MemoryFiles, MemoryKv};
 use clawless_testkit::fixtures::OWNER_ID;
 use futures::executor::block_on;
 use support::{Harness, Wire};
@@ -27,10 +31,31 @@ fn note_path(person: i64, day: u32) -> String {
     format!("memory/assistant/main/u{person}/memory/2026-10-{day:02}.md")
 }
 
+/// A harness whose Kv and Files count their operations (each a D1 query on the Worker).
+fn counted() -> (Harness, Arc<MemoryKv>, Arc<MemoryFiles>) {
+    let mut kept = None;
+    let config = Config::load(&clawless_core::config::embedded()).unwrap();
+    let h = Harness::with_ports(Wire::Anthropic, config, |platform, _, clock| {
+        let kv = Arc::new(MemoryKv::new(clock));
+        let files = Arc::new(MemoryFiles::default());
+        platform.kv = kv.clone();
+        platform.files = files.clone();
+        kept = Some((kv, files));
+    });
+    let (kv, files) = kept.unwrap();
+    (h, kv, files)
+}
+
+/// Store operations of one request: at most this many, under a free-plan Worker's 50 D1
+/// queries with room for the request's own (the token, the store's version).
+const REQUEST_OPS: usize = 45;
+
+type Counted = (Harness, Arc<MemoryKv>, Arc<MemoryFiles>);
+
 /// A store of 150 sessions (five of 700 KB, one of 3.5 MB), 40 usage counters with their TTL,
 /// 60 daily notes across three people, a 2.5 MB workspace file and a 3.5 MB one.
-async fn filled() -> Harness {
-    let h = Harness::new(Wire::Anthropic);
+async fn filled() -> Counted {
+    let (h, counted_kv, counted_files) = counted();
     let (kv, files) = (&h.platform.kv, &h.platform.files);
     let conn = ConnectorId::new("main");
     for i in 0..150i64 {
@@ -86,19 +111,24 @@ async fn filled() -> Harness {
         )
         .await
         .unwrap();
-    h
+    (h, counted_kv, counted_files)
 }
 
 /// `whom`'s export of `h` taken part by part from the cursors; the joined archive's manifest
 /// and contents, and how many parts it took.
 async fn export_in_parts(
-    h: &Harness,
+    (h, kv, files): &Counted,
     whom: &Whom,
 ) -> (clawless_core::archive::Manifest, Contents, usize) {
-    let (mut joined, mut cursor, mut parts) = (Joined::default(), String::new(), 0);
+    let (mut joined, mut cursor) = (Joined::default(), String::new());
+    let (mut parts, mut most) = (0, 0);
     loop {
+        let before = kv.ops() + files.ops();
         let part = h.app.export_part(whom, "native", &cursor).await.unwrap();
+        let ops = kv.ops() + files.ops() - before;
         parts += 1;
+        assert!(ops <= REQUEST_OPS, "part {parts}: {ops} store operations");
+        most = most.max(ops);
         assert!(
             part.len() <= MAX_ADMIN_BODY,
             "part {parts}: {} bytes",
@@ -114,6 +144,7 @@ async fn export_in_parts(
         }
         assert!(parts < 1_000);
     }
+    eprintln!("export: {parts} parts, at most {most} store operations each");
     let archive = joined.archive(&Limits::default()).unwrap();
     let (manifest, contents) = unpack(&archive, &Limits::default()).unwrap();
     (manifest, contents, parts)
@@ -122,9 +153,10 @@ async fn export_in_parts(
 #[test]
 fn an_export_in_parts_holds_what_one_export_holds_but_the_oversized() {
     block_on(async {
-        let h = filled().await;
+        let store = filled().await;
+        let h = &store.0;
         let (whole, _) = h.app.export_contents(&Whom::Bot).await.unwrap();
-        let (manifest, joined, parts) = export_in_parts(&h, &Whom::Bot).await;
+        let (manifest, joined, parts) = export_in_parts(&store, &Whom::Bot).await;
         assert!(parts > 3, "{parts} parts");
         let oversized_key = keys::session(&SessionKey::new("main:1005"));
         let oversized_file = format!("workspace/assistant/main/u{OWNER_ID}/over.bin");
@@ -150,7 +182,7 @@ fn an_export_in_parts_holds_what_one_export_holds_but_the_oversized() {
             user: PEOPLE[1],
         };
         let (mine, _) = h.app.export_contents(&person).await.unwrap();
-        let (_, joined, _) = export_in_parts(&h, &person).await;
+        let (_, joined, _) = export_in_parts(&store, &person).await;
         assert_eq!(joined, mine);
         assert_eq!(joined.files.len(), 20);
 
@@ -169,7 +201,7 @@ fn an_export_in_parts_holds_what_one_export_holds_but_the_oversized() {
 #[test]
 fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
     block_on(async {
-        let a = filled().await;
+        let (a, _, _) = filled().await;
         let whole = a.app.export(&Whom::Bot, "native").await.unwrap();
         let (manifest, held) = unpack(&whole, &Limits::default()).unwrap();
         // Refused before anything is sent: a file and an entry over one part.
@@ -191,9 +223,9 @@ fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
         .is_err());
         movable.kv.retain(|e| !over(e));
 
-        let (parts, scopes) = split(&manifest, &movable).unwrap();
+        let (parts, notes) = split(&manifest, &movable).unwrap();
         assert!(parts.len() >= (movable.kv.len() + movable.files.len()) / PART_ITEMS);
-        assert_eq!(scopes.len(), PEOPLE.len());
+        assert_eq!(notes.len(), 20 * PEOPLE.len());
         for part in &parts {
             assert!(part.len() <= MAX_ADMIN_BODY, "{} bytes", part.len());
             let (m, c) = unpack(part, &Limits::part()).unwrap();
@@ -204,20 +236,36 @@ fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
                 "the index waits for the last part"
             );
         }
-        let b = Harness::new(Wire::Anthropic);
+        let (b, kv, files) = counted();
+        let count = parts.len();
         let all: Vec<Vec<u8>> = parts
             .into_iter()
-            .chain(reindex_parts(&manifest, &scopes).unwrap())
+            .chain(reindex_parts(&manifest, &notes).unwrap())
             .collect();
         let mut first = clawless_core::archive::ImportReport::default();
-        for part in &all {
+        let mut most = [0, 0];
+        for (i, part) in all.iter().enumerate() {
+            let before = kv.ops() + files.ops();
             first.add(
                 b.app
                     .import(part, &Limits::part(), Merge::KeepOurs)
                     .await
                     .unwrap(),
             );
+            let ops = kv.ops() + files.ops() - before;
+            let what = if i < count { "data" } else { "index" };
+            assert!(
+                ops <= REQUEST_OPS,
+                "{what} part {i}: {ops} store operations"
+            );
+            most[usize::from(i >= count)] = most[usize::from(i >= count)].max(ops);
         }
+        eprintln!(
+            "import: {count} data parts, at most {} store operations each; {} index parts, at most {}",
+            most[0],
+            all.len() - count,
+            most[1]
+        );
         assert_eq!(first.added + first.same, movable.kv.len(), "{first}");
         assert_eq!(first.files_added, movable.files.len());
         assert_eq!(first.reindexed, 60, "each note indexed once: {first}");
@@ -247,7 +295,7 @@ fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
         );
 
         let mut second = clawless_core::archive::ImportReport::default();
-        for part in &all[..all.len() - scopes.len()] {
+        for part in &all[..count] {
             second.add(
                 b.app
                     .import(part, &Limits::part(), Merge::KeepOurs)
@@ -259,7 +307,7 @@ fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
 
         // A part naming a scope that is not one is refused, nothing of it written.
         let mut forged = manifest.clone();
-        forged.reindex = Some(vec!["assistant/../../etc".into()]);
+        forged.reindex = Some(vec!["memory/assistant/../../etc/MEMORY.md".into()]);
         let one = Contents {
             kv: vec![clawless_platform::KvEntry {
                 key: keys::session(&SessionKey::new("main:42")),

@@ -97,10 +97,17 @@ pub fn normalize_dir(dir: &str) -> Result<String> {
 #[derive(Default)]
 pub struct MemoryFiles {
     files: Mutex<BTreeMap<String, Vec<u8>>>,
+    ops: std::sync::atomic::AtomicUsize,
 }
 
 impl MemoryFiles {
+    /// Operations so far (what a database adapter would send as queries).
+    pub fn ops(&self) -> usize {
+        self.ops.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<u8>>> {
+        self.ops.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.files.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -181,6 +181,7 @@ type Entry = (Vec<u8>, Option<u64>);
 pub struct MemoryKv {
     clock: Arc<dyn Clock>,
     entries: Mutex<BTreeMap<String, Entry>>,
+    ops: std::sync::atomic::AtomicUsize,
 }
 
 impl MemoryKv {
@@ -188,12 +189,37 @@ impl MemoryKv {
         Self {
             clock,
             entries: Mutex::new(BTreeMap::new()),
+            ops: Default::default(),
         }
     }
 
+    /// Operations so far (what a database adapter would send as queries).
+    pub fn ops(&self) -> usize {
+        self.ops.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
+        self.ops.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // A poisoned lock only means another test thread panicked; the map itself is intact.
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The live entries of `map` under `prefix` after `after`, in key order.
+    fn live_after<'m>(
+        &'m self,
+        map: &'m BTreeMap<String, Entry>,
+        prefix: &'m str,
+        after: &str,
+    ) -> impl Iterator<Item = (&'m String, &'m Entry)> + 'm {
+        use std::ops::Bound;
+        let start = if after < prefix {
+            Bound::Included(prefix.to_owned())
+        } else {
+            Bound::Excluded(after.to_owned())
+        };
+        map.range((start, Bound::Unbounded))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .filter(|(_, e)| self.live(e))
     }
 
     fn live(&self, entry: &Entry) -> bool {
@@ -231,35 +257,24 @@ impl Kv for MemoryKv {
     }
 
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
-        use std::ops::Bound;
         let map = self.lock();
-        let start = if after < prefix {
-            Bound::Included(prefix.to_owned())
-        } else {
-            Bound::Excluded(after.to_owned())
-        };
-        Ok(map
-            .range((start, Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .filter(|(_, e)| self.live(e))
+        Ok(self
+            .live_after(&map, prefix, after)
             .map(|(k, _)| k.clone())
             .take(limit)
             .collect())
     }
 
     async fn scan(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<KvEntry>> {
-        let keys = self.list_after(prefix, after, limit).await?;
         let map = self.lock();
-        Ok(keys
-            .into_iter()
-            .filter_map(|key| {
-                let (value, expires_at_ms) = map.get(&key)?.clone();
-                Some(KvEntry {
-                    key,
-                    value,
-                    expires_at_ms,
-                })
+        Ok(self
+            .live_after(&map, prefix, after)
+            .map(|(key, (value, expires_at_ms))| KvEntry {
+                key: key.clone(),
+                value: value.clone(),
+                expires_at_ms: *expires_at_ms,
             })
+            .take(limit)
             .collect())
     }
 

@@ -101,15 +101,14 @@ pub(super) fn memory_scope(path: &str) -> Option<&str> {
     (!note.contains('/') && note.ends_with(".md")).then_some(scope)
 }
 
-/// Whether `scope` names a memory scope: the segments a memory file's path has, none empty
-/// or a dot name.
-fn is_scope(scope: &str) -> bool {
-    scope.len() <= 300
-        && !scope.chars().any(char::is_control)
-        && scope
+/// Whether `path` names a memory file of some scope, its segments none empty or a dot name.
+fn is_memory_file(path: &str) -> bool {
+    path.len() <= 1024
+        && !path.chars().any(char::is_control)
+        && path
             .split('/')
             .all(|s| !s.is_empty() && s != "." && s != "..")
-        && memory_scope(&format!("memory/{scope}/MEMORY.md")) == Some(scope)
+        && memory_scope(path).is_some()
 }
 
 impl App {
@@ -138,7 +137,7 @@ impl App {
         if let Some(e) = contents.kv.iter().find(|e| !carried(&e.key)) {
             return Err(ArchiveError::Foreign(e.key.chars().take(120).collect()));
         }
-        if let Some(bad) = manifest.reindex.iter().flatten().find(|s| !is_scope(s)) {
+        if let Some(bad) = (manifest.reindex.iter().flatten()).find(|p| !is_memory_file(p)) {
             return Err(ArchiveError::BadName(format!("reindex {bad:.80}")));
         }
         let mut report = ImportReport::default();
@@ -188,10 +187,17 @@ impl App {
                 other => ArchiveError::Damaged(other.to_string()),
             })?;
         }
-        // A part of an import sent in parts names the scopes to index instead (once, after
-        // the last part).
+        // A part of an import sent in parts names the memory files to index instead (once,
+        // after the last part).
         if let Some(asked) = &manifest.reindex {
-            scopes = asked.iter().cloned().collect();
+            scopes.clear();
+            for path in asked {
+                let scope = Scope::new(memory_scope(path).unwrap_or_default());
+                match self.memory.index_file(&scope, path).await {
+                    Ok(changed) => report.reindexed += usize::from(changed),
+                    Err(e) => report.not_indexed.push(format!("{path}: {e}")),
+                }
+            }
         }
         for scope in scopes {
             match self.memory.reindex(&Scope::new(&scope)).await {

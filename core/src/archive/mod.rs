@@ -66,8 +66,8 @@ pub struct Manifest {
     /// In a part of an export ([`parts`]): the cursor of the next part, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
-    /// In a part of an import: the memory scopes to index after it, instead of those of its
-    /// files (the index is built once, after the last part).
+    /// In a part of an import: the memory files to index, instead of those it holds (the index
+    /// is built after the last part, a few files a request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reindex: Option<Vec<String>>,
 }

@@ -8,7 +8,7 @@
 //!   into one archive.
 //! - [`split`] cuts an archive's contents into parts to import one by one, each a whole archive
 //!   of its own that defers the memory index ([`Manifest::reindex`]); [`reindex_parts`] then asks
-//!   for each scope's index, one request each.
+//!   for the memory files' index, a few files a request.
 
 use clawless_platform::ErrorKind;
 
@@ -25,6 +25,9 @@ pub const PART_BYTES: usize = 3 << 20;
 // A part fits the body a shell reads.
 const _: () = assert!(PART_BYTES + (1 << 20) <= crate::admin_http::MAX_ADMIN_BODY);
 
+/// Memory files one request indexes: each takes about four store operations (its manifest,
+/// the file, the manifest written twice) and an embedding call.
+const REINDEX_FILES: usize = 4;
 /// Entries one scan of an export part reads.
 const SCAN: usize = 10;
 /// Reads (scans, the file listing, file reads) one export part makes, at most.
@@ -298,8 +301,8 @@ impl Joined {
 
 /// `contents` cut into parts of at most [`PART_ITEMS`] entries and files and about
 /// [`PART_BYTES`], each packed with `manifest`'s origin and the memory index deferred; then
-/// the scopes whose files they hold, for [`reindex_parts`]. A file larger than one part is
-/// refused here, before anything is sent.
+/// the memory files among them, for [`reindex_parts`]. A file or an entry larger than one part
+/// is refused here, before anything is sent.
 pub fn split(
     manifest: &Manifest,
     contents: &Contents,
@@ -346,22 +349,23 @@ pub fn split(
     if items > 0 || parts.is_empty() {
         parts.push(part(open)?);
     }
-    let scopes: std::collections::BTreeSet<String> = (contents.files.keys())
-        .filter_map(|p| super::import::memory_scope(p).map(str::to_owned))
+    let notes = (contents.files.keys())
+        .filter(|p| super::import::memory_scope(p).is_some())
+        .cloned()
         .collect();
-    Ok((parts, scopes.into_iter().collect()))
+    Ok((parts, notes))
 }
 
-/// One part per scope that asks for nothing but its memory index (one scope's index is the
-/// most one request builds: its embedding calls count against the request's limits too).
-pub fn reindex_parts(manifest: &Manifest, scopes: &[String]) -> Result<Vec<Vec<u8>>, ArchiveError> {
-    scopes
-        .iter()
-        .map(|scope| {
+/// Parts that ask for nothing but the index of the memory files `notes`, [`REINDEX_FILES`] a
+/// part.
+pub fn reindex_parts(manifest: &Manifest, notes: &[String]) -> Result<Vec<Vec<u8>>, ArchiveError> {
+    notes
+        .chunks(REINDEX_FILES)
+        .map(|chunk| {
             let mut m = manifest.clone();
             m.next = None;
             m.left_out = Vec::new();
-            m.reindex = Some(vec![scope.clone()]);
+            m.reindex = Some(chunk.to_vec());
             pack(m, &Contents::default())
         })
         .collect()

@@ -133,10 +133,10 @@ pub async fn import(
 ) -> Result<clawless_core::archive::ImportReport> {
     use clawless_core::archive::{reindex_parts, split, unpack, ImportReport, Limits};
     let (manifest, contents) = unpack(archive, &Limits::default())?;
-    let (parts, scopes) = split(&manifest, &contents)?;
+    let (parts, notes) = split(&manifest, &contents)?;
     let parts: Vec<Vec<u8>> = parts
         .into_iter()
-        .chain(reindex_parts(&manifest, &scopes)?)
+        .chain(reindex_parts(&manifest, &notes)?)
         .collect();
     let path = match overwrite {
         true => "import?overwrite=1",

@@ -214,9 +214,9 @@ pub fn admin_event(method: &str, name: &str, token: &str, body: Option<&[u8]>) -
 pub async fn archive_round_trip(emu: &emulator::Emulator, token: &str, archive: &[u8]) -> Vec<u8> {
     use clawless_core::archive::{reindex_parts, split, unpack, Joined, Limits};
     let (manifest, contents) = unpack(archive, &Limits::default()).unwrap();
-    let (parts, scopes) = split(&manifest, &contents).unwrap();
+    let (parts, notes) = split(&manifest, &contents).unwrap();
     let parts: Vec<Vec<u8>> = (parts.into_iter())
-        .chain(reindex_parts(&manifest, &scopes).unwrap())
+        .chain(reindex_parts(&manifest, &notes).unwrap())
         .collect();
     assert!(parts.len() > 1, "the sample goes in more than one part");
     let import = |bytes: &[u8]| emu.invoke(admin_event("POST", "import", token, Some(bytes)));
