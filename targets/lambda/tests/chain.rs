@@ -7,9 +7,11 @@
 //! end the memory files are byte-identical, recall answers as it did, the person's `/usage`
 //! reads the same, and each reminder fires once, at its time, after the last move.
 //!
+//! Also: a store a newer release wrote, refused by the Worker and the Lambda.
+//!
 //! Needs the Worker's release build and Node (`CLAWLESS_WORKER_BUILD`, `CLAWLESS_NODE`,
 //! `CLAWLESS_NODE_MODULES`), moto and the native binary (`CLAWLESS_NATIVE_BIN`): `.ci/run` runs
-//! the Lambda suites after the Worker build for it.
+//! these with the Worker suites, after the Worker build (the Lambda suites skip them).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -24,7 +26,7 @@ use clawless_core::archive::{unpack, Contents, Limits};
 use clawless_testkit::miniflare::{bot_vars, Miniflare};
 use clawless_testkit::remote::{local, round_trip, run, Running};
 use clawless_testkit::servers::{fakes, now_ms, text_update, Fakes};
-use common::emulator::{start_emulator, start_function_with};
+use common::emulator::{start_emulator, start_function, start_function_with};
 use serde_json::json;
 
 const ADMIN: &str = "chain-archive-token-0123456789";
@@ -202,4 +204,69 @@ async fn usage_on(bin: &str, data: &Path) -> (String, Arc<Fakes>, Running) {
         assert!(Instant::now() < deadline, "no answer to /usage");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+}
+
+/// A store a newer release wrote is refused by the Worker and by the Lambda when they start,
+/// the release and the version named, and left as it was (native's refusal is tested in
+/// `targets/native/src/setup/tests.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_store_is_refused_on_every_shell() {
+    use clawless_core::{keys, upgrade};
+    use clawless_platform::Kv as _;
+    let newer = upgrade::CURRENT + 1;
+    let record = format!(r#"{{"version":{newer},"by":"9.9.9"}}"#);
+    let refused = |said: &str| {
+        said.contains(&format!("clawless 9.9.9 (store version {newer})"))
+            && said.contains("nothing was changed")
+    };
+    let (_f, tg, llm) = fakes().await;
+
+    // The Worker: D1 holds the record before the first request.
+    let mut vars = bot_vars(&tg, &llm);
+    vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN);
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", vars, false);
+    mf.control("sql", clawless_platform::sql::kv::SCHEMA).await;
+    let insert = format!(
+        "INSERT INTO kv (key, value, expires_at) VALUES ('{}', CAST('{record}' AS BLOB), NULL)",
+        keys::store_version()
+    );
+    mf.control("sql", &insert).await;
+    let r = reqwest::Client::new()
+        .get(format!("{}/admin/export", mf.url))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let said = r.text().await.unwrap();
+    assert!(status == 500 && refused(&said), "{status}: {said}");
+    let select = format!(
+        "SELECT CAST(value AS TEXT) AS v FROM kv WHERE key = '{}'",
+        keys::store_version()
+    );
+    let rows = mf.control("sql", &select).await;
+    assert_eq!(rows[0]["v"], json!(record), "left as it was");
+
+    // The Lambda: the function does not start.
+    let moto = common::moto();
+    let client = common::dynamo_client(&moto).await;
+    common::create_table(&client, "clawless-newer").await;
+    let kv = clawless_lambda::dynamo::DynamoKv(clawless_lambda::dynamo::Table {
+        client,
+        name: "clawless-newer".into(),
+        clock: Arc::new(clawless_platform::native_io::SystemClock),
+    });
+    upgrade::set_version(&kv, newer, "9.9.9").await.unwrap();
+    let (_emu, runtime) = start_emulator().await;
+    let mut function = start_function(&runtime, &moto.url, "clawless-newer", &tg, &llm);
+    let status = function.exited(Duration::from_secs(30)).await;
+    assert!(status.is_some_and(|s| !s.success()), "{status:?}");
+    let logs = function.logs().join("\n");
+    assert!(refused(&logs), "{logs}");
+    assert!(matches!(
+        upgrade::check(&kv).await,
+        Err(upgrade::UpgradeError::TooNew { .. })
+    ));
+    let kept = kv.get(&keys::store_version()).await.unwrap().unwrap();
+    assert_eq!(String::from_utf8(kept).unwrap(), record, "left as it was");
 }

@@ -201,6 +201,18 @@ impl Function {
     pub fn logs(&self) -> Vec<String> {
         self.logs.lock().unwrap().clone()
     }
+
+    /// How it ended, if it did within `within` (a failed start ends the process).
+    pub async fn exited(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
 }
 
 impl Drop for Function {
