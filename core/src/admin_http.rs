@@ -129,6 +129,8 @@ pub struct AdminRequest<'a> {
 /// The largest body a shell reads for the admin endpoint: one part of an archive to import
 /// (see [`crate::archive::parts`]).
 pub const MAX_ADMIN_BODY: usize = 4 << 20;
+#[cfg(feature = "archive")]
+const _: () = assert!(crate::archive::parts::PART_PACKED <= MAX_ADMIN_BODY);
 /// The longest export cursor taken (percent-encoded).
 #[cfg(feature = "archive")]
 const MAX_CURSOR: usize = 4096;

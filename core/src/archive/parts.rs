@@ -22,8 +22,9 @@ pub const PART_ITEMS: usize = 10;
 /// Bytes of values and files in one part, at most (a single file is never split): packed and
 /// in base64, as a Function URL carries it, a part stays under the Lambda's 6 MB.
 pub const PART_BYTES: usize = 3 << 20;
-// A part fits the body a shell reads.
-const _: () = assert!(PART_BYTES + (1 << 20) <= crate::admin_http::MAX_ADMIN_BODY);
+/// One part packed, at most (tar headers and gzip around [`PART_BYTES`]): what a shell reads
+/// as the body of one request.
+pub const PART_PACKED: usize = PART_BYTES + (1 << 20);
 
 /// Memory files one request indexes: each takes about four store operations (its manifest,
 /// the file, the manifest written twice) and an embedding call.
@@ -37,7 +38,7 @@ impl Limits {
     /// What a shell takes in one request of the admin endpoint: one part.
     pub fn part() -> Limits {
         Limits {
-            packed_bytes: crate::admin_http::MAX_ADMIN_BODY,
+            packed_bytes: PART_PACKED,
             unpacked_bytes: 4 * PART_BYTES as u64,
             entries: PART_ITEMS + 2,
             file_bytes: PART_BYTES as u64,
@@ -51,7 +52,7 @@ impl Limits {
     /// [`PART_BYTES`].
     pub fn export_part() -> Limits {
         Limits {
-            packed_bytes: crate::admin_http::MAX_ADMIN_BODY,
+            packed_bytes: PART_PACKED,
             unpacked_bytes: 4 * PART_BYTES as u64,
             entries: READS + 2,
             file_bytes: PART_BYTES as u64,
