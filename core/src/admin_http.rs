@@ -7,7 +7,7 @@
 //! the audit trail to `clawless audit --remote URL`, `GET /admin/doctor` the checks of
 //! [`crate::doctor`] to `clawless doctor --remote URL`, and `POST /admin/setup` points
 //! Telegram's webhook at the deployment itself and sets the command menu (see
-//! [`Admin::setup`]). `GET /admin/export[?person=<user id>&connector=<id>][&cursor=<c>]` answers
+//! [`Admin::setup`]). `GET /admin/export?cursor=<c>[&person=<user id>&connector=<id>]` answers
 //! one part of the archive of [`crate::archive`], its manifest naming the next part's cursor,
 //! and `POST /admin/import[?overwrite=1]` merges the archive part it is sent, answering what it
 //! did (400 with why when the part is refused, nothing of it written); `clawless export
@@ -270,9 +270,15 @@ impl Admin<'_> {
                 Err(e) => return AdminReply::text(400, &e.to_string()),
             },
         };
-        let part = self
-            .app
-            .export_part(&whom, shell, cursor.as_deref().unwrap_or(""));
+        // Parts only for a client that asks for them: an older one would take the first part
+        // for the whole export.
+        let Some(cursor) = cursor else {
+            return AdminReply::text(
+                400,
+                "this deployment sends an export in parts: use `clawless export --remote` of the same release or newer",
+            );
+        };
+        let part = self.app.export_part(&whom, shell, &cursor);
         match part.await {
             Ok(archive) => AdminReply {
                 status: 200,

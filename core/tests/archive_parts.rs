@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use clawless_core::ids::{ConnectorId, Scope, SessionKey};
 use clawless_core::keys;
+use clawless_core::schedule::{Origin, Reminder, What};
 use clawless_core::Config;
 use clawless_platform::{MemoryFiles, MemoryKv};
 use clawless_testkit::fixtures::OWNER_ID;
@@ -46,9 +47,10 @@ fn counted() -> (Harness, Arc<MemoryKv>, Arc<MemoryFiles>) {
     (h, kv, files)
 }
 
-/// Store operations of one request: at most this many, under a free-plan Worker's 50 D1
-/// queries with room for the request's own (the token, the store's version).
-const REQUEST_OPS: usize = 45;
+/// Kv and Files operations of one request, at most: under a free-plan Worker's 50 D1 queries
+/// with room for the request's own (an isolate's first checks its schema and the store's
+/// version) and the memory index's writes of an index part.
+const REQUEST_OPS: usize = 30;
 
 type Counted = (Harness, Arc<MemoryKv>, Arc<MemoryFiles>);
 
@@ -82,6 +84,31 @@ async fn filled() -> Counted {
         )
         .await
         .unwrap();
+    }
+    // Reminders cost the most to import: each is written, then its due entry.
+    for id in 1..=25u64 {
+        let reminder = Reminder {
+            id,
+            origin: Origin {
+                connector: conn.clone(),
+                chat: OWNER_ID,
+                chat_type: "private".into(),
+                thread: None,
+                user: OWNER_ID,
+                user_name: "Sam".into(),
+            },
+            what: What::Text(format!("reminder {id}")),
+            cron: None,
+            zone: "UTC".into(),
+            next_ms: 1_800_000_000_000 + id * 60_000,
+            created_ms: 1_700_000_000_000,
+        };
+        let key = keys::reminder(&conn, OWNER_ID, id);
+        kv.put(&key, &serde_json::to_vec(&reminder).unwrap(), None)
+            .await
+            .unwrap();
+        let due = keys::due(reminder.next_ms, &conn, OWNER_ID, id);
+        kv.put(&due, b"", None).await.unwrap();
     }
     for (n, person) in PEOPLE.iter().enumerate() {
         for day in 1..=20 {

@@ -111,6 +111,31 @@ fn is_memory_file(path: &str) -> bool {
         && memory_scope(path).is_some()
 }
 
+/// Whether this build imports what an archive holds: not when its store is newer than this
+/// build's, it holds a key no export carries, or it asks to index more than a part's worth of
+/// files or a name that is not a memory file's. Checked before anything is written (and by
+/// `clawless import --remote` before the first part is sent).
+pub fn admissible(manifest: &Manifest, contents: &Contents) -> Result<(), ArchiveError> {
+    if manifest.store_version > crate::upgrade::CURRENT {
+        return Err(ArchiveError::StoreTooNew(manifest.store_version));
+    }
+    if let Some(e) = contents.kv.iter().find(|e| !carried(&e.key)) {
+        return Err(ArchiveError::Foreign(e.key.chars().take(120).collect()));
+    }
+    let asked = manifest.reindex.as_deref().unwrap_or_default();
+    if asked.len() > super::PART_ITEMS {
+        return Err(ArchiveError::TooBig(format!(
+            "a part asking to index {} files (at most {})",
+            asked.len(),
+            super::PART_ITEMS
+        )));
+    }
+    if let Some(bad) = asked.iter().find(|p| !is_memory_file(p)) {
+        return Err(ArchiveError::BadName(format!("reindex {bad:.80}")));
+    }
+    Ok(())
+}
+
 impl App {
     /// Checks the archive whole, then merges it into this store (see [`super`]).
     pub async fn import(
@@ -131,15 +156,7 @@ impl App {
         contents: Contents,
         merge: Merge,
     ) -> Result<ImportReport, ArchiveError> {
-        if manifest.store_version > crate::upgrade::CURRENT {
-            return Err(ArchiveError::StoreTooNew(manifest.store_version));
-        }
-        if let Some(e) = contents.kv.iter().find(|e| !carried(&e.key)) {
-            return Err(ArchiveError::Foreign(e.key.chars().take(120).collect()));
-        }
-        if let Some(bad) = (manifest.reindex.iter().flatten()).find(|p| !is_memory_file(p)) {
-            return Err(ArchiveError::BadName(format!("reindex {bad:.80}")));
-        }
+        admissible(manifest, &contents)?;
         let mut report = ImportReport::default();
         let mut reminders = Vec::new();
         for entry in contents.kv {
@@ -148,13 +165,14 @@ impl App {
             if entry.key.starts_with(keys::DUE) {
                 continue;
             }
-            if entry.key.starts_with(keys::REMINDERS) {
-                reminders.push(entry.key.clone());
+            let key = entry.key.clone();
+            let now = self.import_entry(entry, merge, &mut report).await?;
+            if let Some(held) = now.filter(|_| key.starts_with(keys::REMINDERS)) {
+                reminders.push((key, held));
             }
-            self.import_entry(entry, merge, &mut report).await?;
         }
-        for key in reminders {
-            self.index_reminder(&key, &mut report).await?;
+        for (key, held) in reminders {
+            self.index_reminder(&key, &held, &mut report).await?;
         }
         let files = &*self.platform.files;
         let mut scopes = BTreeSet::new();
@@ -208,18 +226,16 @@ impl App {
         Ok(report)
     }
 
-    /// Writes the due entry of the reminder stored at `key` (as the store now holds it),
-    /// where there is none, and tells the runner.
+    /// Writes the due entry of the reminder stored at `key` (`bytes`, as the store now holds
+    /// it), where there is none, and tells the runner.
     async fn index_reminder(
         &self,
         key: &str,
+        bytes: &[u8],
         report: &mut ImportReport,
     ) -> Result<(), ArchiveError> {
         let kv = &*self.platform.kv;
-        let Some(bytes) = kv.get(key).await? else {
-            return Ok(());
-        };
-        let Ok(r) = serde_json::from_slice::<crate::schedule::Reminder>(&bytes) else {
+        let Ok(r) = serde_json::from_slice::<crate::schedule::Reminder>(bytes) else {
             tracing::warn!(key, "an imported reminder is unreadable: it will not fire");
             return Ok(());
         };
@@ -233,29 +249,31 @@ impl App {
         Ok(())
     }
 
+    /// Writes `entry` where the store holds nothing under its key (or, asked to, something
+    /// else); what the store holds under it now (`None`: nothing, the entry having expired).
     async fn import_entry(
         &self,
         entry: KvEntry,
         merge: Merge,
         report: &mut ImportReport,
-    ) -> Result<(), ArchiveError> {
+    ) -> Result<Option<Vec<u8>>, ArchiveError> {
         let kv = &*self.platform.kv;
         let now = self.platform.clock.now_ms();
         let ttl = match entry.expires_at_ms {
             Some(at) if at <= now => {
                 report.expired += 1;
-                return Ok(());
+                return Ok(None);
             }
             Some(at) => Some(Duration::from_millis(at - now)),
             None => None,
         };
         let held = kv.get(&entry.key).await?;
-        let write = match held {
+        let write = match held.as_deref() {
             None => {
                 report.added += 1;
                 true
             }
-            Some(held) if held == entry.value => {
+            Some(held) if held == entry.value.as_slice() => {
                 report.same += 1;
                 false
             }
@@ -267,7 +285,7 @@ impl App {
                         .and_then(|s| s.parse().ok())
                         .unwrap_or(0)
                 };
-                let larger = n(&entry.value) > n(&held);
+                let larger = n(&entry.value) > n(held);
                 if larger {
                     report.replaced += 1;
                 } else {
@@ -286,8 +304,9 @@ impl App {
         };
         if write {
             kv.put(&entry.key, &entry.value, ttl).await?;
+            return Ok(Some(entry.value));
         }
-        Ok(())
+        Ok(held)
     }
 }
 

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use clawless_platform::{KvEntry, PortError};
 use serde::{Deserialize, Serialize};
 
-pub use import::{ImportReport, Merge};
+pub use import::{admissible, ImportReport, Merge};
 pub use pack::{pack, unpack, Limits};
 pub use parts::{cursor_query, reindex_parts, split, Joined, PART_BYTES, PART_ITEMS};
 pub use select::Whom;

@@ -12,7 +12,7 @@
 
 use clawless_platform::ErrorKind;
 
-use super::{pack, ArchiveError, Contents, Limits, Manifest, Whom, FORMAT};
+use super::{pack, unpack, ArchiveError, Contents, Limits, Manifest, Whom, FORMAT};
 use crate::app::App;
 use crate::keys;
 
@@ -145,7 +145,7 @@ impl App {
                         let size = e.key.len() + e.value.len();
                         if whom.has_key(&e.key, &e.value) {
                             if size > PART_BYTES {
-                                left_out.push(over(&e.key, e.value.len()));
+                                left_out.push(over(&e.key, size));
                             } else if !fits(bytes, size) {
                                 stopped = true;
                                 break;
@@ -176,6 +176,10 @@ impl App {
                     if stopped {
                         break Some(at);
                     }
+                }
+                // The listing and at least one file, or the next part.
+                Cursor::Files { after } if reads + 2 > READS => {
+                    break Some(Cursor::Files { after });
                 }
                 Cursor::Files { after } => {
                     let mut paths = files.list("").await?;
@@ -290,12 +294,9 @@ impl Joined {
         self.contents.kv.sort_by(|a, b| a.key.cmp(&b.key));
         self.contents.kv.dedup_by(|a, b| a.key == b.key);
         let bytes = pack(manifest, &self.contents)?;
-        if bytes.len() > limits.packed_bytes {
-            return Err(ArchiveError::TooBig(format!(
-                "the export ({} bytes)",
-                bytes.len()
-            )));
-        }
+        // Read back as an import reads it: near the limits, what the parts held can pack into
+        // more than an import takes.
+        unpack(&bytes, limits)?;
         Ok(bytes)
     }
 }

@@ -104,6 +104,9 @@ pub async fn export_remote(
     let archive = crate::remote::export(env, base, query).await?;
     let (manifest, _) = clawless_core::archive::unpack(&archive, &Limits::default())
         .with_context(|| format!("{base} answered an archive that does not read"))?;
+    for why in &manifest.left_out {
+        eprintln!("left out: {why}");
+    }
     if file == Path::new("-") {
         std::io::stdout().write_all(&archive)?;
     } else {

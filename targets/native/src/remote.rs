@@ -100,13 +100,9 @@ pub async fn export(env: &clawless_core::Env, base: &str, query: &str) -> Result
         if !query.is_empty() {
             q.push(query.to_owned());
         }
-        if !cursor.is_empty() {
-            q.push(cursor_query(&cursor));
-        }
-        let path = match q.is_empty() {
-            true => "export".to_owned(),
-            false => format!("export?{}", q.join("&")),
-        };
+        // Empty the first time: asks for parts.
+        q.push(cursor_query(&cursor));
+        let path = format!("export?{}", q.join("&"));
         let cap = clawless_core::admin_http::MAX_ADMIN_BODY;
         let (_, bytes) = call(env, base, reqwest::Method::GET, &path, None, cap)
             .await
@@ -133,6 +129,8 @@ pub async fn import(
 ) -> Result<clawless_core::archive::ImportReport> {
     use clawless_core::archive::{reindex_parts, split, unpack, ImportReport, Limits};
     let (manifest, contents) = unpack(archive, &Limits::default())?;
+    // Refused here, before the first part is sent, as a whole archive's import refuses it.
+    clawless_core::archive::admissible(&manifest, &contents)?;
     let (parts, notes) = split(&manifest, &contents)?;
     let parts: Vec<Vec<u8>> = parts
         .into_iter()
@@ -160,6 +158,7 @@ pub async fn import(
     Ok(report)
 }
 
+/// What `clawless audit --remote` asks for.
 #[derive(Debug, Clone, Default)]
 pub struct AuditFilter {
     pub chat: Option<i64>,

@@ -247,9 +247,11 @@ pub async fn archive_round_trip(emu: &emulator::Emulator, token: &str, archive: 
         .invoke(admin_event("GET", "export", "wrong-token-0123456789", None))
         .await;
     assert_eq!(r["statusCode"], 401, "{r}");
+    let r = emu.invoke(admin_event("GET", "export", token, None)).await;
+    assert_eq!(r["statusCode"], 400, "parts only when asked: {r}");
 
     let mut joined = Joined::default();
-    let mut name = "export".to_owned();
+    let mut name = "export?cursor=".to_owned();
     loop {
         let r = emu.invoke(admin_event("GET", &name, token, None)).await;
         assert_eq!(r["statusCode"], 200, "{r}");
