@@ -136,8 +136,9 @@ impl App {
                 ack_ms: now.saturating_sub(started),
             },
             Err(reason) => Event::Dropped {
-                connector: connector.to_owned(),
-                reason: (*reason).to_owned(),
+                connector: connector.into(),
+                // Its text is static: kept by reference, not copied.
+                reason: compact_str::CompactString::const_new(reason),
             },
         };
         let trace = match &admitted {

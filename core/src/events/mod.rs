@@ -1,32 +1,30 @@
 //! The event bus: what happens on the path, as typed [`Event`]s, for what watches beside it —
 //! the metrics ([`metrics`], counted as each event is published), the terminal
 //! cockpit, anything a shell subscribes. It is a sidecar: the path publishes and never waits.
-//! Publishing counts the metrics in this thread's shard and pushes one shared copy of the
-//! event to each [`Subscription`]'s bounded queue without a lock (a lock-free ring); one that
-//! is not read fast enough drops what does not fit and counts it (the ack path and the turn
-//! never wait on a subscriber). What publishers on different threads would otherwise contend
-//! for (the metrics, the event numbers, the drop counts) is kept per thread ([`SHARDS`]).
+//! Publishing counts the metrics in this thread's shard and writes the event in place into a
+//! ring of fixed slots ([`ring`]) that every [`Subscription`] reads from a cursor of its own;
+//! one that is not read fast enough loses the oldest events and counts them (the ack path and
+//! the turn never wait on a subscriber). The metrics are kept per thread ([`SHARDS`]), so
+//! publishers on different threads do not contend for them.
 //!
 //! Every event carries the trace id of the job it belongs to (`<connector>/<update id>`, as
 //! the log's `key` ends), so a turn's events can be followed from its acceptance to its
 //! reply. The audit trail is not fed from here: it is written with the turn's delivery,
 //! exactly once through crashes, which a dropping subscriber could not be.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use std::task::Poll;
-
-use futures::task::AtomicWaker;
 
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 pub mod metrics;
+mod ring;
 
 use metrics::Metrics;
+pub use ring::{Subscription, SLOTS};
 
 /// One thing that happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,7 +37,10 @@ pub enum Event {
         ack_ms: u64,
     },
     /// An update was not stored, and why (a duplicate, an edit, group chatter, …).
-    Dropped { connector: String, reason: String },
+    Dropped {
+        connector: CompactString,
+        reason: CompactString,
+    },
     /// A drainer let go of a lane: `idle`, `busy` (another holds it) or `retry`.
     Drained { lane: String, outcome: String },
     /// A model call ended (`outcome`: `ok` or the error's kind).
@@ -142,11 +143,8 @@ impl Event {
     }
 }
 
-/// An event as published: its number in this process, when, and its trace.
-///
-/// Numbers are unique and rise in the order one thread published; events of different
-/// threads are ordered only by `at_ms` (each thread numbers from a counter of its own, so
-/// publishers on two threads do not contend for one).
+/// An event as published: its number in this process (unique, rising in the order events
+/// were published), when, and its trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stamped {
     pub seq: u64,
@@ -158,51 +156,42 @@ pub struct Stamped {
     pub event: Event,
 }
 
-/// Where events go: the metrics, then every subscription.
+/// Where events go: the metrics, then the ring every subscription reads.
 #[derive(Default)]
 pub struct Bus {
-    /// Each shard's count of events published (see [`Stamped::seq`]).
-    seq: Sharded,
+    ring: Arc<ring::Ring>,
     subscriptions: ArcSwap<Vec<Arc<Subscription>>>,
     pub(crate) metrics: Metrics,
 }
 
 impl Bus {
-    /// Publishes `event`: counted in the metrics, then offered to every subscription (one that
-    /// is full drops it and counts the drop). Never waits: the list is read without a lock
-    /// (`arc-swap`) and each queue takes a push without one.
+    /// Publishes `event`: counted in the metrics, then written into the ring for the
+    /// subscriptions (a waiting reader is woken). Never waits: the list is read without a
+    /// lock (`arc-swap`), and the ring's slot is one no other publisher is writing.
     pub fn publish(&self, at_ms: u64, trace: impl Into<CompactString>, event: Event) {
         self.metrics.observe(&event);
         let subs = self.subscriptions.load();
-        let Some((last, others)) = subs.split_last() else {
+        if subs.is_empty() {
             return;
-        };
-        // Shared, not copied: a reader that takes it last gets it without a copy, and the
-        // copies the others need are made on their side, not on the path.
-        let stamped = Arc::new(Stamped {
-            seq: self.seq.next(),
+        }
+        self.ring.push(Stamped {
+            seq: 0,
             at_ms,
             trace: trace.into(),
             event,
         });
-        for s in others {
-            s.offer(stamped.clone());
+        // Pairs with the fence in `Subscription::next`: either the reader sees this event,
+        // or this sees it waiting.
+        fence(Ordering::SeqCst);
+        for s in subs.iter() {
+            s.notify();
         }
-        last.offer(stamped);
     }
 
-    /// A new subscription named `name` (in the dropped-events metric) holding at most `cap`
-    /// events not yet read.
+    /// A new subscription named `name` (in the dropped-events metric) that may be at most
+    /// `cap` events behind (at most [`SLOTS`]); it reads what is published from now on.
     pub fn subscribe(&self, name: &str, cap: usize) -> Arc<Subscription> {
-        let (tx, rx) = mpsc::sync_channel(cap.max(1));
-        let s = Arc::new(Subscription {
-            name: name.to_owned(),
-            tx,
-            rx: Mutex::new(rx),
-            waker: AtomicWaker::new(),
-            waiting: AtomicBool::new(false),
-            dropped: Sharded::default(),
-        });
+        let s = Arc::new(Subscription::new(name, self.ring.clone(), cap));
         self.subscriptions.rcu(|list| {
             let mut list = Vec::clone(list);
             list.push(s.clone());
@@ -213,6 +202,7 @@ impl Bus {
 
     /// Stops `s` from receiving (its drops stay counted in the metrics).
     pub fn unsubscribe(&self, s: &Arc<Subscription>) {
+        s.close();
         self.subscriptions.rcu(|list| {
             let mut list = Vec::clone(list);
             list.retain(|x| !Arc::ptr_eq(x, s));
@@ -230,75 +220,7 @@ impl Bus {
     }
 }
 
-/// A subscriber's bounded queue of events: a bounded channel (a lock-free ring for the
-/// publishers; the reader's end behind a lock only readers take) and the waker of the task
-/// waiting on it.
-pub struct Subscription {
-    name: String,
-    tx: SyncSender<Arc<Stamped>>,
-    rx: Mutex<Receiver<Arc<Stamped>>>,
-    waker: AtomicWaker,
-    /// Set while the reader waits (so a push wakes it only then, not on every event).
-    waiting: AtomicBool,
-    dropped: Sharded,
-}
-
-impl Subscription {
-    fn offer(&self, e: Arc<Stamped>) {
-        match self.tx.try_send(e) {
-            Ok(()) => {
-                // Pairs with the fence in `next`: either the reader sees this event, or this
-                // sees it waiting.
-                fence(Ordering::SeqCst);
-                if self.waiting.load(Ordering::Relaxed)
-                    && self.waiting.swap(false, Ordering::AcqRel)
-                {
-                    self.waker.wake();
-                }
-            }
-            Err(TrySendError::Full(_)) => {
-                self.dropped.next();
-            }
-            // The receiver lives as long as the subscription: not reached.
-            Err(TrySendError::Disconnected(_)) => {}
-        }
-    }
-
-    /// Everything waiting, oldest first (shared with the other subscriptions, not copied).
-    pub fn drain(&self) -> Vec<Arc<Stamped>> {
-        self.rx().try_iter().collect()
-    }
-
-    /// The next event, waiting for one.
-    pub async fn next(&self) -> Arc<Stamped> {
-        std::future::poll_fn(|cx| {
-            // Registered and marked waiting before looking, so an event offered in between
-            // wakes this task.
-            self.waker.register(cx.waker());
-            self.waiting.store(true, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
-            match self.rx().try_recv() {
-                Ok(e) => {
-                    self.waiting.store(false, Ordering::Relaxed);
-                    Poll::Ready(e)
-                }
-                Err(_) => Poll::Pending,
-            }
-        })
-        .await
-    }
-
-    fn rx(&self) -> std::sync::MutexGuard<'_, Receiver<Arc<Stamped>>> {
-        self.rx.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// How many events did not fit.
-    pub fn dropped(&self) -> u64 {
-        self.dropped.sum()
-    }
-}
-
-/// Shards of the counts the bus keeps on the path (the publish path runs on every thread at
+/// Shards of the metrics the bus keeps on the path (the publish path runs on every thread at
 /// once): each thread counts in its own, on a cache line of its own, so two threads
 /// acknowledging updates at once neither wait for nor pass one line back and forth.
 pub(crate) const SHARDS: usize = 8;
@@ -319,34 +241,14 @@ pub(crate) fn shard() -> usize {
     })
 }
 
-/// A count kept in [`SHARDS`] parts.
-#[derive(Default)]
-struct Sharded([Padded; SHARDS]);
-
-#[derive(Default)]
-#[repr(align(128))]
-struct Padded(AtomicU64);
-
-impl Sharded {
-    /// Counts one on this thread's shard and returns a number no other call returns (this
-    /// shard's count, with the shard in its low digits).
-    fn next(&self) -> u64 {
-        let i = shard();
-        let n = self.0[i].0.fetch_add(1, Ordering::Relaxed) + 1;
-        n * SHARDS as u64 + i as u64
-    }
-
-    fn sum(&self) -> u64 {
-        self.0.iter().map(|p| p.0.load(Ordering::Relaxed)).sum()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
     use std::future::Future;
+    use std::sync::atomic::AtomicU64;
+    use std::task::Poll;
 
     fn dropped(reason: &str) -> Event {
         Event::Dropped {

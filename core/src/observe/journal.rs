@@ -13,8 +13,8 @@ use crate::app::Admin;
 use crate::events::Stamped;
 use crate::keys;
 
-/// Events the journal holds between two writes.
-pub const JOURNAL_CAP: usize = 2_000;
+/// Events the journal may fall behind between two writes: as many as the bus's ring holds.
+pub const JOURNAL_CAP: usize = crate::events::SLOTS;
 /// Events in one kept batch.
 const BATCH: usize = 500;
 /// How long a batch is kept.
@@ -35,7 +35,6 @@ impl Admin<'_> {
     /// Writes the events published since the last call, in batches.
     pub(crate) async fn keep_journal(self) {
         let events = self.app.journal.drain();
-        let events: Vec<&Stamped> = events.iter().map(|e| &**e).collect();
         let now = self.app.platform.clock.now_ms();
         for (n, batch) in events.chunks(BATCH).enumerate() {
             let seq = self

@@ -247,7 +247,9 @@ async fn cockpit(
     status: String,
 ) -> Result<()> {
     let sub = match &source {
-        Source::Local { app, .. } => Some(app.events().subscribe("tui", 10_000)),
+        Source::Local { app, .. } => {
+            Some(app.events().subscribe("tui", clawless_core::events::SLOTS))
+        }
         Source::Remote { .. } => None,
     };
     let mut follow = Follow::default();
@@ -288,10 +290,10 @@ async fn cockpit(
                 None => break Ok(()),
             },
             e = next_event() => {
-                c.take(Arc::unwrap_or_clone(e));
+                c.take(e);
                 if let Some(sub) = &sub {
                     for e in sub.drain() {
-                        c.take(Arc::unwrap_or_clone(e));
+                        c.take(e);
                     }
                 }
             }
