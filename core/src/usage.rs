@@ -149,10 +149,13 @@ pub enum Period {
 
 /// The name of the `period` around instant `now_ms` (UTC): `d2026-11-23` or `m2026-11`.
 pub fn period_at(now_ms: u64, period: Period) -> String {
-    let (y, m, d) = civil_from_days(day_of(now_ms));
+    let day = day_of(now_ms);
     match period {
-        Period::Day => format!("d{y:04}-{m:02}-{d:02}"),
-        Period::Month => format!("m{y:04}-{m:02}"),
+        Period::Day => day_period(day),
+        Period::Month => {
+            let (y, m, _) = civil_from_days(day);
+            format!("m{y:04}-{m:02}")
+        }
     }
 }
 

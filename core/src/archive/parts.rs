@@ -45,9 +45,7 @@ impl Limits {
             kv_entries: PART_ITEMS,
         }
     }
-}
 
-impl Limits {
     /// What one part of an export holds, at most: [`READS`] scans and file reads of about
     /// [`PART_BYTES`].
     pub fn export_part() -> Limits {

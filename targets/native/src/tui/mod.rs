@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use clawless_core::events::{Event, Stamped};
+use clawless_core::events::{Event, Stamped, SLOTS};
 use clawless_core::observe::Overview;
 use clawless_core::{App, ConnectorId, SessionKey};
 use crossterm::event::{Event as Term, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -247,9 +247,7 @@ async fn cockpit(
     status: String,
 ) -> Result<()> {
     let sub = match &source {
-        Source::Local { app, .. } => {
-            Some(app.events().subscribe("tui", clawless_core::events::SLOTS))
-        }
+        Source::Local { app, .. } => Some(app.events().subscribe("tui", SLOTS)),
         Source::Remote { .. } => None,
     };
     let mut follow = Follow::default();
