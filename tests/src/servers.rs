@@ -62,6 +62,9 @@ pub struct Fakes {
     pub webhook_info: Mutex<Option<Value>>,
     /// When each call of the MCP server's `wait` ended.
     pub waits_ended: Mutex<Vec<Instant>>,
+    /// When each Bot API call was answered (its method) and each model request arrived
+    /// ("model"), in order: the polling bench splits a reply's time with it.
+    pub timeline: Mutex<Vec<(String, Instant)>>,
     /// While set, a `tools/call` of the MCP server's `note` is held before it takes effect,
     /// then refused (503): the kill tests cut a turn there.
     pub note_hang: AtomicBool,
@@ -109,6 +112,13 @@ pub const SEND_502_ONCE: &str = "send fails once with 502";
 pub const SEND_429_ONCE: &str = "send fails once with 429";
 
 impl Fakes {
+    fn mark(&self, what: &str) {
+        self.timeline
+            .lock()
+            .unwrap()
+            .push((what.to_string(), Instant::now()));
+    }
+
     /// The bodies of the Bot API calls of `method` answered so far, in order.
     pub fn calls_of(&self, method: &str) -> Vec<Value> {
         self.calls

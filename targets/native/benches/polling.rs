@@ -5,9 +5,10 @@
 //! Prints the idle RSS of the polling process after start, then for 30 private messages sent
 //! one after another in one chat (each once the reply to the one before has arrived) the time
 //! from handing the update to `getUpdates` to the reply's `sendMessage` reaching the fake:
-//! median, p90 and max, and each in order. Goal (issue 28): median ≤ 5 ms, idle RSS ≤ 10 MB.
+//! median, p90 and max, and each in order; then the first 20 split at the fakes (handed out,
+//! the model asked, sendMessage). Goal (issue 28): median ≤ 5 ms, idle RSS ≤ 10 MB.
 //! The chat's outbound allowance (a burst of 20, then one a second) paces the replies past the
-//! twentieth: the bench shows it.
+//! twentieth: the bench shows it. `CLAWLESS_BENCH_BIN=<path>` runs it against another build.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -34,7 +35,9 @@ async fn run() {
     let (f, tg, llm) = fakes().await;
     let data = std::env::temp_dir().join(format!("clawless-poll-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clawless"))
+    let bin = std::env::var("CLAWLESS_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_clawless").into());
+    let mut child = Command::new(bin)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("TELEGRAM_BOT_TOKEN", "1:BENCH")
@@ -69,6 +72,9 @@ async fn run() {
     let idle = rss_kb(child.id());
 
     let mut lat = Vec::new();
+    // Each reply's time split at the fakes: pushed -> handed out by getUpdates -> the model
+    // asked -> sendMessage.
+    let mut stages: Vec<[Duration; 3]> = Vec::new();
     for i in 0..MESSAGES {
         let want = format!("You said: hello {i}");
         let before = f.sent_to(OWNER_ID).len();
@@ -83,6 +89,20 @@ async fn run() {
             let _ = tokio::time::timeout(Duration::from_millis(50), f.sent_added.notified()).await;
         }
         lat.push(t.elapsed());
+        let marks: Vec<(String, std::time::Instant)> = f
+            .timeline
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, at)| *at >= t)
+            .cloned()
+            .collect();
+        let first = |what: &str| marks.iter().find(|(m, _)| m == what).map(|(_, at)| *at);
+        if let (Some(out), Some(model), Some(sent)) =
+            (first("getUpdates"), first("model"), first("sendMessage"))
+        {
+            stages.push([out - t, model - out, sent - model]);
+        }
     }
     let rss_after = rss_kb(child.id());
     let _ = child.kill();
@@ -96,6 +116,18 @@ async fn run() {
     );
     lat.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let first20: Vec<[Duration; 3]> = stages.iter().take(20).copied().collect();
+    let median = |k: usize| {
+        let mut v: Vec<Duration> = first20.iter().map(|s| s[k]).collect();
+        v.sort();
+        v.get(v.len() / 2).map(|d| ms(*d)).unwrap_or(f64::NAN)
+    };
+    println!(
+        "the first 20 split, medians: pushed -> handed out by getUpdates {:.2} ms, -> the model asked {:.2} ms, -> sendMessage {:.2} ms",
+        median(0),
+        median(1),
+        median(2)
+    );
     println!(
         "long polling, release binary: idle RSS after start {:.1} MB ({:.1} MB after the messages); {MESSAGES} messages one after another in one chat, update handed out -> reply sent: median {:.2} ms, p90 {:.2} ms, max {:.2} ms",
         idle.unwrap_or(0) as f64 / 1024.0,

@@ -104,6 +104,7 @@ pub(super) async fn anthropic(
     State(f): State<Arc<Fakes>>,
     Json(req): Json<Value>,
 ) -> (axum::http::StatusCode, axum::http::HeaderMap, Json<Value>) {
+    f.mark("model");
     f.llm_requests.lock().unwrap().push(req.clone());
     f.llm_wires.lock().unwrap().push("anthropic");
     while f.llm_hang.load(Ordering::SeqCst) {
@@ -208,6 +209,7 @@ fn rounds(msgs: &[Value]) -> Option<Value> {
 /// `POST /chat/completions`, the OpenAI wire (OpenRouter, Groq and every compatible preset
 /// point here through their `*_BASE_URL`): echoes the last message.
 pub(super) async fn openai(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) -> Json<Value> {
+    f.mark("model");
     f.llm_requests.lock().unwrap().push(req.clone());
     f.llm_wires.lock().unwrap().push("openai");
     let last = req["messages"]
@@ -225,6 +227,7 @@ pub(super) async fn openai(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) 
 /// `POST /v1beta/models/<model>:generateContent` (or `:streamGenerateContent`), the Gemini
 /// wire: echoes the last message (answered whole, as JSON).
 pub(super) async fn gemini(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) -> Json<Value> {
+    f.mark("model");
     f.llm_requests.lock().unwrap().push(req.clone());
     f.llm_wires.lock().unwrap().push("gemini");
     let parts = req["contents"]

@@ -85,6 +85,7 @@ pub(super) async fn bot_api(
             found = ready();
         }
         let ready = found;
+        f.mark(&method);
         f.calls.lock().unwrap().push((method, body));
         return (ok, Json(json!({"ok": true, "result": ready})));
     }
@@ -111,6 +112,7 @@ pub(super) async fn bot_api(
         "getFile" => {
             let id = body["file_id"].as_str().unwrap_or("").to_owned();
             let Some(size) = f.files.lock().unwrap().get(&id).map(Vec::len) else {
+                f.mark(&method);
                 f.calls.lock().unwrap().push((method, body));
                 return (
                     axum::http::StatusCode::BAD_REQUEST,
@@ -124,6 +126,7 @@ pub(super) async fn bot_api(
         _ => json!(true),
     };
     let sent = method == "sendMessage";
+    f.mark(&method);
     f.calls.lock().unwrap().push((method, body));
     if sent {
         f.sent_added.notify_one();
