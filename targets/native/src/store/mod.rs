@@ -37,8 +37,19 @@ pub(crate) fn db_err(e: libsql::Error) -> PortError {
 
 impl Db {
     /// Opens (creating) the database at `path` (`:memory:` for a private in-memory one) on a
-    /// thread of its own, and runs the `schema` statements on it.
+    /// thread of its own, and runs the `schema` statements on it. SQLite's 4 KB pages: each
+    /// commit writes every page it changed to the WAL, and the Kv's rows are small.
     pub fn open(path: &str, schema: &[&str]) -> Result<Db, PortError> {
+        Self::open_paged(path, schema, None)
+    }
+
+    /// [`Db::open`] with pages of `page_size` bytes when the file is new (the memory index:
+    /// 16 KB, see [`crate::index`]).
+    pub fn open_paged(
+        path: &str,
+        schema: &[&str],
+        page_size: Option<u32>,
+    ) -> Result<Db, PortError> {
         let schema: Vec<String> = schema.iter().map(|s| (*s).to_owned()).collect();
         let (tx, rx) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), PortError>>();
@@ -58,11 +69,11 @@ impl Db {
                     conn.query("PRAGMA busy_timeout=5000", ())
                         .await
                         .map_err(db_err)?;
-                    // 16 KB pages (new databases only): a 1.5 KB vector row wastes a third
-                    // of a 4 KB page, and a few percent of a 16 KB one.
-                    conn.execute("PRAGMA page_size=16384", ())
-                        .await
-                        .map_err(db_err)?;
+                    if let Some(bytes) = page_size {
+                        conn.execute(&format!("PRAGMA page_size={bytes}"), ())
+                            .await
+                            .map_err(db_err)?;
+                    }
                     if path != ":memory:" {
                         conn.query("PRAGMA journal_mode=WAL", ())
                             .await
