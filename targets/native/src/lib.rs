@@ -7,7 +7,8 @@
 //!   (FTS5) (the memory index).
 //! - [`index`]: the memory index database, `index.db`, on a thread of its own: its schema,
 //!   and starting it over when the file is new.
-//! - [`vecindex`]: the int8 in-memory mirror the Vectors port scans before an exact re-rank.
+//! - [`vecindex`]: the quantized in-memory mirror the Vectors port scans before an exact
+//!   re-rank.
 //! - [`fs`]: the Files port over a directory; [`exec`]: the Exec port (`/bin/sh -c` in the
 //!   workspace, output capped, killed at the timeout); [`program`]: programs it starts and
 //!   speaks to in lines (MCP servers run locally); [`fence`]: how both are fenced in (a PID

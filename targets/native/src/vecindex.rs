@@ -100,10 +100,11 @@ impl Mirror {
             self.padded = nibbles::padded(self.dim);
         }
         let (code, scale) = quantize(vector);
-        let offset = || code.iter().map(|&x| (i16::from(x) + 128) as u8);
+        let offset: Vec<u8> = code.iter().map(|&x| (i16::from(x) + 128) as u8).collect();
         let (mut high, mut low) = (Vec::new(), Vec::new());
-        nibbles::pack(offset().map(|u| u >> 4), self.padded, &mut high);
-        nibbles::pack(offset().map(|u| u & 15), self.padded, &mut low);
+        let nibbles = |f: fn(u8) -> u8| offset.iter().map(|&u| f(u)).collect::<Vec<u8>>();
+        nibbles::pack(&nibbles(|u| u >> 4), self.padded, &mut high);
+        nibbles::pack(&nibbles(|u| u & 15), self.padded, &mut low);
         let pairs = bloom(metadata);
         let h = self.half();
         match self.slot.get(id) {

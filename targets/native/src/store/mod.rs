@@ -43,8 +43,8 @@ impl Db {
         Self::open_paged(path, schema, None)
     }
 
-    /// [`Db::open`] with pages of `page_size` bytes when the file is new, and reads through a
-    /// memory map (the memory index: 16 KB, see [`crate::index`]).
+    /// [`Db::open`] with pages of `page_size` bytes when the file is new (the memory index:
+    /// 16 KB, see [`crate::index`]).
     pub fn open_paged(
         path: &str,
         schema: &[&str],
@@ -73,11 +73,6 @@ impl Db {
                         conn.execute(&format!("PRAGMA page_size={bytes}"), ())
                             .await
                             .map_err(db_err)?;
-                        if std::env::var("MM").is_ok() {
-                            conn.query("PRAGMA mmap_size=1073741824", ())
-                                .await
-                                .map_err(db_err)?;
-                        }
                     }
                     if path != ":memory:" {
                         conn.query("PRAGMA journal_mode=WAL", ())

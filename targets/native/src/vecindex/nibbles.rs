@@ -19,15 +19,20 @@ pub fn padded(dim: usize) -> usize {
     dim.div_ceil(BLOCK) * BLOCK
 }
 
-/// Packs `nibbles` (one value 0..=15 per dimension, `padded(len)` long or shorter: the rest
-/// is zero) into `out`, `padded / 2` bytes.
-pub fn pack(nibbles: impl Iterator<Item = u8>, padded_dim: usize, out: &mut Vec<u8>) {
+/// Packs `nibbles` (one value 0..=15 per dimension, at most `padded_dim` of them: the rest
+/// is zero) onto `out`, `padded_dim / 2` bytes.
+pub fn pack(nibbles: &[u8], padded_dim: usize, out: &mut Vec<u8>) {
+    let nibbles = &nibbles[..nibbles.len().min(padded_dim)];
     let start = out.len();
     out.resize(start + padded_dim / 2, 0);
-    for (d, n) in nibbles.enumerate().take(padded_dim) {
-        let (block, within) = (d / BLOCK, d % BLOCK);
-        let byte = start + block * 32 + within % 32;
-        out[byte] |= if within < 32 { n & 15 } else { (n & 15) << 4 };
+    for (block, dims) in out[start..].chunks_exact_mut(32).zip(nibbles.chunks(BLOCK)) {
+        let (low, high) = dims.split_at(dims.len().min(32));
+        for (byte, &n) in block.iter_mut().zip(low) {
+            *byte = n & 15;
+        }
+        for (byte, &n) in block.iter_mut().zip(high) {
+            *byte |= (n & 15) << 4;
+        }
     }
 }
 
@@ -277,7 +282,7 @@ mod tests {
             query[0] = -127;
             let nibbles: Vec<u8> = (0..dim).map(|i| (i * 7 % 16) as u8).collect();
             let mut packed = Vec::new();
-            pack(nibbles.iter().copied(), p, &mut packed);
+            pack(&nibbles, p, &mut packed);
             assert_eq!(packed.len(), p / 2);
             for (d, &n) in nibbles.iter().enumerate() {
                 assert_eq!(unpack(&packed, d), n, "dimension {d} of {dim}");
