@@ -6,10 +6,10 @@
 //!
 //! Why: libsql's DiskANN index measured badly at 384 dimensions (see ../shared/TOOLCHAIN.md)
 //! and a SQL scan reads every 1.5 KB row per query. The mirror is a quarter of the f32 data
-//! (100k × 384 dims ≈ 38 MB); the first pass reads half of it (19 MB, which a large L3 cache
-//! holds), and with AVX2 multiplies 32 nibbles per instruction ([`nibbles`]). On random
-//! vectors and on the local embedder's, the int4 estimate's best 200 held every one of the
-//! int8 estimate's best 10 in a simulation of 200 queries (100k random vectors; 36k real ones).
+//! (100k × 384 dims ≈ 38 MB); the first pass reads half of it (19 MB at 100k), and with AVX2
+//! multiplies 32 nibbles per instruction ([`nibbles`]). On random vectors and on the local
+//! embedder's, the int4 estimate's best 200 held every one of the int8 estimate's best 10 in
+//! a simulation of 200 queries (100k random vectors; 36k real ones).
 
 mod nibbles;
 
