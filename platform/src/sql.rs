@@ -2,7 +2,7 @@
 //! is SQLite). One copy here, so the two cannot drift apart; each adapter binds the `?N`
 //! parameters the way its driver does. Statements only one adapter runs stay in that adapter
 //! (native reads a Kv row and compares in Rust on its single database thread, D1 compares in
-//! SQL; native's vectors column is libsql's `F32_BLOB`, D1's a plain `BLOB`; only D1 keeps
+//! SQL; native's vectors column is libsql's `F16_BLOB`, D1's a plain `BLOB`; only D1 keeps
 //! files in a table). The FTS5 text index, layout and statements, is [`crate::text::fts5_sql`].
 //!
 //! Plain constants, no feature flags, no runtime dependencies: the wasm32 build uses them too.
@@ -36,7 +36,7 @@ pub mod kv {
         "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?1";
 }
 
-/// The `vectors` table: `id`, `dim`, `vec` (little-endian f32s, [`crate::vectors::to_blob`]),
+/// The `vectors` table: `id`, `dim`, `vec` (half-precision, [`crate::vectors::to_blob`]),
 /// `metadata` (a JSON object). Its `CREATE` differs (the column type of `vec`), so each
 /// adapter keeps its own.
 pub mod vectors {

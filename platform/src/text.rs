@@ -50,6 +50,13 @@ pub trait TextIndex: Send + Sync {
     /// # Behavior
     /// Missing ids are ignored.
     async fn delete(&self, ids: &[String]) -> Result<()>;
+
+    /// The indexed text of each of `ids`, by id: the index is where a document's text is
+    /// kept (memory stores a chunk's text here only, not in its vector's metadata).
+    ///
+    /// # Behavior
+    /// Ids not indexed are left out of the answer, never an error.
+    async fn texts(&self, ids: &[String]) -> Result<HashMap<String, String>>;
 }
 
 /// The index terms of a text: lower-cased runs of letters and digits (as FTS5's `unicode61`
@@ -117,6 +124,9 @@ pub mod fts5_sql {
         "DELETE FROM text_docs WHERE id IN (SELECT value FROM json_each(?1))",
     ];
 
+    /// `(id, body)` of the documents of one [`ids_params`] parameter (`?1`) that exist.
+    pub const TEXTS: &str = "SELECT d.id, b.body FROM text_docs AS d JOIN text_body AS b ON b.rowid = d.rid WHERE d.id IN (SELECT value FROM json_each(?1))";
+
     /// `(id, metadata, bm25)` of the documents matching the [`super::fts5_query`] `?1`;
     /// `bm25()` is negative, lower is better.
     pub const SEARCH: &str = "SELECT d.id, d.metadata, bm25(text_body) FROM text_body JOIN text_docs AS d ON d.rid = text_body.rowid WHERE text_body MATCH ?1";
@@ -162,7 +172,7 @@ pub mod fts5_sql {
             .collect())
     }
 
-    /// The [`DELETE`] parameters for `ids`, [`DELETE_GROUP`] ids each: JSON arrays of strings.
+    /// The [`DELETE`] and [`TEXTS`] parameters for `ids`, [`DELETE_GROUP`] ids each: JSON arrays of strings.
     pub fn ids_params(ids: &[String]) -> Vec<String> {
         ids.chunks(DELETE_GROUP)
             .map(|group| serde_json::Value::from(group.to_vec()).to_string())
@@ -188,6 +198,7 @@ pub fn rank_text(mut hits: Vec<TextHit>, top_k: usize) -> Vec<TextHit> {
 }
 
 struct Indexed {
+    text: String,
     tf: HashMap<String, u32>,
     len: u32,
     metadata: BTreeMap<String, String>,
@@ -212,6 +223,7 @@ impl TextIndex for MemoryText {
             map.insert(
                 d.id,
                 Indexed {
+                    text: d.text,
                     tf,
                     len: ts.len() as u32,
                     metadata: d.metadata,
@@ -268,6 +280,14 @@ impl TextIndex for MemoryText {
         }
         Ok(())
     }
+
+    async fn texts(&self, ids: &[String]) -> Result<HashMap<String, String>> {
+        let map = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(ids
+            .iter()
+            .filter_map(|id| Some((id.clone(), map.get(id)?.text.clone())))
+            .collect())
+    }
 }
 
 /// Conformance suite for [`TextIndex`] adapters; `index` must start empty.
@@ -313,6 +333,25 @@ pub mod conformance {
             ])
             .await
             .unwrap();
+        let texts = index
+            .texts(&["cat".into(), "missing".into(), "dog".into()])
+            .await
+            .unwrap();
+        assert_eq!(
+            texts,
+            HashMap::from([
+                (
+                    "cat".to_owned(),
+                    "My cat Miso is grey. Miso likes tuna.".to_owned()
+                ),
+                (
+                    "dog".to_owned(),
+                    "The neighbour's dog barks at night.".to_owned()
+                ),
+            ]),
+            "texts answers each indexed id's text, leaves the missing one out"
+        );
+        assert!(index.texts(&[]).await.unwrap().is_empty());
         let hits = index.search("Miso", 5, &none).await.unwrap();
         assert_eq!(ids(&hits).len(), 2, "only documents holding the term match");
         assert!(hits.iter().all(|h| h.score > 0.0), "scores are positive");
@@ -368,6 +407,16 @@ pub mod conformance {
             ids(&index.search("pepper", 5, &none).await.unwrap()),
             ["cat"]
         );
+        assert_eq!(
+            index
+                .texts(&["cat".into()])
+                .await
+                .unwrap()
+                .get("cat")
+                .map(String::as_str),
+            Some("My cat is now called Pepper."),
+            "upsert replaces the text"
+        );
         index
             .delete(&["miso-soup".into(), "missing".into()])
             .await
@@ -375,6 +424,10 @@ pub mod conformance {
         assert!(
             index.search("miso", 5, &none).await.unwrap().is_empty(),
             "delete removes"
+        );
+        assert!(
+            index.texts(&["miso-soup".into()]).await.unwrap().is_empty(),
+            "delete removes the text"
         );
     }
 }

@@ -91,16 +91,37 @@ pub fn matches(metadata: &BTreeMap<String, String>, filter: &BTreeMap<String, St
     filter.iter().all(|(k, v)| metadata.get(k) == Some(v))
 }
 
-/// A vector as little-endian f32 bytes, the form the SQL and DynamoDB adapters store.
+/// libsql's type byte for a half-precision vector, the last byte of its blob.
+const F16_TYPE: u8 = 5;
+
+/// A vector as the SQL and DynamoDB adapters store it: half-precision floats (IEEE 754
+/// binary16, little-endian) and a last byte 5, libsql's own `FLOAT16` vector blob, so its
+/// `vector_extract` and `vector_distance_cos` read it too. Half the size of f32: a cosine over
+/// half-precision values differs from the f32 one by about 1e-4, far under the gap between
+/// neighbours that ranking needs.
 pub fn to_blob(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    let mut b: Vec<u8> = v
+        .iter()
+        .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+        .collect();
+    b.push(F16_TYPE);
+    b
 }
 
-/// The inverse of [`to_blob`]; trailing bytes short of a float are ignored.
+/// The inverse of [`to_blob`]; also reads blobs of little-endian f32s (what earlier versions
+/// stored: their length is a multiple of 4, a half-precision blob's is odd). Trailing bytes
+/// short of a float are ignored.
 pub fn from_blob(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    match b.split_last() {
+        Some((&F16_TYPE, data)) if b.len() % 2 == 1 => data
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect(),
+        _ => b
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    }
 }
 
 /// Sorts hits best first, ties by id, and keeps `top_k`.
@@ -270,6 +291,38 @@ pub mod conformance {
 
 #[cfg(test)]
 mod tests {
+    use super::{cosine, from_blob, to_blob};
+
+    #[test]
+    fn blobs_are_half_precision_and_f32_blobs_still_read() {
+        let v: Vec<f32> = (0..384)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 173.0)
+            .collect();
+        let blob = to_blob(&v);
+        assert_eq!(
+            blob.len(),
+            2 * 384 + 1,
+            "two bytes a value and libsql's type byte"
+        );
+        assert_eq!(blob.last(), Some(&5));
+        let back = from_blob(&blob);
+        assert_eq!(back.len(), v.len());
+        for (a, b) in v.iter().zip(&back) {
+            assert!(
+                (a - b).abs() <= a.abs() / 1024.0 + 1e-7,
+                "{a} read back as {b}"
+            );
+        }
+        let w: Vec<f32> = v.iter().rev().map(|x| x + 0.01).collect();
+        assert!((cosine(&v, &w) - cosine(&back, &from_blob(&to_blob(&w)))).abs() < 1e-3);
+        // What earlier versions stored: plain little-endian f32s.
+        let old: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(from_blob(&old), v);
+        assert!(from_blob(&[]).is_empty());
+        assert!(from_blob(&[5]).is_empty());
+        assert_eq!(from_blob(&to_blob(&[1.0, -2.5])), [1.0, -2.5]);
+    }
+
     #[test]
     fn memory_vectors_conform() {
         futures::executor::block_on(super::conformance::run(&super::MemoryVectors::default()));

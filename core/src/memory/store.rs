@@ -9,7 +9,7 @@
 //! writes past it are refused ([`MemoryError::TooLarge`]), and of a file edited past it by
 //! hand only the first `max_file_kb` are indexed (with a warning naming the file).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use clawless_platform::{
@@ -91,6 +91,24 @@ impl SearchConfig {
 
 /// The highest `max_file_kb` accepted.
 const MAX_FILE_KB_LIMIT: usize = 1 << 20;
+
+/// The metadata key of the byte offset in a chunk's keyword document where the chunk's own
+/// text starts (after the heading put before it); absent when it starts at 0.
+const TEXT_FROM: &str = "text_from";
+
+/// The chunk's own text in its keyword document `doc`, past the heading put before it
+/// ([`TEXT_FROM`] in `metadata`); the whole document when the offset is missing or is not
+/// a character boundary of it.
+fn chunk_text(doc: String, metadata: &BTreeMap<String, String>) -> String {
+    let from = metadata
+        .get(TEXT_FROM)
+        .and_then(|f| f.parse::<usize>().ok())
+        .unwrap_or(0);
+    match doc.get(from..) {
+        Some(text) if from > 0 => text.to_owned(),
+        _ => doc,
+    }
+}
 
 impl Default for SearchConfig {
     fn default() -> Self {
@@ -269,6 +287,9 @@ impl MemoryStore {
         for ((k, vector), text) in chunks.iter().zip(vectors).zip(texts) {
             let id = chunk_id(scope, path, &k.key);
             let c = &k.chunk;
+            // The chunk's text is kept once, as the keyword index's document; neither index's
+            // metadata repeats it. The document may start with the chunk's heading: where the
+            // chunk's own text starts in it is in the metadata ([`TEXT_FROM`]).
             let metadata = BTreeMap::from([
                 ("scope".to_owned(), scope.to_string()),
                 ("path".to_owned(), path.to_owned()),
@@ -276,8 +297,12 @@ impl MemoryStore {
                     "lines".to_owned(),
                     format!("{}-{}", c.start_line, c.end_line),
                 ),
-                ("text".to_owned(), c.text.clone()),
             ]);
+            let mut metadata = metadata;
+            let from = text.len().saturating_sub(c.text.len());
+            if from > 0 {
+                metadata.insert(TEXT_FROM.to_owned(), from.to_string());
+            }
             records.push(VectorRecord {
                 id: id.clone(),
                 vector,
@@ -409,34 +434,53 @@ impl MemoryStore {
             merged.entry(h.id).or_insert((0.0, h.metadata)).0 +=
                 c.text_weight * (h.score / best_text.max(f32::MIN_POSITIVE));
         }
-        let mut hits: Vec<MemoryHit> = merged
-            .into_values()
-            .filter(|(score, _)| *score >= c.min_score)
-            .map(|(score, m)| {
+        let mut kept: Vec<(String, f32, BTreeMap<String, String>)> = merged
+            .into_iter()
+            .filter(|(_, (score, _))| *score >= c.min_score)
+            .map(|(id, (score, m))| (id, score, m))
+            .collect();
+        kept.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then_with(|| a.2.get("path").cmp(&b.2.get("path")))
+        });
+        kept.truncate(c.max_results);
+        // Chunks indexed before the text was kept once still carry it in their metadata.
+        let missing: Vec<String> = kept
+            .iter()
+            .filter(|(_, _, m)| !m.contains_key("text"))
+            .map(|(id, _, _)| id.clone())
+            .collect();
+        let mut texts = if missing.is_empty() {
+            HashMap::new()
+        } else {
+            self.text.texts(&missing).await?
+        };
+        Ok(kept
+            .into_iter()
+            .map(|(id, score, mut m)| {
                 let (start, end) = m
                     .get("lines")
                     .and_then(|l| l.split_once('-'))
                     .map_or((0, 0), |(a, b)| {
                         (a.parse().unwrap_or(0), b.parse().unwrap_or(0))
                     });
+                let text = m
+                    .remove("text")
+                    .or_else(|| texts.remove(&id).map(|doc| chunk_text(doc, &m)))
+                    .unwrap_or_default();
                 MemoryHit {
-                    path: m.get("path").cloned().unwrap_or_default(),
+                    path: m.remove("path").unwrap_or_default(),
                     start_line: start,
                     end_line: end,
-                    text: m.get("text").cloned().unwrap_or_default(),
+                    text,
                     score,
                 }
             })
-            .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.path.cmp(&b.path))
-        });
-        hits.truncate(c.max_results);
-        Ok(hits)
+            .collect())
     }
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod text_tests;

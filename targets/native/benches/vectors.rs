@@ -7,8 +7,10 @@
 //! through the port), recall@10 against an exact f32 search over the same data, and the
 //! database bytes per vector against the raw f32 size (1536 bytes).
 //!
-//! Each row carries the metadata the memory store writes (scope, path, lines, and the chunk's
-//! text), with the ids it makes (`<scope>#<path>#<key>`); the texts are real chunks (the core's
+//! Each row carries the metadata the memory store writes (scope, path, lines), with the ids it
+//! makes (`<scope>#<path>#<key>`). The chunk's text is kept once, in the keyword index (FTS5),
+//! as the memory store keeps it: each vector's document is written there too, into a file of
+//! its own so that the two halves are measured apart. The texts are real chunks (the core's
 //! chunker at its default 400 tokens) of a generated notes file, so full-size ones.
 //!
 //! The vectors are random (Gaussian-like, normalised): the hard case for a quantized scan,
@@ -24,9 +26,9 @@ use std::time::{Duration, Instant};
 use clawless_core::memory::chunk::chunks;
 use clawless_core::memory::store::SearchConfig;
 use clawless_native::index::open_db;
-use clawless_native::store::SqlVectors;
+use clawless_native::store::{SqlText, SqlVectors};
 use clawless_platform::vectors::cosine;
-use clawless_platform::{VectorRecord, Vectors};
+use clawless_platform::{TextDoc, TextIndex, VectorRecord, Vectors};
 
 const DIM: usize = 384;
 const SCOPE: &str = "assistant/main/u111111111";
@@ -147,7 +149,6 @@ async fn measure(what: &str, data: Vec<Vec<f32>>, queries: Vec<Vec<f32>>) {
             ("scope".to_owned(), SCOPE.to_owned()),
             ("path".to_owned(), file_of(i)),
             ("lines".to_owned(), format!("{}-{}", i % 90, i % 90 + 12)),
-            ("text".to_owned(), texts[i % texts.len()].clone()),
         ])
     };
     let started = Instant::now();
@@ -167,16 +168,31 @@ async fn measure(what: &str, data: Vec<Vec<f32>>, queries: Vec<Vec<f32>>) {
         store.upsert(records).await.unwrap();
     }
     let index_secs = started.elapsed().as_secs_f64();
-    db.call(|c| {
-        futures::executor::block_on(c.query("PRAGMA wal_checkpoint(TRUNCATE)", ())).unwrap();
-        Ok(())
-    })
-    .await
-    .unwrap();
+    checkpoint(&db).await;
     drop(store);
     drop(db);
-    let bytes = std::fs::metadata(&path).unwrap().len()
-        + std::fs::metadata(dir.join("vectors.db-wal")).map_or(0, |m| m.len());
+    let bytes = file_bytes(&path);
+
+    // The keyword half: each chunk's text, once, in FTS5, in a file of its own.
+    let text_path = dir.join("text.db");
+    let text_db = open_db(&text_path.to_string_lossy()).unwrap();
+    let text_index = SqlText::new(text_db.clone());
+    for batch in (0..n).collect::<Vec<_>>().chunks(500) {
+        let docs = batch
+            .iter()
+            .map(|&i| TextDoc {
+                id: id(i),
+                text: texts[i % texts.len()].clone(),
+                metadata: meta(i),
+            })
+            .collect();
+        text_index.upsert(docs).await.unwrap();
+    }
+    checkpoint(&text_db).await;
+    drop(text_index);
+    drop(text_db);
+    let text_bytes = file_bytes(&text_path);
+    let raw_text: usize = (0..n).map(|i| texts[i % texts.len()].len()).sum();
 
     // A restart: a new database handle on the file, a new port; the first query loads the
     // mirror from the table.
@@ -205,7 +221,7 @@ async fn measure(what: &str, data: Vec<Vec<f32>>, queries: Vec<Vec<f32>>) {
     }
     lat.sort();
     println!(
-        "{what} x {DIM}, chunk texts of {:.0} bytes on average: indexing {:.0} vectors/s; after a restart, opening {:.1} ms, then the first query (loads the mirror) {:.1} ms in all; query p50 {:.2} ms, p99 {:.2} ms; recall@10 vs exact {:.3}; storage {:.0} bytes/vector = {:.2}x raw f32",
+        "{what} x {DIM}, chunk texts of {:.0} bytes on average: indexing {:.0} vectors/s; after a restart, opening {:.1} ms, then the first query (loads the mirror) {:.1} ms in all; query p50 {:.2} ms, p99 {:.2} ms; recall@10 vs exact {:.3}; vectors {:.0} bytes/vector = {:.2}x raw f32; keyword index {:.0} bytes/chunk = {:.2}x its text; both {:.2}x raw f32 + text",
         texts.iter().map(String::len).sum::<usize>() as f64 / texts.len() as f64,
         n as f64 / index_secs,
         opened.as_secs_f64() * 1000.0,
@@ -215,8 +231,26 @@ async fn measure(what: &str, data: Vec<Vec<f32>>, queries: Vec<Vec<f32>>) {
         found as f64 / (10.0 * queries.len() as f64),
         bytes as f64 / n as f64,
         bytes as f64 / n as f64 / (DIM * 4) as f64,
+        text_bytes as f64 / n as f64,
+        text_bytes as f64 / raw_text as f64,
+        (bytes + text_bytes) as f64 / (n * DIM * 4 + raw_text) as f64,
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A database file's size with its WAL.
+fn file_bytes(path: &std::path::Path) -> u64 {
+    let wal = path.with_extension("db-wal");
+    std::fs::metadata(path).unwrap().len() + std::fs::metadata(wal).map_or(0, |m| m.len())
+}
+
+async fn checkpoint(db: &clawless_native::store::Db) {
+    db.call(|c| {
+        futures::executor::block_on(c.query("PRAGMA wal_checkpoint(TRUNCATE)", ())).unwrap();
+        Ok(())
+    })
+    .await
+    .unwrap();
 }
 
 fn main() {

@@ -17,7 +17,7 @@ use crate::store::{db_err, Db};
 
 /// The index database's schema: the vectors table, then [`fts5_sql::SCHEMA`].
 pub fn schema() -> Vec<&'static str> {
-    let vectors = "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec F32_BLOB NOT NULL, metadata TEXT NOT NULL)";
+    let vectors = "CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, vec F16_BLOB NOT NULL, metadata TEXT NOT NULL)";
     std::iter::once(vectors).chain(fts5_sql::SCHEMA).collect()
 }
 

@@ -58,8 +58,71 @@ async fn libsql_vectors_conform() {
     vectors::conformance::run(&SqlVectors::new(open_db(":memory:").unwrap())).await;
 }
 
+/// Vectors are stored as libsql's own half-precision blobs (its SQL functions read them), and
+/// rows of plain f32s, what earlier versions wrote, are still found.
 #[tokio::test]
-async fn libsql_vectors_are_f32_blobs_and_survive_reopen() {
+async fn vector_rows_are_libsql_f16_blobs_and_f32_rows_still_read() {
+    use clawless_platform::{VectorRecord, Vectors};
+    use std::collections::BTreeMap;
+    let db = open_db(":memory:").unwrap();
+    let store = SqlVectors::new(db.clone());
+    let meta = BTreeMap::from([("scope".to_owned(), "s".to_owned())]);
+    let record = |id: &str, v: Vec<f32>| VectorRecord {
+        id: id.into(),
+        vector: v,
+        metadata: meta.clone(),
+    };
+    store
+        .upsert(vec![record("new", vec![1.0, -2.5, 0.5, 0.0])])
+        .await
+        .unwrap();
+    let (extracted, len) = db
+        .call(|c| {
+            futures::executor::block_on(async {
+                let mut rows = c
+                    .query(
+                        "SELECT vector_extract(vec), length(vec) FROM vectors WHERE id = 'new'",
+                        (),
+                    )
+                    .await
+                    .unwrap();
+                let row = rows.next().await.unwrap().unwrap();
+                Ok((row.get::<String>(0).unwrap(), row.get::<i64>(1).unwrap()))
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(len, 4 * 2 + 1);
+    assert_eq!(
+        extracted, "[1,-2.5,0.5,0]",
+        "libsql reads the blob as its FLOAT16 vector"
+    );
+
+    // A row as an earlier version wrote it: little-endian f32s, the same metadata JSON.
+    let old: Vec<u8> = [0.0f32, 1.0, 0.0, 0.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    db.call(move |c| {
+        futures::executor::block_on(c.execute(
+            "INSERT INTO vectors (id, dim, vec, metadata) VALUES ('old', 4, ?1, '{\"scope\":\"s\"}')",
+            libsql::params![old],
+        ))
+        .unwrap();
+        Ok(())
+    })
+    .await
+    .unwrap();
+    // A new port: its mirror is loaded from both rows.
+    let store = SqlVectors::new(db);
+    let hits = store.query(&[0.0, 1.0, 0.0, 0.0], 2, &meta).await.unwrap();
+    assert_eq!(hits[0].id, "old", "{hits:?}");
+    assert!((hits[0].score - 1.0).abs() < 1e-6, "{hits:?}");
+    assert_eq!(hits[1].id, "new");
+}
+
+#[tokio::test]
+async fn libsql_vectors_are_its_f16_blobs_and_survive_reopen() {
     use clawless_platform::{VectorRecord, Vectors};
     use std::collections::BTreeMap;
     let dir = common::temp_dir("vec-reopen");
@@ -75,12 +138,12 @@ async fn libsql_vectors_are_f32_blobs_and_survive_reopen() {
         v.upsert(vec![rec("a", [1.0, 0.0, 0.0]), rec("b", [0.0, 1.0, 0.0])])
             .await
             .unwrap();
-        // libsql reads the stored blobs as its own f32 vectors.
+        // libsql reads the stored blobs as its own half-precision vectors.
         let d: f64 = db
             .call(|c| {
                 futures::executor::block_on(async {
                     let mut rows = c
-                        .query("SELECT vector_distance_cos(vec, vector32('[1,0,0]')) FROM vectors WHERE id = 'b'", ())
+                        .query("SELECT vector_distance_cos(vec, vector16('[1,0,0]')) FROM vectors WHERE id = 'b'", ())
                         .await
                         .unwrap();
                     let row = rows.next().await.unwrap().unwrap();

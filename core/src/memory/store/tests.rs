@@ -5,7 +5,7 @@ use crate::memory::embed::LocalEmbedder;
 use clawless_platform::Platform;
 use futures::executor::block_on;
 
-fn store() -> (MemoryStore, Platform) {
+pub(super) fn store() -> (MemoryStore, Platform) {
     let (p, _clock, _http) = Platform::in_memory();
     let store = MemoryStore {
         files: p.files.clone(),

@@ -1,17 +1,24 @@
 //! The TextIndex port over the table: an inverted index: postings `p = "txt#" + term`,
-//! `s = doc id`, `tf`; one item per document in `p = "txtdoc"` (`len`, `meta`, `terms`). A
-//! search reads the `txtdoc` partition (for the document count, average length and metadata)
-//! and each query term's postings, then scores BM25: fine for thousands of chunks, not
-//! millions.
+//! `s = doc id`, `tf`; one item per document in `p = "txtdoc"` (`len`, `meta`, `terms`) and
+//! its text in `p = "txtbody"` (`body`), apart so that a search does not read it. A search
+//! reads the `txtdoc` partition (for the document count, average length and metadata) and
+//! each query term's postings, then scores BM25: fine for thousands of chunks, not millions.
 
 use std::collections::{BTreeMap, HashMap};
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use clawless_platform::text::{bm25, query_terms, rank_text, terms as text_terms};
 use clawless_platform::vectors::matches;
-use clawless_platform::{async_trait, PortError, TextDoc, TextHit, TextIndex};
+use clawless_platform::{async_trait, ErrorKind, PortError, TextDoc, TextHit, TextIndex};
 
 use super::{num, s, sdk_err, string, Table};
+
+/// The partition of the documents' texts.
+const BODY: &str = "txtbody";
+/// Keys per BatchGetItem (DynamoDB's limit).
+const BATCH_GET: usize = 100;
+/// BatchGetItem calls per group of keys before unprocessed keys are an error.
+const BATCH_TRIES: usize = 5;
 
 /// The TextIndex port: an inverted index in the table (see the module docs).
 pub struct DynamoText(pub Table);
@@ -27,6 +34,8 @@ impl DynamoText {
         for t in terms {
             self.0.delete_item(format!("txt#{t}"), id).await?;
         }
+        // The document item goes last: while it is there, a retried removal finds the rest.
+        self.0.delete_item(BODY.into(), id).await?;
         self.0.delete_item("txtdoc".into(), id).await
     }
 }
@@ -53,6 +62,16 @@ impl TextIndex for DynamoText {
                     .await
                     .map_err(sdk_err)?;
             }
+            self.0
+                .client
+                .put_item()
+                .table_name(&self.0.name)
+                .item("p", s(BODY))
+                .item("s", s(&d.id))
+                .item("body", s(&d.text))
+                .send()
+                .await
+                .map_err(sdk_err)?;
             let meta = serde_json::to_string(&d.metadata)
                 .map_err(|e| PortError::invalid(e.to_string()))?;
             let terms = serde_json::to_string(&tf.keys().collect::<Vec<_>>())
@@ -130,5 +149,59 @@ impl TextIndex for DynamoText {
             self.remove(id).await?;
         }
         Ok(())
+    }
+
+    async fn texts(&self, ids: &[String]) -> Result<HashMap<String, String>, PortError> {
+        let mut out = HashMap::new();
+        for group in ids.chunks(BATCH_GET) {
+            let keys = group
+                .iter()
+                .map(|id| HashMap::from([("p".to_owned(), s(BODY)), ("s".to_owned(), s(id))]))
+                .collect::<Vec<_>>();
+            let mut pending = Some(
+                KeysAndAttributes::builder()
+                    .set_keys(Some(keys))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(|e| PortError::invalid(e.to_string()))?,
+            );
+            for attempt in 0..BATCH_TRIES {
+                let Some(request) = pending.take() else {
+                    break;
+                };
+                if attempt > 0 {
+                    // Unprocessed keys mean throttling: back off before asking again.
+                    tokio::time::sleep(std::time::Duration::from_millis(25 << attempt)).await;
+                }
+                let page = self
+                    .0
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.0.name, request)
+                    .send()
+                    .await
+                    .map_err(sdk_err)?;
+                for item in page
+                    .responses
+                    .and_then(|mut r| r.remove(&self.0.name))
+                    .unwrap_or_default()
+                {
+                    if let (Some(id), Some(body)) = (string(&item, "s"), string(&item, "body")) {
+                        out.insert(id, body);
+                    }
+                }
+                pending = page
+                    .unprocessed_keys
+                    .and_then(|mut u| u.remove(&self.0.name))
+                    .filter(|k| !k.keys.is_empty());
+            }
+            if pending.is_some() {
+                return Err(PortError::new(
+                    ErrorKind::RateLimited,
+                    format!("dynamodb: texts: keys left unprocessed after {BATCH_TRIES} tries"),
+                ));
+            }
+        }
+        Ok(out)
     }
 }

@@ -1,7 +1,7 @@
 //! The TextIndex port over FTS5 in the memory index (`index.db`), in the layout shared with
 //! the Worker's D1 ([`fts5_sql`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use clawless_platform::text::{fts5_query, fts5_sql, rank_text};
 use clawless_platform::vectors::matches;
@@ -103,6 +103,35 @@ impl TextIndex for SqlText {
 
     async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
         self.run_grouped(&fts5_sql::DELETE, fts5_sql::ids_params(ids))
+            .await
+    }
+
+    async fn texts(&self, ids: &[String]) -> Result<HashMap<String, String>, PortError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let groups = fts5_sql::ids_params(ids);
+        self.db
+            .call(move |c| {
+                block_on(async {
+                    let mut out = HashMap::new();
+                    for p in &groups {
+                        let mut rows = c
+                            .query(fts5_sql::TEXTS, params![p.as_str()])
+                            .await
+                            .map_err(db_err)?;
+                        while let Some(row) = rows.next().await.map_err(db_err)? {
+                            let text = |i| -> Result<String, PortError> {
+                                Ok(read_bytes(row.get_value(i).map_err(db_err)?)
+                                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                                    .unwrap_or_default())
+                            };
+                            out.insert(text(0)?, text(1)?);
+                        }
+                    }
+                    Ok(out)
+                })
+            })
             .await
     }
 }

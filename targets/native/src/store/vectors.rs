@@ -13,10 +13,10 @@ use libsql::{params, Connection, Value};
 use super::{db_err, in_transaction, read_bytes, Db};
 use crate::vecindex::{candidates, Mirror};
 
-/// Vectors over the `vectors` table: each vector an `F32_BLOB` (libsql's f32 vector format:
-/// little-endian floats, so `vector_distance_cos` works on it in SQL), searched through a
-/// quantized [`Mirror`] loaded on first use and kept in step by every write, with the candidates
-/// re-ranked exactly from their rows. One process owns a data directory, so the mirror cannot
+/// Vectors over the `vectors` table: each vector libsql's half-precision vector blob
+/// ([`to_blob`], so `vector_distance_cos` works on it in SQL; rows of f32s from earlier
+/// versions still read), searched through a quantized [`Mirror`] loaded on first use and kept
+/// in step by every write, with the candidates re-ranked from their rows. One process owns a data directory, so the mirror cannot
 /// go stale behind its back.
 pub struct SqlVectors {
     db: Db,

@@ -1,6 +1,6 @@
 //! TextIndex over D1's FTS5 in the layout shared with native ([`fts5_sql`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use clawless_platform::text::{fts5_query, fts5_sql, rank_text};
@@ -61,5 +61,20 @@ impl TextIndex for D1Text {
     async fn delete(&self, ids: &[String]) -> Result<()> {
         let params = fts5_sql::ids_params(ids);
         self.run_grouped(&fts5_sql::DELETE, &params).await
+    }
+
+    async fn texts(&self, ids: &[String]) -> Result<HashMap<String, String>> {
+        let mut out = HashMap::new();
+        for p in fts5_sql::ids_params(ids) {
+            for row in self.0.rows(fts5_sql::TEXTS, &[Arg::Text(&p)]).await? {
+                if let (Some(id), Some(body)) = (
+                    row.first().and_then(Cell::text),
+                    row.get(1).and_then(Cell::text),
+                ) {
+                    out.insert(id, body);
+                }
+            }
+        }
+        Ok(out)
     }
 }
