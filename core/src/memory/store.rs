@@ -455,9 +455,11 @@ impl MemoryStore {
         } else {
             self.text.texts(&missing).await?
         };
+        // A hit whose text is in neither place (a run cut short between the two indexes' writes,
+        // repaired by the next re-index) is left out rather than answered empty.
         Ok(kept
             .into_iter()
-            .map(|(id, score, mut m)| {
+            .filter_map(|(id, score, mut m)| {
                 let (start, end) = m
                     .get("lines")
                     .and_then(|l| l.split_once('-'))
@@ -466,15 +468,14 @@ impl MemoryStore {
                     });
                 let text = m
                     .remove("text")
-                    .or_else(|| texts.remove(&id).map(|doc| chunk_text(doc, &m)))
-                    .unwrap_or_default();
-                MemoryHit {
+                    .or_else(|| texts.remove(&id).map(|doc| chunk_text(doc, &m)))?;
+                Some(MemoryHit {
                     path: m.remove("path").unwrap_or_default(),
                     start_line: start,
                     end_line: end,
                     text,
                     score,
-                }
+                })
             })
             .collect())
     }

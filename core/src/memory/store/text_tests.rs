@@ -101,3 +101,33 @@ fn chunks_indexed_with_their_text_in_the_metadata_are_still_found_with_it() {
         assert_eq!((hits[0].start_line, hits[0].end_line), (3, 3));
     });
 }
+
+#[test]
+fn a_vector_whose_text_was_never_written_is_left_out() {
+    block_on(async {
+        let (m, p) = store();
+        let scope = &Scope::new("assistant/main");
+        let path = format!("{}/MEMORY.md", root(scope));
+        p.files
+            .write(&path, b"Our cat is called Miso.\n")
+            .await
+            .unwrap();
+        assert!(m.index_file(scope, &path).await.unwrap());
+        // A run cut short after the vector's write, before its keyword document's.
+        p.vectors
+            .upsert(vec![VectorRecord {
+                id: format!("{scope}#{path}#half-written"),
+                vector: LocalEmbedder::default().embed_one("what is my cat called"),
+                metadata: BTreeMap::from([
+                    ("scope".to_owned(), scope.to_string()),
+                    ("path".to_owned(), path.clone()),
+                    ("lines".to_owned(), "9-9".to_owned()),
+                ]),
+            }])
+            .await
+            .unwrap();
+        let hits = m.search(scope, "what is my cat called").await.unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(hits[0].text.trim_end(), "Our cat is called Miso.");
+    });
+}
