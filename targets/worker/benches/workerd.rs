@@ -8,7 +8,11 @@
 //!   per-isolate start-up after wasm instantiation);
 //! - through Miniflare with D1: the first webhook of a fresh isolate (wasm instantiation +
 //!   start-up + schema check + ack) and the wall time of warm acks (an upper bound on their
-//!   CPU: it includes D1's own work and the local HTTP hop).
+//!   CPU: it includes D1's own work and the local HTTP hop);
+//! - the first webhook split, medians of five fresh isolates each: a fresh isolate's first
+//!   request to `/healthz` (wasm instantiation, no storage), the webhook right after it (app
+//!   start-up, the schema made in a new database, the ack), and the first webhook of a fresh
+//!   isolate on a database an earlier one made (what a deployed bot's new isolates see).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -27,6 +31,26 @@ fn gzip_len(path: &Path) -> usize {
         .output()
         .expect("gzip runs");
     out.stdout.len()
+}
+
+/// A stranger's update: acknowledged, answered with a notice, never sent to the model.
+fn stranger(id: i64) -> Value {
+    let mut u = text_update(id, "hi");
+    u["message"]["from"]["id"] = json!(42);
+    u["message"]["chat"]["id"] = json!(42);
+    u
+}
+
+/// Wall ms of `f`'s future.
+async fn timed<F: std::future::Future>(f: F) -> (f64, F::Output) {
+    let t = Instant::now();
+    let out = f.await;
+    (t.elapsed().as_secs_f64() * 1000.0, out)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -79,13 +103,6 @@ async fn main() {
     let (_f, tg, llm) = fakes().await;
     let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", bot_vars(&tg, &llm), false);
     let t = Instant::now();
-    // A stranger: acknowledged, answered with a notice, never sent to the model.
-    let stranger = |id: i64| {
-        let mut u = text_update(id, "hi");
-        u["message"]["from"]["id"] = json!(42);
-        u["message"]["chat"]["id"] = json!(42);
-        u
-    };
     assert_eq!(mf.post_update(&stranger(1), Some(SECRET)).await, 200);
     let first = t.elapsed().as_secs_f64() * 1000.0;
     let mut warm = Vec::new();
@@ -99,5 +116,51 @@ async fn main() {
         "through Miniflare with D1: first webhook of a fresh isolate {first:.1} ms; warm ack wall p50 {:.2} ms p99 {:.2} ms",
         percentile(&warm, 0.5),
         percentile(&warm, 0.99)
+    );
+    drop(mf);
+
+    let vars = bot_vars(&tg, &llm);
+    let (mut health, mut after_health, mut existing, mut d1_warm) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..5 {
+        let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", vars.clone(), false);
+        let (ms, (status, _)) = timed(mf.get("/healthz")).await;
+        assert_eq!(status, 200);
+        health.push(ms);
+        let (ms, status) = timed(mf.post_update(&stranger(1), Some(SECRET))).await;
+        assert_eq!(status, 200);
+        after_health.push(ms);
+        drop(mf);
+
+        let dir = std::env::temp_dir().join(format!(
+            "clawless-workerd-bench-{}-{round}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let options = json!({"vars": vars, "vectorize": false, "persist": dir});
+        let mf = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options.clone());
+        assert_eq!(mf.post_update(&stranger(1), Some(SECRET)).await, 200);
+        drop(mf);
+        let mf = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options.clone());
+        let (ms, status) = timed(mf.post_update(&stranger(2), Some(SECRET))).await;
+        assert_eq!(status, 200);
+        existing.push(ms);
+        drop(mf);
+        // Miniflare's D1 is a local simulator started on first use: started from outside the
+        // Worker first, the webhook's time is the isolate's and the statements' own.
+        let mf = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options);
+        mf.control("sql", "SELECT 1").await;
+        let (ms, status) = timed(mf.post_update(&stranger(3), Some(SECRET))).await;
+        assert_eq!(status, 200);
+        d1_warm.push(ms);
+        drop(mf);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    println!(
+        "the first webhook split (medians of 5 fresh isolates): first request /healthz {:.1} ms, then the first webhook {:.1} ms (new database); first webhook of a fresh isolate on an existing database {:.1} ms, the same with the D1 simulator started first {:.1} ms",
+        median(health),
+        median(after_health),
+        median(existing),
+        median(d1_warm)
     );
 }

@@ -66,7 +66,11 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
         .d1(DB_BINDING)
         .map_err(|_| format!("no D1 database bound as {DB_BINDING} (see wrangler.toml)"))?;
     let d1 = D1::new(db);
+    // The isolate's start-up, in its phases, logged once: what a cold isolate's first request
+    // waits for beside the ack (Date advances across I/O in a Worker).
+    let started = js_sys::Date::now();
     d1.ensure_schema().await.map_err(|e| e.to_string())?;
+    let schema_ms = js_sys::Date::now() - started;
     let clock: Arc<dyn Clock> = Arc::new(WorkerClock);
     let index = Reflect::get(env.as_ref(), &JsValue::from_str(VECTORIZE_BINDING))
         .unwrap_or(JsValue::UNDEFINED);
@@ -132,9 +136,16 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
         app = app.with_speaker(Arc::new(WorkersAiSpeech::new(ai)));
     }
     // Before any request: a store a newer release wrote is refused, an older one brought up.
+    let built_ms = js_sys::Date::now() - started;
     app.upgrade_store()
         .await
         .map_err(|e| format!("the D1 database: {e}"))?;
+    let total_ms = js_sys::Date::now() - started;
+    worker::console_log!(
+        "isolate started in {total_ms:.0} ms: schema check {schema_ms:.0} ms, app {:.0} ms, store check {:.0} ms",
+        built_ms - schema_ms,
+        total_ms - built_ms
+    );
     for missing in app.missing_settings() {
         worker::console_error!(
             "not configured: the bot cannot answer until this is set: {missing}"
