@@ -352,6 +352,15 @@ pub mod conformance {
             "texts answers each indexed id's text, leaves the missing one out"
         );
         assert!(index.texts(&[]).await.unwrap().is_empty());
+        assert_eq!(
+            index
+                .texts(&["dog".into(), "dog".into()])
+                .await
+                .unwrap()
+                .len(),
+            1,
+            "an id named twice is answered once"
+        );
         let hits = index.search("Miso", 5, &none).await.unwrap();
         assert_eq!(ids(&hits).len(), 2, "only documents holding the term match");
         assert!(hits.iter().all(|h| h.score > 0.0), "scores are positive");

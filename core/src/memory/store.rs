@@ -290,7 +290,7 @@ impl MemoryStore {
             // The chunk's text is kept once, as the keyword index's document; neither index's
             // metadata repeats it. The document may start with the chunk's heading: where the
             // chunk's own text starts in it is in the metadata ([`TEXT_FROM`]).
-            let metadata = BTreeMap::from([
+            let mut metadata = BTreeMap::from([
                 ("scope".to_owned(), scope.to_string()),
                 ("path".to_owned(), path.to_owned()),
                 (
@@ -298,7 +298,6 @@ impl MemoryStore {
                     format!("{}-{}", c.start_line, c.end_line),
                 ),
             ]);
-            let mut metadata = metadata;
             let from = text.len().saturating_sub(c.text.len());
             if from > 0 {
                 metadata.insert(TEXT_FROM.to_owned(), from.to_string());

@@ -153,6 +153,10 @@ impl TextIndex for DynamoText {
 
     async fn texts(&self, ids: &[String]) -> Result<HashMap<String, String>, PortError> {
         let mut out = HashMap::new();
+        // BatchGetItem refuses a request that names a key twice.
+        let mut ids = ids.to_vec();
+        ids.sort();
+        ids.dedup();
         for group in ids.chunks(BATCH_GET) {
             let keys = group
                 .iter()
