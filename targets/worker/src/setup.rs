@@ -67,7 +67,8 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
         .map_err(|_| format!("no D1 database bound as {DB_BINDING} (see wrangler.toml)"))?;
     let d1 = D1::new(db);
     // The isolate's start-up, in its phases, logged once: what a cold isolate's first request
-    // waits for beside the ack (Date advances across I/O in a Worker).
+    // waits for beside the ack. Local workerd's clock runs on; Cloudflare's advances only at
+    // I/O, so there the app's CPU shows in the phase of the next I/O (the store check).
     let started = js_sys::Date::now();
     d1.ensure_schema().await.map_err(|e| e.to_string())?;
     let schema_ms = js_sys::Date::now() - started;
