@@ -92,6 +92,20 @@ impl SearchConfig {
 /// The highest `max_file_kb` accepted.
 const MAX_FILE_KB_LIMIT: usize = 1 << 20;
 
+/// The metadata key of a chunk's file in hits of chunks indexed by earlier versions; newer
+/// ones leave it out, as their id holds it ([`path_of`]).
+const PATH: &str = "path";
+
+/// The path of the chunk `id` of `scope` (`<scope>#<path>#<key>`, [`chunk_id`]). The key holds
+/// no `#`, so the path is what lies between the scope's `#` and the last `#`, whatever `#` the
+/// path holds.
+fn path_of<'a>(scope: &Scope, id: &'a str) -> &'a str {
+    id.strip_prefix(scope.as_str())
+        .and_then(|rest| rest.strip_prefix('#'))
+        .and_then(|rest| rest.rsplit_once('#'))
+        .map_or("", |(path, _)| path)
+}
+
 /// The metadata key of the byte offset in a chunk's keyword document where the chunk's own
 /// text starts (after the heading put before it); absent when it starts at 0.
 const TEXT_FROM: &str = "text_from";
@@ -288,11 +302,11 @@ impl MemoryStore {
             let id = chunk_id(scope, path, &k.key);
             let c = &k.chunk;
             // The chunk's text is kept once, as the keyword index's document; neither index's
-            // metadata repeats it. The document may start with the chunk's heading: where the
-            // chunk's own text starts in it is in the metadata ([`TEXT_FROM`]).
+            // metadata repeats it, nor its path (the id holds it: [`path_of`]). The document
+            // may start with the chunk's heading: where the chunk's own text starts in it is in
+            // the metadata ([`TEXT_FROM`]).
             let mut metadata = BTreeMap::from([
                 ("scope".to_owned(), scope.to_string()),
-                ("path".to_owned(), path.to_owned()),
                 (
                     "lines".to_owned(),
                     format!("{}-{}", c.start_line, c.end_line),
@@ -433,14 +447,20 @@ impl MemoryStore {
             merged.entry(h.id).or_insert((0.0, h.metadata)).0 +=
                 c.text_weight * (h.score / best_text.max(f32::MIN_POSITIVE));
         }
+        // Chunks indexed before the path was left out of the metadata still carry it there.
         let mut kept: Vec<(String, f32, BTreeMap<String, String>)> = merged
             .into_iter()
             .filter(|(_, (score, _))| *score >= c.min_score)
-            .map(|(id, (score, m))| (id, score, m))
+            .map(|(id, (score, mut m))| {
+                if !m.contains_key(PATH) {
+                    m.insert(PATH.to_owned(), path_of(scope, &id).to_owned());
+                }
+                (id, score, m)
+            })
             .collect();
         kept.sort_by(|a, b| {
             b.1.total_cmp(&a.1)
-                .then_with(|| a.2.get("path").cmp(&b.2.get("path")))
+                .then_with(|| a.2.get(PATH).cmp(&b.2.get(PATH)))
         });
         kept.truncate(c.max_results);
         // Chunks indexed before the text was kept once still carry it in their metadata.
@@ -469,7 +489,7 @@ impl MemoryStore {
                     .remove("text")
                     .or_else(|| texts.remove(&id).map(|doc| chunk_text(doc, &m)))?;
                 Some(MemoryHit {
-                    path: m.remove("path").unwrap_or_default(),
+                    path: m.remove(PATH).unwrap_or_default(),
                     start_line: start,
                     end_line: end,
                     text,

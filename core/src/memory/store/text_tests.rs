@@ -36,8 +36,8 @@ fn a_chunks_text_is_kept_once_as_its_keyword_document() {
             .chain(text_hits.iter().map(|h| &h.metadata))
         {
             assert!(
-                !meta.contains_key("text"),
-                "no metadata repeats the text: {meta:?}"
+                !meta.contains_key("text") && !meta.contains_key("path"),
+                "no metadata repeats the text or the path the id holds: {meta:?}"
             );
         }
         let ids: Vec<String> = vector_hits.iter().map(|h| h.id.clone()).collect();
@@ -129,5 +129,24 @@ fn a_vector_whose_text_was_never_written_is_left_out() {
         let hits = m.search(scope, "what is my cat called").await.unwrap();
         assert_eq!(hits.len(), 1, "{hits:?}");
         assert_eq!(hits[0].text.trim_end(), "Our cat is called Miso.");
+    });
+}
+
+#[test]
+fn a_hits_path_is_read_from_its_id_whatever_hashes_the_path_holds() {
+    block_on(async {
+        let (m, p) = store();
+        let scope = &Scope::new("assistant/main/u7");
+        let path = format!("{}/notes #2 #draft.md", root(scope));
+        p.files
+            .write(&path, b"The shed key is under the blue pot.\n")
+            .await
+            .unwrap();
+        assert!(m.index_file(scope, &path).await.unwrap());
+        let hits = m.search(scope, "shed key").await.unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(hits[0].path, path);
+        assert_eq!(path_of(scope, "assistant/main/u7#a#b.md#00ff-2"), "a#b.md");
+        assert_eq!(path_of(scope, "assistant/main/u8#a.md#00ff"), "");
     });
 }
