@@ -34,8 +34,9 @@ pub use kv::D1Kv;
 pub use text::D1Text;
 pub use vectors::D1Vectors;
 
-/// The schema, created on first use by each isolate (`IF NOT EXISTS`: one cheap round trip).
-/// The Kv table and the text index are the ones native has too ([`sql::kv`], [`fts5_sql`]).
+/// The schema, checked by each isolate on first use ([`D1::ensure_schema`]). The Kv table and
+/// the text index are the ones native has too ([`sql::kv`], [`fts5_sql`]). Every statement is a
+/// `CREATE … IF NOT EXISTS <name>` ([`created_name`]).
 pub const SCHEMA: &[&str] = &[
     sql::kv::SCHEMA,
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, data BLOB NOT NULL)",
@@ -43,6 +44,18 @@ pub const SCHEMA: &[&str] = &[
     fts5_sql::SCHEMA[0],
     fts5_sql::SCHEMA[1],
 ];
+
+/// Those of a JSON array of table and index names (`?1`) that exist.
+const PRESENT: &str =
+    "SELECT name FROM sqlite_master WHERE name IN (SELECT value FROM json_each(?1))";
+
+/// The table or index a `CREATE … IF NOT EXISTS <name> …` statement makes.
+pub fn created_name(statement: &str) -> Option<&str> {
+    let (_, rest) = statement.split_once(" IF NOT EXISTS ")?;
+    rest.split(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .filter(|n| !n.is_empty())
+}
 
 /// Statements this isolate has sent to D1 (feature `test-routes` only): the test build's
 /// webhook reports how many its ack sent (see `events::webhook`), which a workerd test holds
@@ -132,8 +145,22 @@ impl D1 {
     }
 
     /// Creates the tables if missing, and moves a text index of the first layout into the
-    /// current one.
+    /// current one. A cold isolate pays one read when there is nothing to do (every name the
+    /// schema creates is there, and no legacy table): the `CREATE`s are a write batch, which
+    /// every isolate sent before.
     pub async fn ensure_schema(&self) -> Result<()> {
+        let mut names: Vec<&str> = SCHEMA.iter().filter_map(|s| created_name(s)).collect();
+        names.push(fts5_sql::LEGACY_TABLE);
+        let listed = serde_json::to_string(&names).unwrap_or_default();
+        let rows = self.rows(PRESENT, &[Arg::Text(&listed)]).await?;
+        let present: Vec<String> = rows
+            .iter()
+            .filter_map(|r| r.first().and_then(Cell::text))
+            .collect();
+        let has = |name: &str| present.iter().any(|p| p == name);
+        if SCHEMA.iter().filter_map(|s| created_name(s)).all(has) && !has(fts5_sql::LEGACY_TABLE) {
+            return Ok(());
+        }
         self.batch(SCHEMA.iter().map(|s| (*s, Vec::new())).collect())
             .await?;
         self.migrate_text_index().await
@@ -210,4 +237,20 @@ fn metadata_of(cell: Option<&Cell>) -> BTreeMap<String, String> {
 
 fn metadata_json(metadata: &BTreeMap<String, String>) -> Result<String> {
     serde_json::to_string(metadata).map_err(|e| PortError::invalid(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_statement_names_what_it_creates() {
+        let names: Vec<&str> = SCHEMA.iter().filter_map(|s| created_name(s)).collect();
+        assert_eq!(names, ["kv", "files", "vectors", "text_docs", "text_body"]);
+        assert_eq!(
+            created_name("CREATE INDEX IF NOT EXISTS kv_expiry ON kv (expires_at)"),
+            Some("kv_expiry")
+        );
+        assert_eq!(created_name("CREATE TABLE t (x)"), None);
+    }
 }

@@ -4,7 +4,7 @@
 
 use clawless_testkit::fixtures::OWNER_ID;
 use clawless_testkit::scenarios;
-use clawless_testkit::servers::{fakes, text_update, until};
+use clawless_testkit::servers::{fakes, text_update, text_update_from, until};
 use serde_json::json;
 
 use clawless_testkit::miniflare::{bot_vars, Miniflare, SECRET};
@@ -165,5 +165,68 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
         );
     }
     drop(mf);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A new isolate on a database it finds incomplete: a table gone is made again and a text
+/// index of the first layout is moved over. (An isolate checks the schema with one read and
+/// writes nothing when the schema is whole; this is the case where it must write.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_isolate_repairs_a_schema_it_finds_incomplete() {
+    let (_f, tg, llm) = fakes().await;
+    let dir = std::env::temp_dir().join(format!("clawless-worker-schema-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = json!({"vars": bot_vars(&tg, &llm), "persist": dir.to_string_lossy()});
+
+    let first = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options.clone());
+    // A stranger's update: acknowledged and answered with a notice, no model call.
+    assert_eq!(
+        first
+            .post_update(&text_update_from(42, 1, "hi"), Some(SECRET))
+            .await,
+        200
+    );
+    let present = "SELECT name FROM sqlite_master WHERE name IN ('files', 'text_docs', 'text_fts') ORDER BY name";
+    assert_eq!(
+        first.control("sql", present).await,
+        json!([{"name": "files"}, {"name": "text_docs"}])
+    );
+    first.control("sql", "DROP TABLE files").await;
+    first
+        .control(
+            "sql",
+            "CREATE VIRTUAL TABLE text_fts USING fts5(id UNINDEXED, body, metadata UNINDEXED)",
+        )
+        .await;
+    first
+        .control(
+            "sql",
+            "INSERT INTO text_fts (id, body, metadata) VALUES ('legacy-1', 'words of old', '{}')",
+        )
+        .await;
+    drop(first);
+
+    let second = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options);
+    assert_eq!(
+        second
+            .post_update(&text_update_from(42, 2, "hi"), Some(SECRET))
+            .await,
+        200
+    );
+    assert_eq!(
+        second.control("sql", present).await,
+        json!([{"name": "files"}, {"name": "text_docs"}]),
+        "the table is back and the legacy one is gone"
+    );
+    assert_eq!(
+        second
+            .control(
+                "sql",
+                "SELECT b.body FROM text_docs AS d JOIN text_body AS b ON b.rowid = d.rid WHERE d.id = 'legacy-1'",
+            )
+            .await,
+        json!([{"body": "words of old"}])
+    );
+    drop(second);
     let _ = std::fs::remove_dir_all(&dir);
 }
