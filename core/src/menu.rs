@@ -30,11 +30,14 @@ impl Admin<'_> {
         for c in self.app.connectors.values().filter(|c| c.token_set) {
             let line = match register(c, &*self.app.platform.kv).await {
                 Ok(Registered::Sent(scopes)) => {
-                    format!(
+                    let line = format!(
                         "{}: command menu set ({} scope)",
                         c.id,
                         scopes.join(" and ")
-                    )
+                    );
+                    // After its hash is saved: a restart from here on sends nothing.
+                    tracing::info!("{line}");
+                    line
                 }
                 Ok(Registered::Unchanged) => {
                     format!("{}: command menu unchanged", c.id)

@@ -24,6 +24,7 @@ use super::index::{
     DELETE_BATCH, EMBED_BATCH, MANIFEST_PREFIX,
 };
 use crate::ids::Scope;
+use hit::{chunk_text, path_of, PATH, TEXT_FROM};
 
 /// Hybrid search settings, `memory:` in `main.yaml` (the defaults are the design's).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,38 +92,6 @@ impl SearchConfig {
 
 /// The highest `max_file_kb` accepted.
 const MAX_FILE_KB_LIMIT: usize = 1 << 20;
-
-/// The metadata key of a chunk's file in hits of chunks indexed by earlier versions; newer
-/// ones leave it out, as their id holds it ([`path_of`]).
-const PATH: &str = "path";
-
-/// The path of the chunk `id` of `scope` (`<scope>#<path>#<key>`, [`chunk_id`]). The key holds
-/// no `#`, so the path is what lies between the scope's `#` and the last `#`, whatever `#` the
-/// path holds.
-fn path_of<'a>(scope: &Scope, id: &'a str) -> &'a str {
-    id.strip_prefix(scope.as_str())
-        .and_then(|rest| rest.strip_prefix('#'))
-        .and_then(|rest| rest.rsplit_once('#'))
-        .map_or("", |(path, _)| path)
-}
-
-/// The metadata key of the byte offset in a chunk's keyword document where the chunk's own
-/// text starts (after the heading put before it); absent when it starts at 0.
-const TEXT_FROM: &str = "text_from";
-
-/// The chunk's own text in its keyword document `doc`, past the heading put before it
-/// ([`TEXT_FROM`] in `metadata`); the whole document when the offset is missing or is not
-/// a character boundary of it.
-fn chunk_text(doc: String, metadata: &BTreeMap<String, String>) -> String {
-    let from = metadata
-        .get(TEXT_FROM)
-        .and_then(|f| f.parse::<usize>().ok())
-        .unwrap_or(0);
-    match doc.get(from..) {
-        Some(text) if from > 0 => text.to_owned(),
-        _ => doc,
-    }
-}
 
 impl Default for SearchConfig {
     fn default() -> Self {
@@ -500,6 +469,7 @@ impl MemoryStore {
     }
 }
 
+mod hit;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -253,12 +253,20 @@ async fn the_command_menu_is_set_once_per_change() {
     let data = common::temp_dir("menu");
     let menus = || f.calls_of("setMyCommands");
     let bot = Bot::spawn(
-        clawless(&data, &tg, &llm_url).stdout(Stdio::null()),
+        clawless(&data, &tg, &llm_url)
+            .env("RUST_LOG", "warn,clawless_core::menu=info")
+            .stdout(Stdio::null()),
         String::new(),
     );
     until("the command menu set", || menus().len() == 2).await;
     assert_eq!(menus()[0]["scope"]["type"], "default");
     assert_eq!(menus()[1]["scope"]["chat_id"], OWNER_ID);
+    // Killed only once the menu's hash is saved (it logs that), else the restart rightly sends
+    // the menu again.
+    until("the menu's hash saved", || {
+        bot.logs().iter().any(|l| l.contains("command menu set"))
+    })
+    .await;
     drop(bot);
     // The restarted bot answers a message only after its first sweep began: once it has, and
     // its menu check (the sweep's last step) had time, nothing more was sent.
