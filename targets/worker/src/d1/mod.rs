@@ -149,16 +149,16 @@ impl D1 {
     /// schema creates is there, and no legacy table): the `CREATE`s are a write batch, which
     /// every isolate sent before.
     pub async fn ensure_schema(&self) -> Result<()> {
-        let mut names: Vec<&str> = SCHEMA.iter().filter_map(|s| created_name(s)).collect();
-        names.push(fts5_sql::LEGACY_TABLE);
-        let listed = serde_json::to_string(&names).unwrap_or_default();
+        let wanted: Vec<&str> = SCHEMA.iter().filter_map(|s| created_name(s)).collect();
+        let asked = [wanted.as_slice(), &[fts5_sql::LEGACY_TABLE]].concat();
+        let listed = serde_json::to_string(&asked).unwrap_or_default();
         let rows = self.rows(PRESENT, &[Arg::Text(&listed)]).await?;
         let present: Vec<String> = rows
             .iter()
             .filter_map(|r| r.first().and_then(Cell::text))
             .collect();
-        let has = |name: &str| present.iter().any(|p| p == name);
-        if SCHEMA.iter().filter_map(|s| created_name(s)).all(has) && !has(fts5_sql::LEGACY_TABLE) {
+        let has = |name: &&str| present.iter().any(|p| p == name);
+        if wanted.iter().all(has) && !has(&fts5_sql::LEGACY_TABLE) {
             return Ok(());
         }
         self.batch(SCHEMA.iter().map(|s| (*s, Vec::new())).collect())
