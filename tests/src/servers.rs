@@ -35,6 +35,8 @@ pub struct Fakes {
     pub llm_requests: Mutex<Vec<Value>>,
     /// While set, the model never answers.
     pub llm_hang: AtomicBool,
+    /// Milliseconds the model waits before each answer (a slow model); 0 answers at once.
+    pub llm_delay_ms: std::sync::atomic::AtomicU64,
     /// While set, sendMessage never answers; a send caught by it is lost (never delivered),
     /// as when the sender dies mid-request.
     pub send_hang: AtomicBool,

@@ -12,7 +12,9 @@
 //! - the first webhook split, medians of five fresh isolates each: a fresh isolate's first
 //!   request to `/healthz` (wasm instantiation, no storage), the webhook right after it (app
 //!   start-up, the schema made in a new database, the ack), and the first webhook of a fresh
-//!   isolate on a database an earlier one made (what a deployed bot's new isolates see).
+//!   isolate on a database an earlier one made (what a deployed bot's new isolates see);
+//! - the ack while one chat's turns drain behind a slow model (1 s an answer): 20 messages of
+//!   that chat posted at once, then 40 more of it 50 ms apart, each ack's wall time (p50, p95).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,7 +23,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use clawless_testkit::miniflare::{bot_vars, Miniflare, SECRET};
-use clawless_testkit::servers::{fakes, text_update};
+use clawless_testkit::servers::{fakes, text_update, until};
 use serde_json::{json, Value};
 
 fn gzip_len(path: &Path) -> usize {
@@ -162,5 +164,36 @@ async fn main() {
         median(after_health),
         median(existing),
         median(d1_warm)
+    );
+
+    // One chat's turns draining behind a slow model while more of its messages come in.
+    let (f, tg, llm) = fakes().await;
+    f.llm_delay_ms
+        .store(1_000, std::sync::atomic::Ordering::SeqCst);
+    let mf = Miniflare::start("CLAWLESS_WORKER_BUILD", bot_vars(&tg, &llm), false);
+    let first: Vec<Value> = (1..=20)
+        .map(|id| text_update(id, &format!("turn {id}")))
+        .collect();
+    let posts = first.iter().map(|u| mf.post_update(u, Some(SECRET)));
+    for status in futures::future::join_all(posts).await {
+        assert_eq!(status, 200);
+    }
+    let requests = || f.llm_requests.lock().unwrap().len();
+    until("the first slow turn asks the model", || requests() > 0).await;
+    let mut acks = Vec::new();
+    for id in 21..61 {
+        let (ms, status) =
+            timed(mf.post_update(&text_update(id, &format!("more {id}")), Some(SECRET))).await;
+        assert_eq!(status, 200);
+        acks.push(ms);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let asked = requests();
+    acks.sort_by(f64::total_cmp);
+    println!(
+        "acks while one chat's 20 slow turns drain (a model answering in 1 s; 40 more of its messages, 50 ms apart; {asked} model requests meanwhile): wall p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+        percentile(&acks, 0.5),
+        percentile(&acks, 0.95),
+        acks[acks.len() - 1]
     );
 }

@@ -110,6 +110,10 @@ pub(super) async fn anthropic(
     while f.llm_hang.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let delay = f.llm_delay_ms.load(Ordering::SeqCst);
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
     let msgs = req["messages"].as_array().cloned().unwrap_or_default();
     let last = msgs.last().cloned().unwrap_or(Value::Null);
     if last["content"][0]["type"] == "tool_result" && f.llm_hang_on_result.load(Ordering::SeqCst) {
