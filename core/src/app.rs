@@ -66,6 +66,8 @@ pub struct App {
     pub(crate) events: Arc<crate::events::Bus>,
     /// The counts this instance last kept in the Kv (see `observe/`).
     pub(crate) metrics_kept: std::sync::Mutex<Option<crate::events::metrics::Snapshot>>,
+    /// The usage counters this instance wrote last (see [`crate::usage::Written`]).
+    pub(crate) usage_written: crate::usage::Written,
     /// The events not yet written to the journal (`observe/journal.rs`), and its batches.
     pub(crate) journal: Arc<crate::events::Subscription>,
     pub(crate) journal_seq: AtomicU64,
@@ -324,6 +326,7 @@ impl App {
         crate::usage::Ledger {
             kv: &*self.platform.kv,
             clock: &*self.platform.clock,
+            written: &self.usage_written,
         }
     }
 

@@ -331,6 +331,7 @@ impl App {
             journal: events.subscribe("journal", crate::observe::JOURNAL_CAP),
             events,
             metrics_kept: Default::default(),
+            usage_written: Default::default(),
             journal_seq: Default::default(),
             outbound,
             wake,

@@ -174,6 +174,33 @@ const CAS_TRIES: usize = 16;
 pub struct Ledger<'a> {
     pub kv: &'a dyn Kv,
     pub clock: &'a dyn Clock,
+    /// What this process last wrote to each counter (see [`Written`]).
+    pub written: &'a Written,
+}
+
+/// Counters this process wrote last, by key: an addition first tries its compare-and-swap
+/// against that value, which saves the read when nobody else wrote the counter since (one
+/// process per chat, mostly). A stale value only fails that swap, then the counter is read.
+/// Bounded: past [`WRITTEN_MAX`] keys it starts afresh.
+#[derive(Default)]
+pub struct Written(std::sync::Mutex<std::collections::HashMap<String, Vec<u8>>>);
+
+/// Counters [`Written`] remembers at most (a turn adds to 6 and one per model).
+const WRITTEN_MAX: usize = 256;
+
+impl Written {
+    fn take(&self, key: &str) -> Option<Vec<u8>> {
+        self.0.lock().ok()?.remove(key)
+    }
+
+    fn keep(&self, key: String, value: Vec<u8>) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= WRITTEN_MAX {
+                map.clear();
+            }
+            map.insert(key, value);
+        }
+    }
 }
 
 /// The period name of UTC day `day` (days since the epoch): `d2026-11-23`.
@@ -302,8 +329,13 @@ impl Ledger<'_> {
         spend: Tally,
         keep: std::time::Duration,
     ) -> Result<(), PortError> {
+        // The value this process wrote last, if any, is tried first without a read.
+        let mut last = self.written.take(&key);
         for _ in 0..CAS_TRIES {
-            let old = self.kv.get(&key).await?;
+            let old = match last.take() {
+                Some(v) => Some(v),
+                None => self.kv.get(&key).await?,
+            };
             let mut tally: Tally = old
                 .as_deref()
                 .and_then(|b| serde_json::from_slice(b).ok())
@@ -315,6 +347,7 @@ impl Ledger<'_> {
                 .compare_and_swap(&key, old.as_deref(), Some(&new), Some(keep))
                 .await?
             {
+                self.written.keep(key, new);
                 return Ok(());
             }
         }

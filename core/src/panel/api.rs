@@ -26,7 +26,7 @@ use super::{param, scopes, unavailable, Answer, PanelReply, PanelRequest, Who};
 use crate::app::App;
 use crate::ids::Scope;
 use crate::memory::store::{root, MemoryError};
-use crate::usage::{Ledger, Period, Who as Payer};
+use crate::usage::{Period, Who as Payer};
 
 /// Memory files listed per agent, at most.
 const MAX_FILES: usize = 200;
@@ -309,10 +309,7 @@ async fn cancel_reminder(app: &App, who: &Who<'_>, id: u64) -> Answer {
 }
 
 async fn usage(app: &App, who: &Who<'_>) -> Answer {
-    let ledger = Ledger {
-        kv: &*app.platform.kv,
-        clock: &*app.platform.clock,
-    };
+    let ledger = app.ledger();
     let id = &who.conn.id;
     let mut v = json!({
         "today": ledger.get(id, Period::Day, Payer::User(who.user)).await.map_err(unavailable)?,

@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::ids::SessionKey;
 use crate::keys;
 use crate::llm::{Block, Role};
-use crate::usage::{Ledger, Who as Payer, CHART_DAYS};
+use crate::usage::{Who as Payer, CHART_DAYS};
 
 /// Sessions listed, at most.
 const MAX_SESSIONS: usize = 200;
@@ -103,10 +103,7 @@ pub(crate) async fn messages(
 /// The usage chart: `days` UTC days up to today, each with `who`'s tally and, for the owner,
 /// everyone's, each person's and each agent's per model.
 pub(crate) async fn usage_days(app: &App, who: &Who<'_>, days: i64) -> Result<Value, PortError> {
-    let ledger = Ledger {
-        kv: &*app.platform.kv,
-        clock: &*app.platform.clock,
-    };
+    let ledger = app.ledger();
     let id = &who.conn.id;
     let today = ledger.today();
     let mut out = Vec::new();

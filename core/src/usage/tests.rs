@@ -12,6 +12,7 @@ fn spend_adds_up_per_person_chat_and_everyone_and_caps_say_what_is_left() {
     let ledger = Ledger {
         kv: &kv,
         clock: &*clock,
+        written: &Default::default(),
     };
     let main = ConnectorId::new("main");
     let mut t = Tally::default();
@@ -144,6 +145,7 @@ fn a_turns_spend_splits_by_agent_and_model_and_adds_up() {
     let ledger = Ledger {
         kv: &kv,
         clock: &*clock,
+        written: &Default::default(),
     };
     let main = ConnectorId::new("main");
     block_on(async {
@@ -180,4 +182,109 @@ fn prices_turn_tokens_into_cost() {
         cached_input: 1_000_000,
     };
     assert_eq!(usage.cost_micros(&price), 3_000_000 + 1_500_000 + 300_000);
+}
+
+/// A Kv that counts its reads.
+struct Reads {
+    inner: MemoryKv,
+    gets: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Kv for Reads {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
+        self.gets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.get(key).await
+    }
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: Option<std::time::Duration>,
+    ) -> Result<(), PortError> {
+        self.inner.put(key, value, ttl).await
+    }
+    async fn delete(&self, key: &str) -> Result<(), PortError> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, PortError> {
+        self.inner.list(prefix, limit).await
+    }
+    async fn scan(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<clawless_platform::KvEntry>, PortError> {
+        self.inner.scan(prefix, after, limit).await
+    }
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        ttl: Option<std::time::Duration>,
+    ) -> Result<bool, PortError> {
+        self.inner.compare_and_swap(key, expected, new, ttl).await
+    }
+}
+
+/// Two processes add to the same counters, each remembering what it wrote: a process that
+/// alone wrote a counter adds to it without reading it, and one whose value went stale
+/// reads it again; no addition is lost either way.
+#[test]
+fn an_addition_skips_the_read_of_a_counter_only_this_process_wrote() {
+    let clock = Arc::new(FakeClock::new(1_700_000_000_000));
+    let kv = Reads {
+        inner: MemoryKv::new(clock.clone()),
+        gets: Default::default(),
+    };
+    let gets = || kv.gets.swap(0, std::sync::atomic::Ordering::SeqCst);
+    let (one, two) = (Written::default(), Written::default());
+    let ledger = |written| Ledger {
+        kv: &kv,
+        clock: &*clock,
+        written,
+    };
+    let main = ConnectorId::new("main");
+    let mut t = Tally::default();
+    t.add_call(
+        Usage {
+            input: 10,
+            output: 1,
+            cached_input: 0,
+        },
+        7,
+    );
+    let everyone = |l: &Ledger| block_on(l.get(&main, Period::Day, Who::Everyone)).unwrap();
+    block_on(async {
+        // Six counters (today and this month: the person, the chat, everyone).
+        ledger(&one).add(&main, 1, 1, t, &[]).await.unwrap();
+        assert_eq!(gets(), 6, "the first addition reads each counter");
+        ledger(&one).add(&main, 1, 1, t, &[]).await.unwrap();
+        assert_eq!(gets(), 0, "the next one swaps against what it wrote");
+        // Another process adds to the same person's counters: its values are not these.
+        ledger(&two).add(&main, 1, 1, t, &[]).await.unwrap();
+        assert_eq!(gets(), 6);
+        ledger(&one).add(&main, 1, 1, t, &[]).await.unwrap();
+        assert_eq!(gets(), 6, "each stale swap fails, then the counter is read");
+        // A counter changed behind both (an import, say) is read again too.
+        kv.inner
+            .put(
+                &keys::usage(
+                    &main,
+                    &ledger(&one).period(Period::Day),
+                    &Who::Everyone.segment(),
+                ),
+                b"{}",
+                None,
+            )
+            .await
+            .unwrap();
+        ledger(&one).add(&main, 1, 1, t, &[]).await.unwrap();
+        assert_eq!(gets(), 1);
+    });
+    assert_eq!(everyone(&ledger(&one)).calls, 1, "counted from the reset");
+    let person = block_on(ledger(&two).get(&main, Period::Month, Who::User(1))).unwrap();
+    assert_eq!(person.calls, 5, "every addition counted once");
 }
