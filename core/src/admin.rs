@@ -304,23 +304,15 @@ impl<'a> Admin<'a> {
         Ok(session::clear(&*self.app.platform.kv, session_key).await?)
     }
 
-    /// Long polling: the updates after `connector`'s saved offset (waiting up to
-    /// `timeout_secs`), each with the offset to save once it is accepted.
+    /// Long polling: `connector`'s updates from `offset` on (waiting up to `timeout_secs`),
+    /// each with the offset to poll from (and save) once it is accepted.
     pub async fn poll_updates(
         self,
         connector: &ConnectorId,
+        offset: i64,
         timeout_secs: u64,
     ) -> Result<Vec<(Value, i64)>, AdminError> {
         let c = self.bot_of(connector)?;
-        let offset: i64 = self
-            .app
-            .platform
-            .kv
-            .get_json(&crate::keys::poll_offset(&c.id))
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or(0);
         let updates = c.bot.get_updates(offset, timeout_secs).await?;
         Ok(updates
             .into_iter()
@@ -332,6 +324,23 @@ impl<'a> Admin<'a> {
                 (u, next)
             })
             .collect())
+    }
+
+    /// The long-polling offset last saved for `connector` (0 when none is, or it cannot be
+    /// read: Telegram then hands out what it has not confirmed, and the inbox drops what it
+    /// already has).
+    pub async fn poll_offset(self, connector: &ConnectorId) -> i64 {
+        let Ok(c) = self.bot_of(connector) else {
+            return 0;
+        };
+        self.app
+            .platform
+            .kv
+            .get_json(&crate::keys::poll_offset(&c.id))
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(0)
     }
 
     /// Saves the long-polling offset of `connector`.

@@ -162,26 +162,25 @@ impl Inbox {
             .await
     }
 
-    /// The lane's first job, if any. An unreadable job is logged and removed.
+    /// The lane's first job, if any, in one Kv call (a scan of one entry, not a listing and
+    /// a read). An unreadable job is logged and removed.
     pub async fn head(&self, lane: &Lane) -> Result<Option<(String, Job)>, PortError> {
         loop {
-            let Some(key) = self
+            let Some(entry) = self
                 .kv
-                .list(&keys::lane_jobs(lane), 1)
+                .scan(&keys::lane_jobs(lane), "", 1)
                 .await?
                 .into_iter()
                 .next()
             else {
                 return Ok(None);
             };
-            match self.kv.get_json::<Job>(&key).await {
-                Ok(Some(job)) => return Ok(Some((key, job))),
-                Ok(None) => continue,
-                Err(e) if e.kind == clawless_platform::ErrorKind::Invalid => {
-                    tracing::error!(key, error = %e, "unreadable inbox job dropped");
-                    self.kv.delete(&key).await?;
+            match serde_json::from_slice::<Job>(&entry.value) {
+                Ok(job) => return Ok(Some((entry.key, job))),
+                Err(e) => {
+                    tracing::error!(key = entry.key, error = %e, "unreadable inbox job dropped");
+                    self.kv.delete(&entry.key).await?;
                 }
-                Err(e) => return Err(e),
             }
         }
     }

@@ -1,8 +1,8 @@
 //! SQL that both SQLite adapters run word for word: libsql on native and D1 on the Worker (D1
 //! is SQLite). One copy here, so the two cannot drift apart; each adapter binds the `?N`
 //! parameters the way its driver does. Statements only one adapter runs stay in that adapter
-//! (native reads a Kv row and compares in Rust on its single database thread, D1 compares in
-//! SQL; native's vectors column is libsql's `F16_BLOB`, D1's a plain `BLOB`; only D1 keeps
+//! (native reads a Kv row and compares in Rust while it holds its one connection, D1 compares
+//! in SQL; native's vectors column is libsql's `F16_BLOB`, D1's a plain `BLOB`; only D1 keeps
 //! files in a table). The FTS5 text index, layout and statements, is [`crate::text::fts5_sql`].
 //!
 //! Plain constants, no feature flags, no runtime dependencies: the wasm32 build uses them too.

@@ -19,11 +19,7 @@ use crate::telegram::TelegramError;
 /// Appends the checkpointed turn to its session, unless a previous try already did.
 /// Returns whether the session has grown past its budget and is due to be compacted
 /// (after delivery, `compact.rs`).
-pub(super) async fn apply_session_turn(
-    app: &App,
-    job: &Job,
-    update_id: i64,
-) -> Result<bool, PortError> {
+async fn apply_session_turn(app: &App, job: &Job, update_id: i64) -> Result<bool, PortError> {
     let Some((key, messages)) = job.checkpoint().and_then(|c| c.session_turn.as_ref()) else {
         return Ok(false);
     };
@@ -154,14 +150,22 @@ impl Turn<'_> {
         send_part(self.app, self.conn, self.target, &part, reply_to).await
     }
 
-    /// Sends the parts not sent yet, checkpointing each. `preview` names the Kv key of a
-    /// placeholder the reply streamed into (groups, see `draft.rs`): the first part replaces
-    /// its text instead of going out as a new message.
+    /// Sends the parts not sent yet, checkpointing each, then appends the checkpointed turn
+    /// to its session and finishes the job. `preview` names the Kv key of a placeholder the
+    /// reply streamed into (groups, see `draft.rs`): the first part replaces its text instead
+    /// of going out as a new message. With the step, whether the session is due to be
+    /// compacted.
+    ///
+    /// The session is written after the sends, not before: the reply does not wait for it,
+    /// and the lane's next job does (it starts once this one is finished), so it still reads
+    /// the history with this turn in it. A crash in between leaves the job, whose retry
+    /// sends nothing again and appends the turn once (`update_id` marks it).
     pub(super) async fn deliver(
         &self,
         job: &mut Job,
         preview: Option<String>,
-    ) -> Result<Step, PortError> {
+        update_id: i64,
+    ) -> Result<(Step, bool), PortError> {
         let Turn {
             app,
             key,
@@ -189,7 +193,7 @@ impl Turn<'_> {
         while let Some((part, reply_to)) = next_part(job) {
             if !app.inbox.hold(lease).await? {
                 tracing::warn!(key, "lane taken by another drainer; stopped before sending");
-                return Ok(Step::LostLease);
+                return Ok((Step::LostLease, false));
             }
             let sent = match (&part.voice, &part.photo, placeholder.take()) {
                 // A voice note or a photo goes out as its own message; a placeholder waits for
@@ -228,12 +232,13 @@ impl Turn<'_> {
                 Err(TelegramError::Paced(secs)) => {
                     let until = app.platform.clock.now_ms() + secs * 1000;
                     tracing::info!(key, secs, "the chat's sending slots are taken; later");
-                    return Ok(Step::RetryAt(app.inbox.defer(key, job, until).await?));
+                    let at = app.inbox.defer(key, job, until).await?;
+                    return Ok((Step::RetryAt(at), false));
                 }
                 Err(e) if e.is_transient() => {
                     if let Some(at) = app.inbox.retry_later(key, job).await? {
                         tracing::warn!(key, error = %e, "send failed; will retry");
-                        return Ok(Step::RetryAt(at));
+                        return Ok((Step::RetryAt(at), false));
                     }
                     tracing::error!(key, error = %e, "send failed for the last time; reply dropped");
                     break;
@@ -244,8 +249,9 @@ impl Turn<'_> {
                 }
             }
         }
+        let compact = apply_session_turn(app, job, update_id).await?;
         app.inbox.finish(key, job).await?;
-        Ok(Step::Done)
+        Ok((Step::Done, compact))
     }
 }
 

@@ -277,18 +277,21 @@ pub(crate) async fn process(
             }
         }
     }
-    let compact = deliver::apply_session_turn(app, &job, update.id).await?;
     // The bookkeeping goes out beside the answer; taken from the job first, so the saves
     // of the delivery do not keep it for a retry.
     let books = job.checkpoint_mut().and_then(|c| c.books.take());
     // A group's streamed reply may have a placeholder to edit into the first part.
     let preview = (app.config.streaming.groups && !msg.is_private())
         .then(|| keys::preview(&conn.id, msg.chat.id.0, msg.message_id));
-    let (step, ()) = futures::future::join(
-        turn.deliver(&mut job, preview),
+    let (delivered, ()) = futures::future::join(
+        turn.deliver(&mut job, preview, update.id),
         run::keep_books(app, conn, books),
     )
     .await;
+    let (step, compact) = match delivered {
+        Ok((step, compact)) => (Ok(step), compact),
+        Err(e) => (Err(e), false),
+    };
     if matches!(step, Ok(Step::Done)) {
         turn_ended(app, &job, ended);
     }
@@ -386,15 +389,17 @@ impl Turn<'_> {
                         // Recall and the skills' listing are independent: read side by side.
                         let text = user.text();
                         let life = app.lifecycle();
-                        let (recall, skills) = futures::future::join(
+                        // So are the history, the chat's settings and the budget.
+                        let (recall, skills, ready) = futures::future::join3(
                             life.recall(&scope, &text),
                             conn.agent.skills_block(&scope),
+                            self.ready(),
                         )
                         .await;
                         let mut run = conn.agent.begin(user, &recall, &skills);
                         run.tainted = msg.untrusted_source();
                         let progress = progress::Progress::new(app, key, job, lease);
-                        return self.run_agent(run, Some(&progress)).await;
+                        return self.run_agent_ready(run, Some(&progress), ready).await;
                     }
                     media::Input::Reply(text) => text,
                     media::Input::Lost => return Err(Answer::Lost),

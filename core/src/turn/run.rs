@@ -4,6 +4,8 @@
 //! an approval, or a failure. Its bookkeeping (spend, audit) is built here and written beside
 //! the delivery.
 
+use clawless_platform::PortError;
+
 use super::progress::{Progress, MAX_SUSPENDED_BYTES};
 use super::{Answer, Checkpoint, Failure, Reply, Turn};
 use crate::agent::{Failed, RunState, Step as AgentStep, Verdict};
@@ -106,7 +108,40 @@ pub(super) fn turn_reply(
     })
 }
 
+/// What an agent turn reads before the model is asked, read side by side: the history (or a
+/// fresh session), the chat's model and voice setting, its grants and the sender's budget.
+pub(super) struct Ready {
+    session: Result<session::Session, PortError>,
+    model: Option<String>,
+    speak: bool,
+    granted: Result<std::collections::BTreeSet<String>, PortError>,
+    budget: Result<Option<crate::usage::Left>, PortError>,
+}
+
 impl Turn<'_> {
+    /// Reads what [`Turn::run_agent_ready`] needs, all at once.
+    pub(super) async fn ready(&self) -> Ready {
+        let Turn { app, conn, msg, .. } = *self;
+        let key = session::session_key(&conn.id, msg);
+        let scope = conn.memory_scope_of(msg);
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        let (session, model, speak, granted, budget) = futures::future::join5(
+            current_session(app, &key, (conn, &scope)),
+            super::model::chosen_model(app, conn, msg.chat.id.0),
+            super::voice::speaks(app, conn, msg),
+            super::reports::granted(app, conn, msg.chat.id.0),
+            super::reports::budget(app, &conn.id, user),
+        )
+        .await;
+        Ready {
+            session,
+            model,
+            speak,
+            granted,
+            budget,
+        }
+    }
+
     /// Runs the agent from `run` for `msg`'s conversation, with "typing…" beside it; with
     /// `progress`, each step is kept in the job (see `progress.rs`).
     pub(super) async fn run_agent(
@@ -114,23 +149,31 @@ impl Turn<'_> {
         run: RunState,
         progress: Option<&Progress<'_>>,
     ) -> Result<Reply, Answer> {
+        let ready = self.ready().await;
+        self.run_agent_ready(run, progress, ready).await
+    }
+
+    /// [`Turn::run_agent`] with its reads done (beside the recall, for a new turn).
+    pub(super) async fn run_agent_ready(
+        &self,
+        run: RunState,
+        progress: Option<&Progress<'_>>,
+        ready: Ready,
+    ) -> Result<Reply, Answer> {
         let Turn { app, conn, msg, .. } = *self;
-        let key = session::session_key(&conn.id, msg);
         let scope = conn.memory_scope_of(msg);
-        // The chat's model and voice setting are read beside the history, not after it.
-        let (session, model, speak) = futures::future::join3(
-            current_session(app, &key, (conn, &scope)),
-            super::model::chosen_model(app, conn, msg.chat.id.0),
-            super::voice::speaks(app, conn, msg),
-        )
-        .await;
+        let Ready {
+            session,
+            model,
+            speak,
+            granted,
+            budget,
+        } = ready;
         let history = session::for_model(
             session.map_err(Failure::storage)?,
             app.config.session.history_window,
         );
-        let granted = super::reports::granted(app, conn, msg.chat.id.0)
-            .await
-            .map_err(Failure::storage)?;
+        let granted = granted.map_err(Failure::storage)?;
         let origin = Some(crate::schedule::Origin::of(&conn.id, msg));
         let ctx = ToolContext {
             scope,
@@ -145,10 +188,7 @@ impl Turn<'_> {
                 None => format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id),
             },
         };
-        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        let budget = super::reports::budget(app, &conn.id, user)
-            .await
-            .map_err(Failure::storage)?;
+        let budget = budget.map_err(Failure::storage)?;
         let recorded = run.recorded;
         let first_seq = run.logged;
         let target = Target {

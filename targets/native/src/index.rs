@@ -1,9 +1,9 @@
-//! The memory index on libsql: `index.db`, a database file of its own with its own [`Db`]
-//! thread, apart from the Kv's `clawless.db`, holding the Vectors and TextIndex (FTS5) ports
-//! ([`crate::store::vectors`], [`crate::store::text`]): indexing a large memory file never
-//! holds the thread or the write lock the webhook ack needs. The index is only a search layer
-//! over the memory files; [`open`] starts it over (empty, and the core's manifests forgotten)
-//! when the file is new.
+//! The memory index on libsql: `index.db`, a database file of its own with its own
+//! connection (indexing on the blocking pool), apart from the Kv's `clawless.db`, holding the
+//! Vectors and TextIndex (FTS5) ports ([`crate::store::vectors`], [`crate::store::text`]):
+//! indexing a large memory file never holds the connection or the write lock the webhook ack
+//! needs. The index is only a search layer over the memory files; [`open`] starts it over
+//! (empty, and the core's manifests forgotten) when the file is new.
 
 use std::path::Path;
 
@@ -56,7 +56,7 @@ pub async fn open(path: &Path, kv_db: &Db, kv: &dyn Kv) -> Result<Db, PortError>
 /// there were any; returns how many were dropped.
 pub async fn drop_legacy_tables(kv_db: &Db) -> Result<usize, PortError> {
     kv_db
-        .call(|c| {
+        .call_heavy(|c| {
             block_on(async {
                 let mut dropped = 0;
                 for table in LEGACY_TABLES {

@@ -1,6 +1,6 @@
 //! Long polling: `getUpdates` in a loop, each update through the same accept path as the
-//! webhook. The next offset is kept in Kv so a restart does not fetch old updates again
-//! (and the inbox drops any it already has).
+//! webhook. The next offset is kept in memory and saved to Kv after each batch, so a restart
+//! does not fetch old updates again (and the inbox drops any it already has).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,10 +27,12 @@ pub async fn run(
     stop: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(stop);
+    // Read once; then kept here, and saved after each batch (not read before every poll).
+    let mut offset = app.admin().poll_offset(&connector).await;
     loop {
         let batch = tokio::select! {
             _ = &mut stop => return,
-            r = app.admin().poll_updates(&connector, 25) => r,
+            r = app.admin().poll_updates(&connector, offset, 25) => r,
         };
         let updates = match batch {
             Ok(u) => u,
@@ -44,6 +46,7 @@ pub async fn run(
                 continue;
             }
         };
+        let before = offset;
         for (update, next) in updates {
             match app
                 .accept_update(connector.as_str(), update.to_string().as_bytes())
@@ -58,9 +61,17 @@ pub async fn run(
                     break;
                 }
             }
-            if let Err(e) = app.admin().save_poll_offset(&connector, next).await {
-                tracing::warn!(error = %e, "could not save poll offset");
-            }
+            offset = next;
+        }
+        // Saved beside the next poll's wait, not before it: a restart before the save
+        // fetches the batch again, and the inbox drops what it already has.
+        if offset != before {
+            let (app, connector) = (app.clone(), connector.clone());
+            tokio::spawn(async move {
+                if let Err(e) = app.admin().save_poll_offset(&connector, offset).await {
+                    tracing::warn!(error = %e, "could not save poll offset");
+                }
+            });
         }
     }
 }

@@ -14,12 +14,12 @@ use crate::listen::Limits;
 use crate::store::{Db, SqlKv, SqlText, SqlVectors, KV_SCHEMA};
 use clawless_platform::native_io::{ReqwestHttp, SystemClock};
 
-/// Everything `main` needs: the app, and the two database threads (for tests and tools).
+/// Everything `main` needs: the app, and the two databases (for tests and tools).
 pub struct Native {
     pub app: Arc<App>,
     /// The Kv's database, `clawless.db`.
     pub kv_db: Db,
-    /// The memory index's database, `index.db`: a file and a thread apart from the Kv's.
+    /// The memory index's database, `index.db`: a file and a connection apart from the Kv's.
     pub index_db: Db,
     pub config_source: String,
     /// Archives of the store on a schedule (`backup:`), when set.

@@ -21,9 +21,8 @@ fn env_for(data: &Path) -> Env {
     ])
 }
 
-/// `(file of the main database, its tables)` as the database thread of `db` sees them, and
-/// that thread's id.
-async fn describe(db: &Db) -> (String, Vec<String>, std::thread::ThreadId) {
+/// `(file of the main database, its tables)` as the connection of `db` sees them.
+async fn describe(db: &Db) -> (String, Vec<String>) {
     db.call(|c| {
         block_on(async {
             let mut rows = c
@@ -57,7 +56,7 @@ async fn describe(db: &Db) -> (String, Vec<String>, std::thread::ThreadId) {
                     tables.push(name);
                 }
             }
-            Ok((file, tables, std::thread::current().id()))
+            Ok((file, tables))
         })
     })
     .await
@@ -65,19 +64,42 @@ async fn describe(db: &Db) -> (String, Vec<String>, std::thread::ThreadId) {
 }
 
 #[tokio::test]
-async fn the_kv_and_the_memory_index_are_two_files_on_two_threads() {
+async fn the_kv_and_the_memory_index_are_two_files_and_indexing_never_holds_the_kv() {
     let data = temp_dir("split");
     let n = build(&env_for(&data)).await.unwrap();
-    let (kv_file, kv_tables, kv_thread) = describe(&n.kv_db).await;
-    let (index_file, index_tables, index_thread) = describe(&n.index_db).await;
+    let (kv_file, kv_tables) = describe(&n.kv_db).await;
+    let (index_file, index_tables) = describe(&n.index_db).await;
     assert!(kv_file.ends_with("clawless.db"), "{kv_file}");
     assert!(index_file.ends_with("index.db"), "{index_file}");
     assert_eq!(kv_tables, ["kv"]);
     assert_eq!(index_tables, ["text_body", "text_docs", "vectors"]);
-    assert_ne!(
-        kv_thread, index_thread,
-        "each file has its own database thread"
-    );
+    // A heavy call holds the index (as indexing a large file does) until told to end; the
+    // Kv still answers meanwhile, and so does a small call on the index, once it ends.
+    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+    let (end_tx, end) = std::sync::mpsc::channel::<()>();
+    let index = n.index_db.clone();
+    let held = tokio::spawn(async move {
+        index
+            .call_heavy(move |_| {
+                let _ = started_tx.send(());
+                let _ = end.recv_timeout(Duration::from_secs(20));
+                Ok(())
+            })
+            .await
+    });
+    started.await.unwrap();
+    let kv = n.app.platform().kv.clone();
+    let wrote = tokio::time::timeout(Duration::from_secs(5), kv.put("split/probe", b"1", None));
+    wrote.await.expect("the Kv waited on the index").unwrap();
+    let small = tokio::spawn({
+        let index = n.index_db.clone();
+        async move { index.call(|_| Ok(7)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!small.is_finished(), "a small call waits for the heavy one");
+    end_tx.send(()).unwrap();
+    held.await.unwrap().unwrap();
+    assert_eq!(small.await.unwrap().unwrap(), 7);
     let _ = std::fs::remove_dir_all(&data);
 }
 

@@ -1,4 +1,4 @@
-//! The Kv port over the `kv` table of `clawless.db`, on its [`Db`] thread.
+//! The Kv port over the `kv` table of `clawless.db`, through its [`Db`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,11 +71,27 @@ impl SqlKv {
         Self { db, clock }
     }
 
-    /// The database thread this Kv runs on.
+    /// The database this Kv runs on.
     pub fn db(&self) -> &Db {
         &self.db
     }
+
+    /// A listing of up to `limit` rows: on the caller's thread when short, on the blocking
+    /// pool when it may be long.
+    async fn listing<R: Send + 'static>(
+        &self,
+        limit: i64,
+        f: impl FnOnce(&Connection) -> Result<R, PortError> + Send + 'static,
+    ) -> Result<R, PortError> {
+        match limit > SHORT_LISTING {
+            true => self.db.call_heavy(f).await,
+            false => self.db.call(f).await,
+        }
+    }
 }
+
+/// Listings of at most this many rows run where they are called (see [`Db::call`]).
+const SHORT_LISTING: i64 = 128;
 
 #[async_trait]
 impl Kv for SqlKv {
@@ -113,23 +129,22 @@ impl Kv for SqlKv {
         let (prefix, after) = (prefix.to_owned(), after.to_owned());
         let now = self.clock.now_ms() as i64;
         let limit = limit.min(i64::MAX as usize) as i64;
-        self.db
-            .call(move |c| {
-                block_on(async {
-                    let mut rows = c
-                        .query(sql::kv::LIST_AFTER, params![prefix, now, limit, after])
-                        .await
-                        .map_err(db_err)?;
-                    let mut out = Vec::new();
-                    while let Some(row) = rows.next().await.map_err(db_err)? {
-                        if let Some(k) = read_bytes(row.get_value(0).map_err(db_err)?) {
-                            out.push(String::from_utf8_lossy(&k).into_owned());
-                        }
+        self.listing(limit, move |c| {
+            block_on(async {
+                let mut rows = c
+                    .query(sql::kv::LIST_AFTER, params![prefix, now, limit, after])
+                    .await
+                    .map_err(db_err)?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().await.map_err(db_err)? {
+                    if let Some(k) = read_bytes(row.get_value(0).map_err(db_err)?) {
+                        out.push(String::from_utf8_lossy(&k).into_owned());
                     }
-                    Ok(out)
-                })
+                }
+                Ok(out)
             })
-            .await
+        })
+        .await
     }
 
     async fn scan(
@@ -141,30 +156,29 @@ impl Kv for SqlKv {
         let (prefix, after) = (prefix.to_owned(), after.to_owned());
         let now = self.clock.now_ms() as i64;
         let limit = limit.min(i64::MAX as usize) as i64;
-        self.db
-            .call(move |c| {
-                block_on(async {
-                    let mut rows = c
-                        .query(sql::kv::SCAN, params![prefix, now, limit, after])
-                        .await
-                        .map_err(db_err)?;
-                    let mut out = Vec::new();
-                    while let Some(row) = rows.next().await.map_err(db_err)? {
-                        let key = read_bytes(row.get_value(0).map_err(db_err)?);
-                        let value = read_bytes(row.get_value(1).map_err(db_err)?);
-                        let exp = read_i64(row.get_value(2).map_err(db_err)?);
-                        if let (Some(key), Some(value)) = (key, value) {
-                            out.push(KvEntry {
-                                key: String::from_utf8_lossy(&key).into_owned(),
-                                value,
-                                expires_at_ms: exp.map(|e| e.max(0) as u64),
-                            });
-                        }
+        self.listing(limit, move |c| {
+            block_on(async {
+                let mut rows = c
+                    .query(sql::kv::SCAN, params![prefix, now, limit, after])
+                    .await
+                    .map_err(db_err)?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().await.map_err(db_err)? {
+                    let key = read_bytes(row.get_value(0).map_err(db_err)?);
+                    let value = read_bytes(row.get_value(1).map_err(db_err)?);
+                    let exp = read_i64(row.get_value(2).map_err(db_err)?);
+                    if let (Some(key), Some(value)) = (key, value) {
+                        out.push(KvEntry {
+                            key: String::from_utf8_lossy(&key).into_owned(),
+                            value,
+                            expires_at_ms: exp.map(|e| e.max(0) as u64),
+                        });
                     }
-                    Ok(out)
-                })
+                }
+                Ok(out)
             })
-            .await
+        })
+        .await
     }
 
     async fn compare_and_swap(
@@ -181,7 +195,7 @@ impl Kv for SqlKv {
             expiry(&*self.clock, ttl),
         );
         let (expected, new) = (expected.map(<[u8]>::to_vec), new.map(<[u8]>::to_vec));
-        // Atomic: the database thread runs one closure at a time.
+        // Atomic: one closure at a time holds the connection.
         self.db
             .call(move |c| {
                 if current(c, &key, now)? != expected {
@@ -196,7 +210,7 @@ impl Kv for SqlKv {
     async fn purge_expired(&self) -> Result<u64, PortError> {
         let now = self.clock.now_ms() as i64;
         self.db
-            .call(move |c| {
+            .call_heavy(move |c| {
                 block_on(c.execute(sql::kv::PURGE_EXPIRED, params![now])).map_err(db_err)
             })
             .await

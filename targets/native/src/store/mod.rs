@@ -1,14 +1,22 @@
-//! libsql on disk: the database thread ([`Db`]) every libsql adapter runs on, the helpers
-//! they share, and the adapters, one port per file: [`kv`] (`clawless.db`), [`vectors`] and
-//! [`text`] (the memory index, `index.db`, opened by [`crate::index`]).
+//! libsql on disk: the database handle ([`Db`]) every libsql adapter runs its statements
+//! through, the helpers they share, and the adapters, one port per file: [`kv`]
+//! (`clawless.db`), [`vectors`] and [`text`] (the memory index, `index.db`, opened by
+//! [`crate::index`]).
 //!
-//! libsql's local "async" API blocks the calling thread, so one dedicated thread per database
-//! file owns the connection and runs every statement; callers send it closures and await the
-//! answer. That one thread also makes compare-and-swap atomic without explicit transactions.
-//! The Kv (`clawless.db`) and the memory index ([`crate::index`], `index.db`) are two files
-//! with a thread each, so indexing never holds up the inbox's writes (the webhook ack).
+//! libsql's local "async" API blocks the calling thread. One connection per database file,
+//! behind a mutex, runs every statement; holding it makes compare-and-swap atomic without
+//! explicit transactions. A small call (a Kv row, a short listing, a search's rows: tens to
+//! hundreds of microseconds) runs right on the calling task's thread, waiting there for
+//! another small call to end ([`Db::call`]); a heavy one (purges, long scans, indexing,
+//! loading the vectors) runs on tokio's blocking pool ([`Db::call_heavy`]), and a small call
+//! that finds a heavy one holding the connection waits there too. A hop to a thread of the
+//! database's own cost about 0.1 ms per call on this project's machine (two thread wake-ups),
+//! more than the statement, and a turn makes about thirty. The Kv (`clawless.db`) and the
+//! memory index (`index.db`) are two files with a connection each, so indexing never holds up
+//! the inbox's writes (the webhook ack).
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use clawless_platform::PortError;
 use futures::executor::block_on;
@@ -23,22 +31,52 @@ pub use kv::{SqlKv, KV_SCHEMA};
 pub use text::SqlText;
 pub use vectors::SqlVectors;
 
-type Job = Box<dyn FnOnce(&Connection) + Send>;
+/// One database file's connection, and whether a heavy call holds it.
+struct Shared {
+    conn: Mutex<Connection>,
+    heavy: AtomicBool,
+}
 
-/// A handle to the database thread. Cloning shares the thread.
+/// A handle to one database file's connection. Cloning shares it.
 #[derive(Clone)]
 pub struct Db {
-    tx: mpsc::Sender<Job>,
+    shared: Arc<Shared>,
+    /// Keeps the database open as long as a handle lives.
+    _db: Arc<libsql::Database>,
 }
 
 pub(crate) fn db_err(e: libsql::Error) -> PortError {
     PortError::unavailable(format!("libsql: {e}"))
 }
 
+/// The connection, also after a statement panicked while holding it (the mutex is then
+/// poisoned; SQLite's own state is still whole: an open transaction is rolled back by the
+/// next `BEGIN` failing, see [`in_transaction`]).
+fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    conn.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Marks a heavy call holding the connection, until dropped (also when the call panics).
+struct Heavy<'a>(&'a AtomicBool);
+
+impl<'a> Heavy<'a> {
+    fn mark(flag: &'a AtomicBool) -> Self {
+        flag.store(true, Ordering::Release);
+        Heavy(flag)
+    }
+}
+
+impl Drop for Heavy<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 impl Db {
-    /// Opens (creating) the database at `path` (`:memory:` for a private in-memory one) on a
-    /// thread of its own, and runs the `schema` statements on it. SQLite's 4 KB pages: each
-    /// commit writes every page it changed to the WAL, and the Kv's rows are small.
+    /// Opens (creating) the database at `path` (`:memory:` for a private in-memory one) and
+    /// runs the `schema` statements on it. SQLite's 4 KB pages: each commit writes every page
+    /// it changed to the WAL, and the Kv's rows are small.
     pub fn open(path: &str, schema: &[&str]) -> Result<Db, PortError> {
         Self::open_paged(path, schema, None)
     }
@@ -50,76 +88,75 @@ impl Db {
         schema: &[&str],
         page_size: Option<u32>,
     ) -> Result<Db, PortError> {
-        let schema: Vec<String> = schema.iter().map(|s| (*s).to_owned()).collect();
-        let (tx, rx) = mpsc::channel::<Job>();
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), PortError>>();
-        let path = path.to_owned();
-        let file = std::path::Path::new(&path)
-            .file_name()
-            .map_or_else(|| path.clone(), |f| f.to_string_lossy().into_owned());
-        std::thread::Builder::new()
-            .name(format!("libsql {file}"))
-            .spawn(move || {
-                let opened = block_on(async {
-                    let db = libsql::Builder::new_local(&path)
-                        .build()
-                        .await
-                        .map_err(db_err)?;
-                    let conn = db.connect().map_err(db_err)?;
-                    conn.query("PRAGMA busy_timeout=5000", ())
-                        .await
-                        .map_err(db_err)?;
-                    if let Some(bytes) = page_size {
-                        conn.execute(&format!("PRAGMA page_size={bytes}"), ())
-                            .await
-                            .map_err(db_err)?;
-                    }
-                    if path != ":memory:" {
-                        conn.query("PRAGMA journal_mode=WAL", ())
-                            .await
-                            .map_err(db_err)?;
-                        conn.execute("PRAGMA synchronous=NORMAL", ())
-                            .await
-                            .map_err(db_err)?;
-                    }
-                    for statement in &schema {
-                        conn.execute(statement, ()).await.map_err(db_err)?;
-                    }
-                    Ok::<_, PortError>((db, conn))
-                });
-                match opened {
-                    Ok((_db, conn)) => {
-                        let _ = ready_tx.send(Ok(()));
-                        while let Ok(job) = rx.recv() {
-                            job(&conn);
-                        }
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                    }
-                }
-            })
-            .map_err(|e| PortError::unavailable(format!("libsql thread: {e}")))?;
-        ready_rx
-            .recv()
-            .map_err(|_| PortError::unavailable("libsql thread died"))??;
-        Ok(Db { tx })
+        let (db, conn) = block_on(async {
+            let db = libsql::Builder::new_local(path)
+                .build()
+                .await
+                .map_err(db_err)?;
+            let conn = db.connect().map_err(db_err)?;
+            conn.query("PRAGMA busy_timeout=5000", ())
+                .await
+                .map_err(db_err)?;
+            if let Some(bytes) = page_size {
+                conn.execute(&format!("PRAGMA page_size={bytes}"), ())
+                    .await
+                    .map_err(db_err)?;
+            }
+            if path != ":memory:" {
+                conn.query("PRAGMA journal_mode=WAL", ())
+                    .await
+                    .map_err(db_err)?;
+                conn.execute("PRAGMA synchronous=NORMAL", ())
+                    .await
+                    .map_err(db_err)?;
+            }
+            for statement in schema {
+                conn.execute(statement, ()).await.map_err(db_err)?;
+            }
+            Ok::<_, PortError>((db, conn))
+        })?;
+        Ok(Db {
+            shared: Arc::new(Shared {
+                conn: Mutex::new(conn),
+                heavy: AtomicBool::new(false),
+            }),
+            _db: Arc::new(db),
+        })
     }
 
-    /// Runs `f` on the database thread.
+    /// Runs `f`, a small call, on the connection: right here, waiting for the connection if
+    /// another small call holds it; on the blocking pool when a heavy call does.
     pub async fn call<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<R, PortError> + Send + 'static,
     ) -> Result<R, PortError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let _ = tx.send(f(conn));
-        });
-        self.tx
-            .send(job)
-            .map_err(|_| PortError::unavailable("libsql thread stopped"))?;
-        rx.await
-            .map_err(|_| PortError::unavailable("libsql thread dropped the call"))?
+        let shared = &*self.shared;
+        match shared.conn.try_lock() {
+            Ok(conn) => return f(&conn),
+            Err(TryLockError::Poisoned(p)) => return f(&p.into_inner()),
+            // Held by a small call: tens of microseconds, less than a hop to the pool.
+            Err(TryLockError::WouldBlock) if !shared.heavy.load(Ordering::Acquire) => {
+                return f(&lock(&shared.conn));
+            }
+            Err(TryLockError::WouldBlock) => {}
+        }
+        self.call_heavy(f).await
+    }
+
+    /// Runs `f` on the connection on the blocking pool, never on the calling task's thread:
+    /// for statements that may take milliseconds.
+    pub async fn call_heavy<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, PortError> + Send + 'static,
+    ) -> Result<R, PortError> {
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = lock(&shared.conn);
+            let _heavy = Heavy::mark(&shared.heavy);
+            f(&conn)
+        })
+        .await
+        .map_err(|e| PortError::unavailable(format!("libsql call failed: {e}")))?
     }
 }
 

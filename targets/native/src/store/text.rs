@@ -32,7 +32,7 @@ impl SqlText {
             return Ok(());
         }
         self.db
-            .call(move |c| {
+            .call_heavy(move |c| {
                 in_transaction(c, || {
                     block_on(async {
                         for p in &params {

@@ -72,7 +72,7 @@ impl Vectors for SqlVectors {
     async fn upsert(&self, records: Vec<VectorRecord>) -> Result<(), PortError> {
         let mirror = self.mirror.clone();
         self.db
-            .call(move |c| {
+            .call_heavy(move |c| {
                 ensure_loaded(c, &mirror)?;
                 let mut dim = lock(&mirror)
                     .as_ref()
@@ -119,9 +119,11 @@ impl Vectors for SqlVectors {
     ) -> Result<Vec<VectorHit>, PortError> {
         if lock(&self.mirror).is_none() {
             let mirror = self.mirror.clone();
-            self.db.call(move |c| ensure_loaded(c, &mirror)).await?;
+            self.db
+                .call_heavy(move |c| ensure_loaded(c, &mirror))
+                .await?;
         }
-        // The scan runs on the calling thread, which is awake; on the database thread it
+        // The scan runs on the calling thread, which is awake; on a thread of its own it
         // measured up to twice as slow (an idle thread, or virtual CPU, starts slowly). At
         // 100k vectors it is about a millisecond; only the rows go through the database.
         let ids = {
@@ -172,7 +174,7 @@ impl Vectors for SqlVectors {
     async fn delete(&self, ids: &[String]) -> Result<(), PortError> {
         let (ids, mirror) = (ids.to_vec(), self.mirror.clone());
         self.db
-            .call(move |c| {
+            .call_heavy(move |c| {
                 in_transaction(c, || {
                     block_on(async {
                         for id in &ids {
