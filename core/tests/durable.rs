@@ -21,7 +21,8 @@ use std::time::Duration;
 use clawless_core::agent::UNKNOWN_OUTCOME;
 use clawless_core::inbox::LEASE_TTL;
 use clawless_core::{Config, Lane};
-use clawless_platform::{async_trait, Clock, Http, HttpRequest, HttpResponse, Kv};
+use clawless_platform::kv::tap::{KvCall, Tapped, Verdict};
+use clawless_platform::{async_trait, Clock, Http, HttpRequest, HttpResponse};
 use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
 use futures::executor::block_on;
 use serde_json::{json, Value};
@@ -54,7 +55,7 @@ impl Kill {
 
     /// Stops the process here: the drain unwinds from this point, nothing after it runs (a
     /// sleep would not do: on the fake clock every timeout beside it fires at once).
-    async fn die(&self) -> ! {
+    fn die(&self) -> ! {
         self.hit.store(true, Ordering::SeqCst);
         std::panic::panic_any(Killed)
     }
@@ -105,68 +106,12 @@ impl Http for KillHttp {
         let what = format!("http {} {}", req.url, String::from_utf8_lossy(&req.body));
         match self.kill.hits(&what) {
             None => self.inner.send(req).await,
-            Some(false) => self.kill.die().await,
+            Some(false) => self.kill.die(),
             Some(true) => {
                 let _ = self.inner.send(req).await;
-                self.kill.die().await
+                self.kill.die()
             }
         }
-    }
-}
-
-struct KillKv {
-    inner: Arc<dyn Kv>,
-    kill: Arc<Kill>,
-}
-
-#[async_trait]
-impl Kv for KillKv {
-    async fn get(&self, key: &str) -> clawless_platform::Result<Option<Vec<u8>>> {
-        match self.kill.hits(&format!("get {key}")) {
-            None => self.inner.get(key).await,
-            Some(_) => self.kill.die().await,
-        }
-    }
-    async fn put(
-        &self,
-        key: &str,
-        value: &[u8],
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<()> {
-        match self.kill.hits(&format!("put {key}")) {
-            None => self.inner.put(key, value, ttl).await,
-            Some(false) => self.kill.die().await,
-            Some(true) => {
-                self.inner.put(key, value, ttl).await?;
-                self.kill.die().await
-            }
-        }
-    }
-    async fn delete(&self, key: &str) -> clawless_platform::Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
-        self.inner.list(prefix, limit).await
-    }
-    async fn scan(
-        &self,
-        prefix: &str,
-        after: &str,
-        limit: usize,
-    ) -> clawless_platform::Result<Vec<clawless_platform::KvEntry>> {
-        self.inner.scan(prefix, after, limit).await
-    }
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<&[u8]>,
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<bool> {
-        self.inner.compare_and_swap(key, expected, new, ttl).await
-    }
-    async fn purge_expired(&self) -> clawless_platform::Result<u64> {
-        self.inner.purge_expired().await
     }
 }
 
@@ -180,10 +125,22 @@ fn harness(kill: &Arc<Kill>) -> Harness {
             inner: platform.http.clone(),
             kill: kill.clone(),
         });
-        platform.kv = Arc::new(KillKv {
-            inner: platform.kv.clone(),
-            kill,
-        });
+        platform.kv = Arc::new(Tapped::new(platform.kv.clone(), move |call| {
+            let what = match call {
+                KvCall::Get { key } => format!("get {key}"),
+                KvCall::Put { key, .. } => format!("put {key}"),
+                _ => return Verdict::Run,
+            };
+            match kill.hits(&what) {
+                None => Verdict::Run,
+                // A read dies before it is answered.
+                Some(after) if !after || what.starts_with("get ") => kill.die(),
+                Some(_) => {
+                    let kill = kill.clone();
+                    Verdict::Then(Box::new(move || kill.die()))
+                }
+            }
+        }));
     })
 }
 

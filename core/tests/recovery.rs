@@ -13,9 +13,8 @@ use std::time::Duration;
 
 use clawless_core::inbox::LEASE_TTL;
 use clawless_core::{keys, Drained, Lane};
-use clawless_platform::{
-    async_trait, Clock, FakeClock, FakeHttp, Http, HttpRequest, HttpResponse, Kv,
-};
+use clawless_platform::kv::tap::{KvCall, Tapped, Verdict};
+use clawless_platform::{async_trait, Clock, FakeClock, FakeHttp, Http, HttpRequest, HttpResponse};
 use clawless_testkit::llm::anthropic_text;
 use futures::executor::block_on;
 use support::{Harness, Wire, LLM};
@@ -155,14 +154,22 @@ fn the_scheduled_job_purges_expired_rows_and_goes_on_when_purging_fails() {
     block_on(async {
         for fail in [false, true] {
             let config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
-            let purges = Arc::new(std::sync::Mutex::new(Vec::new()));
-            let seen = purges.clone();
+            let purges = Arc::new(AtomicUsize::new(0));
+            let (seen, store) = (purges.clone(), Arc::new(std::sync::OnceLock::new()));
+            let kept = store.clone();
             let h = Harness::with_ports(Wire::Anthropic, config, move |platform, _, _| {
-                platform.kv = Arc::new(PurgeWatch {
-                    inner: platform.kv.clone(),
-                    fail,
-                    purges: seen,
-                });
+                let _ = kept.set(platform.kv.clone());
+                platform.kv = Arc::new(Tapped::new(platform.kv.clone(), move |call| {
+                    if call.kind() != "purge" {
+                        return Verdict::Run;
+                    }
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    if fail {
+                        Verdict::Fail(clawless_platform::PortError::unavailable("purge refused"))
+                    } else {
+                        Verdict::Run
+                    }
+                }));
             });
             let kv = &h.platform.kv;
             kv.put("scratch/old", b"x", Some(Duration::from_secs(1)))
@@ -172,13 +179,18 @@ fn the_scheduled_job_purges_expired_rows_and_goes_on_when_purging_fails() {
             h.accept_only("private_text", 1).await.unwrap();
             h.script(200, anthropic_text("answered"));
             h.app.scheduled().await;
-            let purges = purges.lock().unwrap().clone();
-            assert_eq!(purges.len(), 1, "one purge per scheduled run");
-            if fail {
-                assert_eq!(purges[0], None);
-            } else {
-                assert!(purges[0] >= Some(1), "the expired row went: {purges:?}");
-            }
+            assert_eq!(
+                purges.load(Ordering::SeqCst),
+                1,
+                "one purge per scheduled run"
+            );
+            // What is left to purge in the store itself: the expired row, unless it went.
+            let left = store.get().unwrap().purge_expired().await.unwrap();
+            assert_eq!(
+                left,
+                u64::from(fail),
+                "the expired row went unless purging failed"
+            );
             assert_eq!(
                 h.sent_texts(),
                 ["answered"],
@@ -186,114 +198,6 @@ fn the_scheduled_job_purges_expired_rows_and_goes_on_when_purging_fails() {
             );
         }
     });
-}
-
-/// A Kv whose purges are recorded (`None` when it fails them, as `fail` asks).
-struct PurgeWatch {
-    inner: Arc<dyn Kv>,
-    fail: bool,
-    purges: Arc<std::sync::Mutex<Vec<Option<u64>>>>,
-}
-
-#[async_trait]
-impl Kv for PurgeWatch {
-    async fn get(&self, key: &str) -> clawless_platform::Result<Option<Vec<u8>>> {
-        self.inner.get(key).await
-    }
-    async fn put(
-        &self,
-        key: &str,
-        value: &[u8],
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<()> {
-        self.inner.put(key, value, ttl).await
-    }
-    async fn delete(&self, key: &str) -> clawless_platform::Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
-        self.inner.list(prefix, limit).await
-    }
-    async fn scan(
-        &self,
-        prefix: &str,
-        after: &str,
-        limit: usize,
-    ) -> clawless_platform::Result<Vec<clawless_platform::KvEntry>> {
-        self.inner.scan(prefix, after, limit).await
-    }
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<&[u8]>,
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<bool> {
-        self.inner.compare_and_swap(key, expected, new, ttl).await
-    }
-    async fn purge_expired(&self) -> clawless_platform::Result<u64> {
-        let result = if self.fail {
-            Err(clawless_platform::PortError::unavailable("purge refused"))
-        } else {
-            self.inner.purge_expired().await
-        };
-        self.purges
-            .lock()
-            .unwrap()
-            .push(result.as_ref().ok().copied());
-        result
-    }
-}
-
-/// A Kv that, when a lane's lease is released, first stores one more job in that lane: an
-/// update accepted by another invocation in the instant the drainer let go.
-struct AcceptOnRelease {
-    inner: Arc<dyn Kv>,
-    job: std::sync::Mutex<Option<(String, Vec<u8>)>>,
-}
-
-#[async_trait]
-impl Kv for AcceptOnRelease {
-    async fn get(&self, key: &str) -> clawless_platform::Result<Option<Vec<u8>>> {
-        self.inner.get(key).await
-    }
-    async fn put(
-        &self,
-        key: &str,
-        value: &[u8],
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<()> {
-        self.inner.put(key, value, ttl).await
-    }
-    async fn delete(&self, key: &str) -> clawless_platform::Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
-        self.inner.list(prefix, limit).await
-    }
-    async fn scan(
-        &self,
-        prefix: &str,
-        after: &str,
-        limit: usize,
-    ) -> clawless_platform::Result<Vec<clawless_platform::KvEntry>> {
-        self.inner.scan(prefix, after, limit).await
-    }
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<&[u8]>,
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<bool> {
-        if key.starts_with("lease/") && expected.is_some() && new.is_none() {
-            let job = self.job.lock().unwrap().take();
-            if let Some((k, v)) = job {
-                self.inner.put(&k, &v, None).await?;
-            }
-        }
-        self.inner.compare_and_swap(key, expected, new, ttl).await
-    }
 }
 
 #[test]
@@ -307,11 +211,27 @@ fn an_update_accepted_while_the_drainer_lets_go_is_not_stranded() {
             format!("inbox/{lane}/{:020}", 2),
             serde_json::to_vec(&late).unwrap(),
         );
-        let h = Harness::with_ports(Wire::Anthropic, config, |platform, _, _| {
-            platform.kv = Arc::new(AcceptOnRelease {
-                inner: platform.kv.clone(),
-                job: std::sync::Mutex::new(Some(job)),
-            });
+        // When the lane's lease is released, first one more job is stored in that lane: an
+        // update accepted by another invocation in the instant the drainer let go.
+        let job = std::sync::Mutex::new(Some(job));
+        let h = Harness::with_ports(Wire::Anthropic, config, move |platform, _, _| {
+            let inner = platform.kv.clone();
+            platform.kv = Arc::new(Tapped::new(platform.kv.clone(), move |call| {
+                if let KvCall::CompareAndSwap {
+                    key,
+                    expected: Some(_),
+                    new: None,
+                } = call
+                {
+                    let late = job.lock().unwrap().take();
+                    if let (true, Some((k, v))) = (key.starts_with("lease/"), late) {
+                        // The in-memory store answers at its first poll.
+                        let put = futures::FutureExt::now_or_never(inner.put(&k, &v, None));
+                        assert!(matches!(put, Some(Ok(()))), "{put:?}");
+                    }
+                }
+                Verdict::Run
+            }));
         });
         h.script(200, anthropic_text("first"));
         h.script(200, anthropic_text("second"));

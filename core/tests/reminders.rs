@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use clawless_core::Config;
-use clawless_platform::{Clock, Kv};
+use clawless_platform::kv::tap::{Tapped, Verdict};
+use clawless_platform::Clock;
 use clawless_testkit::fixtures::{self, GROUP_ID, OWNER_ID};
 use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
 use futures::executor::block_on;
@@ -144,54 +144,6 @@ fn overlapping_scheduler_runs_deliver_once() {
     });
 }
 
-/// A Kv that, while armed, fails the next compare-and-swap on a reminder record: a firing
-/// that crashed after putting its job in the inbox and before advancing the record.
-struct CrashBeforeAdvance {
-    inner: Arc<dyn Kv>,
-    armed: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl Kv for CrashBeforeAdvance {
-    async fn get(&self, key: &str) -> clawless_platform::Result<Option<Vec<u8>>> {
-        self.inner.get(key).await
-    }
-    async fn put(
-        &self,
-        key: &str,
-        value: &[u8],
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<()> {
-        self.inner.put(key, value, ttl).await
-    }
-    async fn delete(&self, key: &str) -> clawless_platform::Result<()> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
-        self.inner.list(prefix, limit).await
-    }
-    async fn scan(
-        &self,
-        prefix: &str,
-        after: &str,
-        limit: usize,
-    ) -> clawless_platform::Result<Vec<clawless_platform::KvEntry>> {
-        self.inner.scan(prefix, after, limit).await
-    }
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<&[u8]>,
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<bool> {
-        if key.starts_with("sched/") && self.armed.swap(false, Ordering::SeqCst) {
-            return Err(clawless_platform::PortError::unavailable("crashed"));
-        }
-        self.inner.compare_and_swap(key, expected, new, ttl).await
-    }
-}
-
 #[test]
 fn a_crash_between_the_enqueue_and_the_advance_still_delivers_once() {
     block_on(async {
@@ -199,10 +151,17 @@ fn a_crash_between_the_enqueue_and_the_advance_still_delivers_once() {
         let flag = armed.clone();
         let config = Config::load(&clawless_core::config::embedded()).unwrap();
         let h = Harness::with_ports(Wire::Anthropic, config, move |p, _, _| {
-            p.kv = Arc::new(CrashBeforeAdvance {
-                inner: p.kv.clone(),
-                armed: flag,
-            });
+            // While armed, the next compare-and-swap on a reminder record fails: a firing
+            // that crashed after putting its job in the inbox and before advancing the record.
+            p.kv = Arc::new(Tapped::new(p.kv.clone(), move |call| {
+                if call.kind() == "cas"
+                    && call.key().starts_with("sched/")
+                    && flag.swap(false, Ordering::SeqCst)
+                {
+                    return Verdict::Fail(clawless_platform::PortError::unavailable("crashed"));
+                }
+                Verdict::Run
+            }));
         });
         set(
             &h,

@@ -317,6 +317,10 @@ impl Kv for MemoryKv {
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 
+/// A Kv whose calls a hook sees, fails or follows (tests and benches).
+#[cfg(any(test, feature = "testing"))]
+pub mod tap;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! The ledger's counters and the split of a turn's spend by agent and model.
 use super::*;
 use crate::llm::Usage;
+use clawless_platform::kv::tap::{Tapped, Verdict};
 use clawless_platform::{FakeClock, MemoryKv};
 use futures::executor::block_on;
 use std::sync::Arc;
@@ -184,62 +185,22 @@ fn prices_turn_tokens_into_cost() {
     assert_eq!(usage.cost_micros(&price), 3_000_000 + 1_500_000 + 300_000);
 }
 
-/// A Kv that counts its reads.
-struct Reads {
-    inner: MemoryKv,
-    gets: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl Kv for Reads {
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
-        self.gets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.get(key).await
-    }
-    async fn put(
-        &self,
-        key: &str,
-        value: &[u8],
-        ttl: Option<std::time::Duration>,
-    ) -> Result<(), PortError> {
-        self.inner.put(key, value, ttl).await
-    }
-    async fn delete(&self, key: &str) -> Result<(), PortError> {
-        self.inner.delete(key).await
-    }
-    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, PortError> {
-        self.inner.list(prefix, limit).await
-    }
-    async fn scan(
-        &self,
-        prefix: &str,
-        after: &str,
-        limit: usize,
-    ) -> Result<Vec<clawless_platform::KvEntry>, PortError> {
-        self.inner.scan(prefix, after, limit).await
-    }
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<&[u8]>,
-        ttl: Option<std::time::Duration>,
-    ) -> Result<bool, PortError> {
-        self.inner.compare_and_swap(key, expected, new, ttl).await
-    }
-}
-
 /// Two processes add to the same counters, each remembering what it wrote: a process that
 /// alone wrote a counter adds to it without reading it, and one whose value went stale
 /// reads it again; no addition is lost either way.
 #[test]
 fn an_addition_skips_the_read_of_a_counter_only_this_process_wrote() {
     let clock = Arc::new(FakeClock::new(1_700_000_000_000));
-    let kv = Reads {
-        inner: MemoryKv::new(clock.clone()),
-        gets: Default::default(),
-    };
-    let gets = || kv.gets.swap(0, std::sync::atomic::Ordering::SeqCst);
+    let inner: Arc<dyn Kv> = Arc::new(MemoryKv::new(clock.clone()));
+    let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = reads.clone();
+    let kv = Tapped::new(inner.clone(), move |call| {
+        if call.kind() == "get" {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Verdict::Run
+    });
+    let gets = || reads.swap(0, std::sync::atomic::Ordering::SeqCst);
     let (one, two) = (Written::default(), Written::default());
     let ledger = |written| Ledger {
         kv: &kv,
@@ -269,7 +230,7 @@ fn an_addition_skips_the_read_of_a_counter_only_this_process_wrote() {
         ledger(&one).add(&main, 1, 1, t, &[]).await.unwrap();
         assert_eq!(gets(), 6, "each stale swap fails, then the counter is read");
         // A counter changed behind both (an import, say) is read again too.
-        kv.inner
+        inner
             .put(
                 &keys::usage(
                     &main,

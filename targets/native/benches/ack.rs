@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clawless_core::{App, Config, Env};
-use clawless_platform::{async_trait, HttpResponse, Kv, Platform};
+use clawless_platform::kv::tap::{KvCall, Tapped, Verdict};
+use clawless_platform::{HttpResponse, Platform};
 use clawless_testkit::fixtures;
 use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
 use serde_json::json;
@@ -88,21 +89,21 @@ fn main() {
     }
 }
 
-/// Counts a Kv's calls by kind, and the bytes written under `inbox/` (the jobs: each turn's
-/// checkpoints).
-struct CountingKv {
-    inner: Arc<dyn Kv>,
+/// A Kv's calls by kind, and the bytes written under `inbox/` (the jobs: each turn's
+/// checkpoints), as a [`Tapped`] store's hook records them.
+#[derive(Default)]
+struct Counts {
     calls: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
     job_writes: std::sync::Mutex<Vec<usize>>,
 }
 
-impl CountingKv {
-    fn count(&self, kind: &'static str) {
-        *self.calls.lock().unwrap().entry(kind).or_default() += 1;
-    }
-
-    fn wrote(&self, key: &str, value: &[u8]) {
-        if key.starts_with("inbox/") {
+impl Counts {
+    fn record(&self, call: &KvCall<'_>) {
+        if call.kind() == "purge" {
+            return;
+        }
+        *self.calls.lock().unwrap().entry(call.kind()).or_default() += 1;
+        if let Some(value) = call.written().filter(|_| call.key().starts_with("inbox/")) {
             self.job_writes.lock().unwrap().push(value.len());
         }
     }
@@ -115,86 +116,16 @@ impl CountingKv {
     }
 }
 
-#[async_trait]
-impl Kv for CountingKv {
-    async fn get(&self, key: &str) -> clawless_platform::Result<Option<Vec<u8>>> {
-        self.count("get");
-        self.inner.get(key).await
-    }
-    async fn put(
-        &self,
-        key: &str,
-        value: &[u8],
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<()> {
-        self.count("put");
-        self.wrote(key, value);
-        self.inner.put(key, value, ttl).await
-    }
-    async fn delete(&self, key: &str) -> clawless_platform::Result<()> {
-        self.count("delete");
-        self.inner.delete(key).await
-    }
-    async fn list(&self, prefix: &str, limit: usize) -> clawless_platform::Result<Vec<String>> {
-        self.count("list");
-        self.inner.list(prefix, limit).await
-    }
-    async fn list_after(
-        &self,
-        prefix: &str,
-        after: &str,
-        limit: usize,
-    ) -> clawless_platform::Result<Vec<String>> {
-        self.count("list");
-        self.inner.list_after(prefix, after, limit).await
-    }
-    async fn scan(
-        &self,
-        prefix: &str,
-        after: &str,
-        limit: usize,
-    ) -> clawless_platform::Result<Vec<clawless_platform::KvEntry>> {
-        self.count("list");
-        self.inner.scan(prefix, after, limit).await
-    }
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<&[u8]>,
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<bool> {
-        self.count("cas");
-        if let Some(v) = new {
-            self.wrote(key, v);
-        }
-        self.inner.compare_and_swap(key, expected, new, ttl).await
-    }
-    async fn put_if_absent(
-        &self,
-        key: &str,
-        value: &[u8],
-        ttl: Option<Duration>,
-    ) -> clawless_platform::Result<bool> {
-        self.count("put_if_absent");
-        self.wrote(key, value);
-        self.inner.put_if_absent(key, value, ttl).await
-    }
-    async fn purge_expired(&self) -> clawless_platform::Result<u64> {
-        self.inner.purge_expired().await
-    }
-}
-
 /// What one tool round costs the store: Kv calls of a turn with one tool call less those of a
 /// turn without, and the bytes of each job write (the checkpoints) in the turn with it.
 fn rounds(rt: &tokio::runtime::Runtime) {
     let (mut platform, _clock, http) = Platform::in_memory();
-    let kv = Arc::new(CountingKv {
-        inner: platform.kv.clone(),
-        calls: Default::default(),
-        job_writes: Default::default(),
-    });
-    platform.kv = kv.clone();
+    let kv = Arc::new(Counts::default());
+    let counts = kv.clone();
+    platform.kv = Arc::new(Tapped::new(platform.kv.clone(), move |call| {
+        counts.record(call);
+        Verdict::Run
+    }));
     let app = bench_app(platform, &http);
     // "time" asks for the clock tool once; its result is answered; anything else at once.
     http.route("http://llm.bench", |req| {
