@@ -76,13 +76,31 @@ impl SqlKv {
         &self.db
     }
 
-    /// A listing of up to `limit` rows: on the caller's thread when short, on the blocking
-    /// pool when it may be long.
-    async fn listing<R: Send + 'static>(
+    /// The rows of a listing `statement` of [`sql::kv`] (`?1` prefix, `?2` now, `?3` limit,
+    /// `?4` after), each read by `read` (`None` skips it): on the caller's thread when short,
+    /// on the blocking pool when it may be long.
+    async fn listing<T: Send + 'static>(
         &self,
-        limit: i64,
-        f: impl FnOnce(&Connection) -> Result<R, PortError> + Send + 'static,
-    ) -> Result<R, PortError> {
+        statement: &'static str,
+        (prefix, after, limit): (&str, &str, usize),
+        read: fn(&libsql::Row) -> Result<Option<T>, PortError>,
+    ) -> Result<Vec<T>, PortError> {
+        let (prefix, after) = (prefix.to_owned(), after.to_owned());
+        let now = self.clock.now_ms() as i64;
+        let limit = limit.min(i64::MAX as usize) as i64;
+        let f = move |c: &Connection| {
+            block_on(async {
+                let mut rows = c
+                    .query(statement, params![prefix, now, limit, after])
+                    .await
+                    .map_err(db_err)?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().await.map_err(db_err)? {
+                    out.extend(read(&row)?);
+                }
+                Ok(out)
+            })
+        };
         match limit > SHORT_LISTING {
             true => self.db.call_heavy(f).await,
             false => self.db.call(f).await,
@@ -126,23 +144,9 @@ impl Kv for SqlKv {
         after: &str,
         limit: usize,
     ) -> Result<Vec<String>, PortError> {
-        let (prefix, after) = (prefix.to_owned(), after.to_owned());
-        let now = self.clock.now_ms() as i64;
-        let limit = limit.min(i64::MAX as usize) as i64;
-        self.listing(limit, move |c| {
-            block_on(async {
-                let mut rows = c
-                    .query(sql::kv::LIST_AFTER, params![prefix, now, limit, after])
-                    .await
-                    .map_err(db_err)?;
-                let mut out = Vec::new();
-                while let Some(row) = rows.next().await.map_err(db_err)? {
-                    if let Some(k) = read_bytes(row.get_value(0).map_err(db_err)?) {
-                        out.push(String::from_utf8_lossy(&k).into_owned());
-                    }
-                }
-                Ok(out)
-            })
+        self.listing(sql::kv::LIST_AFTER, (prefix, after, limit), |row| {
+            let key = read_bytes(row.get_value(0).map_err(db_err)?);
+            Ok(key.map(|k| String::from_utf8_lossy(&k).into_owned()))
         })
         .await
     }
@@ -153,30 +157,15 @@ impl Kv for SqlKv {
         after: &str,
         limit: usize,
     ) -> Result<Vec<KvEntry>, PortError> {
-        let (prefix, after) = (prefix.to_owned(), after.to_owned());
-        let now = self.clock.now_ms() as i64;
-        let limit = limit.min(i64::MAX as usize) as i64;
-        self.listing(limit, move |c| {
-            block_on(async {
-                let mut rows = c
-                    .query(sql::kv::SCAN, params![prefix, now, limit, after])
-                    .await
-                    .map_err(db_err)?;
-                let mut out = Vec::new();
-                while let Some(row) = rows.next().await.map_err(db_err)? {
-                    let key = read_bytes(row.get_value(0).map_err(db_err)?);
-                    let value = read_bytes(row.get_value(1).map_err(db_err)?);
-                    let exp = read_i64(row.get_value(2).map_err(db_err)?);
-                    if let (Some(key), Some(value)) = (key, value) {
-                        out.push(KvEntry {
-                            key: String::from_utf8_lossy(&key).into_owned(),
-                            value,
-                            expires_at_ms: exp.map(|e| e.max(0) as u64),
-                        });
-                    }
-                }
-                Ok(out)
-            })
+        self.listing(sql::kv::SCAN, (prefix, after, limit), |row| {
+            let key = read_bytes(row.get_value(0).map_err(db_err)?);
+            let value = read_bytes(row.get_value(1).map_err(db_err)?);
+            let exp = read_i64(row.get_value(2).map_err(db_err)?);
+            Ok(key.zip(value).map(|(key, value)| KvEntry {
+                key: String::from_utf8_lossy(&key).into_owned(),
+                value,
+                expires_at_ms: exp.map(|e| e.max(0) as u64),
+            }))
         })
         .await
     }
