@@ -15,7 +15,7 @@
 //! memory index (`index.db`) are two files with a connection each, so indexing never holds up
 //! the inbox's writes (the webhook ack).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use clawless_platform::PortError;
@@ -31,10 +31,10 @@ pub use kv::{SqlKv, KV_SCHEMA};
 pub use text::SqlText;
 pub use vectors::SqlVectors;
 
-/// One database file's connection, and whether a heavy call holds it.
+/// One database file's connection, and how many heavy calls hold it or wait for it.
 struct Shared {
     conn: Mutex<Connection>,
-    heavy: AtomicBool,
+    heavy: AtomicUsize,
 }
 
 /// A handle to one database file's connection. Cloning shares it.
@@ -57,19 +57,21 @@ fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Marks a heavy call holding the connection, until dropped (also when the call panics).
-struct Heavy<'a>(&'a AtomicBool);
+/// Counts a heavy call from before it takes the connection until dropped (also when the call
+/// panics): a small call that finds the connection taken while the count is zero is behind
+/// another small call, never behind a heavy one that took it a moment before marking it.
+struct Heavy<'a>(&'a AtomicUsize);
 
 impl<'a> Heavy<'a> {
-    fn mark(flag: &'a AtomicBool) -> Self {
-        flag.store(true, Ordering::Release);
-        Heavy(flag)
+    fn mark(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Heavy(count)
     }
 }
 
 impl Drop for Heavy<'_> {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -118,7 +120,7 @@ impl Db {
         Ok(Db {
             shared: Arc::new(Shared {
                 conn: Mutex::new(conn),
-                heavy: AtomicBool::new(false),
+                heavy: AtomicUsize::new(0),
             }),
             _db: Arc::new(db),
         })
@@ -135,7 +137,7 @@ impl Db {
             Ok(conn) => return f(&conn),
             Err(TryLockError::Poisoned(p)) => return f(&p.into_inner()),
             // Held by a small call: tens of microseconds, less than a hop to the pool.
-            Err(TryLockError::WouldBlock) if !shared.heavy.load(Ordering::Acquire) => {
+            Err(TryLockError::WouldBlock) if shared.heavy.load(Ordering::Acquire) == 0 => {
                 return f(&lock(&shared.conn));
             }
             Err(TryLockError::WouldBlock) => {}
@@ -151,8 +153,8 @@ impl Db {
     ) -> Result<R, PortError> {
         let shared = self.shared.clone();
         tokio::task::spawn_blocking(move || {
-            let conn = lock(&shared.conn);
             let _heavy = Heavy::mark(&shared.heavy);
+            let conn = lock(&shared.conn);
             f(&conn)
         })
         .await
