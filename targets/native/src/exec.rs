@@ -13,6 +13,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::fence;
 use crate::sandbox::Limits;
 
+/// How long after its timeout the sandbox ends a command this process did not end first.
+pub const GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub struct ShellExec {
     root: PathBuf,
 }
@@ -83,6 +86,9 @@ impl Exec for ShellExec {
             cpu_secs: req.timeout.as_secs() + 1,
             require: req.require_sandbox,
             cgroup: group.as_ref().map(|g| g.path().to_path_buf()),
+            // Kept by the sandbox itself too, a moment after this process's own timer: it
+            // holds when this process is gone.
+            deadline: Some(req.timeout + GRACE),
         };
         if req.require_sandbox {
             let lacks = fence::missing(limits.network);

@@ -1,14 +1,15 @@
 //! How the commands (`exec`) and programs (local MCP servers) the assistant runs are fenced in
-//! on this machine. Each runs in a PID namespace of its own (util-linux `unshare --pid --fork
-//! --kill-child --mount-proc`, with a user namespace when this process is not root), so
-//! everything it starts — also what detaches with `setsid` or a double fork — ends when it
-//! ends or is killed, and its `/proc` shows only its own processes (none of this process's
-//! memory or environment); without network unless asked (a network namespace of its own);
-//! and, started through this binary, in the sandbox of [`crate::sandbox`] (Landlock, resource
-//! limits, no new privileges). Always: a scrubbed environment ([`PASSED_ENV`] and what the caller
-//! adds), and a process group of its own, killed whole at the end. Where no namespace can be
-//! made (`unshare` missing, or refused inside a container), the process group alone, said
-//! once in the log.
+//! on this machine. Each runs in PID, mount and UTS namespaces of its own (util-linux `unshare
+//! --pid --fork --kill-child --mount-proc --uts`, with a user namespace when this process is
+//! not root), so everything it starts — also what detaches with `setsid` or a double fork —
+//! ends when it ends or is killed, its `/proc` shows only its own processes (none of this
+//! process's memory or environment), and its mounts and host name are its own; without
+//! network unless asked (a network namespace of its own); and, started through this binary,
+//! in the sandbox of [`crate::sandbox`] (a read-only system, no capabilities, no terminal,
+//! Landlock, resource limits, a deadline it keeps itself, its end when the bot is gone).
+//! Always: a scrubbed environment ([`PASSED_ENV`] and what the caller adds), and a process
+//! group of its own, killed whole at the end. Where no namespace can be made (`unshare`
+//! missing, or refused inside a container), the process group alone, said once in the log.
 
 use std::process::Stdio;
 use std::sync::OnceLock;
@@ -34,7 +35,7 @@ pub enum Fence {
 /// `unshare`'s arguments before the program, for a namespace fence; `network`: keep this
 /// machine's network (else a namespace of its own, with only a loopback that is down).
 fn unshare_args(user: bool, network: bool) -> Vec<&'static str> {
-    let mut args = vec!["--pid", "--fork", "--kill-child", "--mount-proc"];
+    let mut args = vec!["--pid", "--fork", "--kill-child", "--mount-proc", "--uts"];
     if user {
         args.extend(["--user", "--map-root-user"]);
     }
@@ -73,33 +74,42 @@ pub fn fence() -> Fence {
     })
 }
 
-/// `program args` fenced in: under `unshare` when the fence is a namespace, in the sandbox
-/// of `limits` when this is the `clawless` binary ([`crate::sandbox`]), with only the passed
-/// variables and `env` (`HOME` and `TMPDIR` its writable directory when sandboxed), in a
-/// process group of its own, killed when dropped. The caller sets the directory and the
-/// standard streams.
+/// The whole command line of `program args` fenced in: under `unshare` when the fence is a
+/// namespace, through the helper in the sandbox of `limits` when this is the `clawless`
+/// binary ([`crate::sandbox`]).
+pub fn argv(program: &str, args: &[String], limits: &Limits) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    if let Fence::Namespace { user } = fence() {
+        out.push("unshare".into());
+        out.extend(unshare_args(user, limits.network).into_iter().map(Into::into));
+    }
+    match sandbox::helper() {
+        Some(helper) => {
+            out.push(helper.exe.clone().into());
+            let view = matches!(fence(), Fence::Namespace { .. });
+            out.extend(sandbox::args(&helper, limits, view, program, args));
+        }
+        None => {
+            out.push(program.into());
+            out.extend(args.iter().map(Into::into));
+        }
+    }
+    out
+}
+
+/// [`argv`] as a command, with only the passed variables and `env` (`HOME` and `TMPDIR` its
+/// writable directory when sandboxed), in a process group of its own, killed when dropped.
+/// The caller sets the directory and the standard streams. Its standard output must be read
+/// for as long as it runs: the sandbox ends a command nobody reads any more.
 pub fn command(
     program: &str,
     args: &[String],
     env: &[(String, String)],
     limits: &Limits,
 ) -> tokio::process::Command {
-    let (program, args): (std::ffi::OsString, Vec<std::ffi::OsString>) = match sandbox::helper() {
-        Some(helper) => (
-            helper.exe.clone().into(),
-            sandbox::args(&helper, limits, program, args),
-        ),
-        None => (program.into(), args.iter().map(Into::into).collect()),
-    };
-    let mut cmd = match fence() {
-        Fence::Namespace { user } => {
-            let mut cmd = tokio::process::Command::new("unshare");
-            cmd.args(unshare_args(user, limits.network)).arg(program);
-            cmd
-        }
-        Fence::Group => tokio::process::Command::new(program),
-    };
-    cmd.args(args)
+    let argv = argv(program, args, limits);
+    let mut cmd = tokio::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..])
         .env_clear()
         .envs(
             PASSED_ENV
@@ -121,6 +131,7 @@ pub fn missing(network: bool) -> Vec<&'static str> {
     let mut lacks = Vec::new();
     if fence() == Fence::Group {
         lacks.push("a PID namespace (unshare)");
+        lacks.push("a read-only view of the rest of the system (a mount namespace)");
         if !network {
             lacks.push("a network namespace");
         }
@@ -141,7 +152,7 @@ pub fn check() -> clawless_core::doctor::Check {
     let (status, detail) = match lacks.is_empty() {
         true => (
             Status::Ok,
-            "commands (exec) and local programs run under Landlock (their workspace only), in PID and network namespaces of their own, with resource limits".to_owned(),
+            "commands (exec) and local programs run under Landlock (their workspace only), in PID, mount and network namespaces of their own (the system read-only, no Unix sockets without the network), with no capabilities, no terminal, resource limits and a deadline the sandbox keeps itself".to_owned(),
         ),
         false => (
             Status::Warn,

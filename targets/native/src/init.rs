@@ -306,14 +306,10 @@ async fn check(
     };
     match clawless_core::assemble::check_provider_key(http.clone(), p, key, &env).await {
         Ok(()) => None,
-        Err(clawless_core::llm::LlmError::Fatal(m))
-            if m.starts_with("HTTP 401") || m.starts_with("HTTP 403") =>
-        {
-            Some(format!(
-                "{} refused that key: copy it again from the provider's console.",
-                p.id
-            ))
-        }
+        Err(clawless_core::llm::LlmError::KeyRefused { .. }) => Some(format!(
+            "{} refused that key: copy it again from the provider's console.",
+            p.id
+        )),
         Err(e) => Some(format!(
             "{} could not be asked ({e}): check the key or the connection.",
             p.id

@@ -60,6 +60,7 @@ pub fn start(
         cpu_secs: 0,
         require: false,
         cgroup: pids.as_ref().map(|g| g.path().to_path_buf()),
+        deadline: None,
     };
     let mut cmd = crate::fence::command(program, args, env, &limits);
     cmd.current_dir(dir)

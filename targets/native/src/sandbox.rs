@@ -1,28 +1,48 @@
 //! The sandbox a command (`exec`) or a local program (an MCP server's `command:`) runs in, on
-//! Linux, inside the PID namespace of [`crate::fence`]. This binary starts itself as a helper
-//! (`clawless __sandbox …`, a fresh single-threaded process), which fences itself in and then
-//! becomes the program (`exec`), so the program and everything it starts inherit:
+//! Linux, inside the namespaces of [`crate::fence`]. This binary starts itself as a helper
+//! (`clawless __sandbox …`, a fresh single-threaded process), which fences itself in, starts
+//! the program and supervises it ([`supervise`]), so the program and everything it starts
+//! inherit:
 //!
-//! - **Landlock**: read and execute in the system's directories ([`SYSTEM`]), read and write in
-//!   the one directory given (the conversation's workspace) and a few devices ([`DEVICES`]);
-//!   nothing else — not the data directory, the database, the config, another workspace,
-//!   `/tmp`, the disks. A protected path under a system directory (the data or config directory
-//!   kept in `/opt` or `/etc`) is left out: the rule is set on its siblings instead.
-//!   Signals and abstract sockets reach nothing outside (kernels from 6.12).
+//! - **A read-only system** ([`view`]): in its mount namespace every mount is read-only but
+//!   its workspace, so not even root's commands change a file's mode, owner, attributes or
+//!   times outside it.
+//! - **No capabilities** ([`seal`]): none held, none in the bounding set, so root's commands
+//!   cannot `chown`, `mknod`, set the host name, read the kernel log or override file modes.
+//! - **No terminal**: a session of its own, without the bot's controlling terminal.
+//! - **Landlock**: read and execute in the system's directories ([`SYSTEM`], less
+//!   [`SECRET_FILES`]), read and write in the one directory given (the conversation's
+//!   workspace) and a few devices ([`DEVICES`]); nothing else — not the data directory, the
+//!   database, the config, another workspace, `/tmp`, the disks. A protected path under a
+//!   system directory (the data or config directory kept in `/opt` or `/etc`) is left out:
+//!   the rule is set on its siblings instead. Signals and abstract sockets reach nothing
+//!   outside (kernels from 6.12).
 //! - **No new privileges** (`PR_SET_NO_NEW_PRIVS`: a set-uid program gains nothing).
 //! - **Resource limits**: CPU seconds, data memory, file size, no core dumps; the number of
 //!   processes in a cgroup of its own ([`PidsGroup`], where one can be made: as root, cgroup
 //!   v1's `pids` or a v2 root that delegates it). Not `RLIMIT_NPROC`: it counts every process
 //!   of the user (a desktop session passes any useful bound) and does not bind root.
+//! - **A deadline it keeps itself**, and its end when the bot is gone ([`supervise`]).
 //! - **No network** unless asked: a network namespace of its own (only a loopback that is
-//!   down), made by `unshare --net` in the fence.
+//!   down), made by `unshare --net` in the fence, and no Unix socket nor io_uring (a seccomp
+//!   filter): a socket file is reached by its path, past the network namespace.
 //!
 //! Where the kernel lacks Landlock (before 5.13, or not enabled) the rest still holds and the
-//! log says so once; with `require`, the helper refuses to run the program instead.
+//! log says so once; with `require`, the helper refuses to run the program instead. Any other
+//! part that fails stops the helper (exit 126): nothing runs half-sandboxed.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
+
+mod cgroup;
+mod seal;
+mod supervise;
+mod view;
+
+pub use cgroup::{sweep, PidsGroup, PROCESSES};
+pub use supervise::{DEADLINE, ORPHANED};
 
 /// Directories read (and executed from), not written.
 pub const SYSTEM: &[&str] = &[
@@ -35,7 +55,20 @@ pub const DEVICES: &[&str] = &[
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
+];
+/// Files of the system no command reads, though they lie in [`SYSTEM`] and root owns them
+/// (root's commands have no capability, but an owner reads a file of mode 0640).
+pub const SECRET_FILES: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh/ssh_host_rsa_key",
+    "/etc/ssh/ssh_host_ecdsa_key",
+    "/etc/ssh/ssh_host_ed25519_key",
+    "/etc/ssl/private",
 ];
 
 /// The bounds of one run.
@@ -53,70 +86,8 @@ pub struct Limits {
     pub require: bool,
     /// The cgroup capping its processes, when one was made ([`PidsGroup`]).
     pub cgroup: Option<PathBuf>,
-}
-
-/// Processes and threads one command may have at once (its cgroup's `pids.max`).
-pub const PROCESSES: u64 = 256;
-
-/// A cgroup of its own that caps a command's processes at [`PROCESSES`]; removed when dropped
-/// (after the command and all it started are gone).
-#[derive(Debug)]
-pub struct PidsGroup(PathBuf);
-
-impl PidsGroup {
-    /// A new group under the `pids` controller (cgroup v1's `/sys/fs/cgroup/pids`, or a v2
-    /// root whose `cgroup.subtree_control` holds `pids`); none where one cannot be made.
-    pub fn new() -> Option<PidsGroup> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static N: AtomicU64 = AtomicU64::new(0);
-        let v2_pids = || {
-            std::fs::read_to_string("/sys/fs/cgroup/cgroup.subtree_control")
-                .is_ok_and(|s| s.split_whitespace().any(|c| c == "pids"))
-        };
-        let bases = [
-            (Path::new("/sys/fs/cgroup/pids"), true),
-            (Path::new("/sys/fs/cgroup"), false),
-        ];
-        for (base, v1) in bases {
-            if !base.join("cgroup.procs").exists() || !(v1 || v2_pids()) {
-                continue;
-            }
-            let n = N.fetch_add(1, Ordering::Relaxed);
-            let dir = base.join(format!("clawless-{}-{n}", std::process::id()));
-            if std::fs::create_dir(&dir).is_err() {
-                continue;
-            }
-            if std::fs::write(dir.join("pids.max"), PROCESSES.to_string()).is_err() {
-                let _ = std::fs::remove_dir(&dir);
-                continue;
-            }
-            return Some(PidsGroup(dir));
-        }
-        None
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// Whether a group can be made here (probed once).
-    pub fn available() -> bool {
-        static AVAILABLE: OnceLock<bool> = OnceLock::new();
-        *AVAILABLE.get_or_init(|| PidsGroup::new().is_some())
-    }
-}
-
-impl Drop for PidsGroup {
-    fn drop(&mut self) {
-        // Its processes end with their PID namespace a moment after the command's end.
-        for _ in 0..40 {
-            if std::fs::remove_dir(&self.0).is_ok() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        tracing::warn!(group = %self.0.display(), "a command's cgroup could not be removed");
-    }
+    /// When the sandbox itself ends it (none: as long as it runs).
+    pub deadline: Option<Duration>,
 }
 
 /// Data memory (heap and anonymous mappings), bytes.
@@ -159,9 +130,16 @@ pub fn helper() -> Option<Helper> {
     })
 }
 
-/// The helper's arguments: `__sandbox --rw DIR [--protect P]… [--require] --cpu N -- program
-/// args…`.
-pub fn args(helper: &Helper, limits: &Limits, program: &str, args: &[String]) -> Vec<OsString> {
+/// The helper's arguments: `__sandbox --rw DIR [--protect P]… [--require] [--cgroup G]
+/// [--view] [--no-network] [--deadline MS] --cpu N -- program args…`; `view`: the fence made
+/// a mount namespace the helper may seal ([`view`]).
+pub fn args(
+    helper: &Helper,
+    limits: &Limits,
+    view: bool,
+    program: &str,
+    args: &[String],
+) -> Vec<OsString> {
     let mut out: Vec<OsString> = vec!["__sandbox".into(), "--rw".into(), limits.rw.clone().into()];
     for p in &limits.also {
         out.push("--rw".into());
@@ -177,6 +155,16 @@ pub fn args(helper: &Helper, limits: &Limits, program: &str, args: &[String]) ->
     if let Some(group) = &limits.cgroup {
         out.push("--cgroup".into());
         out.push(group.clone().into());
+    }
+    if view {
+        out.push("--view".into());
+    }
+    if !limits.network {
+        out.push("--no-network".into());
+    }
+    if let Some(deadline) = limits.deadline {
+        out.push("--deadline".into());
+        out.push(deadline.as_millis().to_string().into());
     }
     out.push("--cpu".into());
     out.push(limits.cpu_secs.to_string().into());
@@ -194,6 +182,9 @@ struct Asked {
     require: bool,
     cpu: u64,
     cgroup: Option<PathBuf>,
+    view: bool,
+    no_network: bool,
+    deadline: Option<Duration>,
     program: Vec<OsString>,
 }
 
@@ -206,17 +197,23 @@ fn parse(args: &[OsString]) -> Result<Asked, String> {
                 .cloned()
                 .ok_or_else(|| format!("{name} needs a value"))
         };
+        let number = |v: OsString, name: &str| {
+            v.to_str()
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or(format!("{name} needs a number"))
+        };
         match a.to_str() {
             Some("--rw") => asked.rw.push(value("--rw")?.into()),
             Some("--protect") => asked.protect.push(value("--protect")?.into()),
             Some("--require") => asked.require = true,
             Some("--cgroup") => asked.cgroup = Some(value("--cgroup")?.into()),
-            Some("--cpu") => {
-                asked.cpu = value("--cpu")?
-                    .to_str()
-                    .and_then(|v| v.parse().ok())
-                    .ok_or("--cpu needs a number of seconds")?
+            Some("--view") => asked.view = true,
+            Some("--no-network") => asked.no_network = true,
+            Some("--deadline") => {
+                let ms = number(value("--deadline")?, "--deadline")?;
+                asked.deadline = Some(Duration::from_millis(ms));
             }
+            Some("--cpu") => asked.cpu = number(value("--cpu")?, "--cpu")?,
             Some("--") => {
                 asked.program = it.cloned().collect();
                 break;
@@ -259,9 +256,10 @@ pub fn readable(roots: &[&str], protected: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// The helper's main (`clawless __sandbox …`): fences this process in and becomes the program.
-/// Returns only on failure, with the exit code to end with (126: it could not be sandboxed
-/// or started).
+/// The helper's main (`clawless __sandbox …`): fences this process in, then runs the program
+/// under its supervision ([`supervise`]). Returns the exit code to end with: the program's,
+/// 124 past the deadline, 125 when the bot is gone, 126 when it could not be sandboxed or
+/// started, 127 when the program does not exist.
 pub fn main(args: &[OsString]) -> u8 {
     let asked = match parse(args) {
         Ok(a) => a,
@@ -270,41 +268,61 @@ pub fn main(args: &[OsString]) -> u8 {
             return 126;
         }
     };
-    if let Err(e) = limit(asked.cpu) {
-        eprintln!("clawless sandbox: resource limits: {e}");
-        return 126;
+    match fence_in(&asked) {
+        Ok(()) => supervise::run(&asked.program, asked.deadline),
+        Err(e) => {
+            eprintln!("clawless sandbox: {e}");
+            126
+        }
     }
+}
+
+/// Every part of the sandbox, in the order each needs: the limits and the cgroup while this
+/// process may still write there, the mount view while it may still mount, then no
+/// capabilities, no new privileges, Landlock, and the seccomp filter last.
+fn fence_in(asked: &Asked) -> Result<(), String> {
+    limit(asked.cpu).map_err(|e| format!("resource limits: {e}"))?;
     // Joined before Landlock, which would not let it write there; everything it starts
     // stays in the group.
     if let Some(group) = &asked.cgroup {
         let me = std::process::id().to_string();
-        if let Err(e) = std::fs::write(group.join("cgroup.procs"), me) {
-            eprintln!("clawless sandbox: joining {}: {e}", group.display());
-            return 126;
-        }
+        std::fs::write(group.join("cgroup.procs"), me)
+            .map_err(|e| format!("joining {}: {e}", group.display()))?;
     }
-    match restrict(&asked) {
-        Ok(true) => {}
-        Ok(false) if asked.require => {
-            eprintln!(
-                "clawless sandbox: this kernel does not enforce Landlock fully, and the sandbox is required (sandbox.require)"
-            );
-            return 126;
-        }
-        Ok(false) => {}
-        Err(e) => {
-            eprintln!("clawless sandbox: {e}");
-            return 126;
-        }
+    // A session of its own: no controlling terminal (the bot's, when started from a shell),
+    // so nothing it runs can type into it. Refused only to a process-group leader (the
+    // process-group fence), where Landlock still keeps /dev/tty closed.
+    let _ = rustix::process::setsid();
+    if asked.view {
+        view::seal(&asked.rw)?;
     }
-    use std::os::unix::process::CommandExt;
-    let (program, rest) = match asked.program.split_first() {
-        Some(p) => p,
-        None => return 126,
-    };
-    let err = std::process::Command::new(program).args(rest).exec();
-    eprintln!("clawless sandbox: cannot start {program:?}: {err}");
-    126
+    seal::drop_capabilities()?;
+    // Not traced or read through /proc by what it runs (it holds nothing secret, but it is
+    // the namespace's init).
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    match restrict(asked)? {
+        true => {}
+        false if asked.require => {
+            return Err(
+                "this kernel does not enforce Landlock fully, and the sandbox is required (sandbox.require)".into(),
+            )
+        }
+        false => {}
+    }
+    if asked.no_network {
+        no_unix_sockets()?;
+    }
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+fn no_unix_sockets() -> Result<(), String> {
+    seal::no_unix_sockets()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn no_unix_sockets() -> Result<(), String> {
+    Ok(())
 }
 
 /// CPU time, data memory, file size; no core dumps.
@@ -339,7 +357,9 @@ fn restrict(asked: &Asked) -> Result<bool, String> {
         return Err("--rw is required".into());
     }
     let abi = ABI::V6;
-    let read = readable(SYSTEM, &asked.protect);
+    let mut protect = asked.protect.clone();
+    protect.extend(SECRET_FILES.iter().map(PathBuf::from));
+    let read = readable(SYSTEM, &protect);
     let status = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
         .and_then(|r| r.scope(Scope::from_all(abi)))
@@ -372,9 +392,10 @@ pub fn enforced() -> bool {
             cpu_secs: 5,
             require: true,
             cgroup: None,
+            deadline: None,
         };
         let works = std::process::Command::new(&helper.exe)
-            .args(args(&helper, &limits, "true", &[]))
+            .args(args(&helper, &limits, false, "true", &[]))
             .env_clear()
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -409,10 +430,12 @@ mod tests {
             cpu_secs: 31,
             require: true,
             cgroup: Some("/sys/fs/cgroup/pids/clawless-1-0".into()),
+            deadline: Some(Duration::from_millis(30_500)),
         };
         let written = args(
             &helper,
             &limits,
+            true,
             "/bin/sh",
             &["-c".into(), "echo --rw".into()],
         );
@@ -426,12 +449,17 @@ mod tests {
                 require: true,
                 cpu: 31,
                 cgroup: limits.cgroup.clone(),
+                view: true,
+                no_network: true,
+                deadline: limits.deadline,
                 program: vec!["/bin/sh".into(), "-c".into(), "echo --rw".into()],
             }
         );
         assert!(parse(&["--rw".into()]).is_err());
         assert!(parse(&["--rw".into(), "/a".into()]).is_err(), "no program");
         assert!(parse(&["--bogus".into(), "--".into(), "true".into()]).is_err());
+        let no_number = ["--deadline".into(), "soon".into(), "--".into(), "true".into()];
+        assert!(parse(&no_number).is_err());
     }
 
     #[test]

@@ -150,10 +150,14 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
         .into_iter()
         .chain(std::env::current_dir().ok()),
     );
-    // Said once at start when a part of the sandbox is missing here (see `sandbox.rs`).
-    // Off the start's path: a few short processes.
+    // Said once at start when a part of the sandbox is missing here (see `sandbox.rs`), and
+    // what an earlier bot's commands left (their cgroups) swept. Off the start's path: a few
+    // short processes.
     if crate::sandbox::helper().is_some() {
-        std::thread::spawn(|| crate::fence::missing(false));
+        std::thread::spawn(|| {
+            crate::sandbox::sweep();
+            crate::fence::missing(false)
+        });
     }
     // Before any command can run: the bot's environment (its secrets) stays out of their reach.
     if let Err(e) = crate::exec::hide_from_commands() {

@@ -334,7 +334,7 @@ async fn doctor_names_each_failure() {
     let (code, said) = doctor(&[("ANTHROPIC_API_KEY", "sk-wrong")], &[]);
     assert_eq!(code, Some(1), "{said}");
     assert!(
-        said.contains("FAIL model anthropic/claude-sonnet-4-5: the provider refused the key (401/403): set a valid one"),
+        said.contains("FAIL model anthropic/claude-sonnet-4-5: anthropic refused the key: set a valid one in ANTHROPIC_API_KEY\n"),
         "{said}"
     );
 
