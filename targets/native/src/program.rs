@@ -1,7 +1,10 @@
 //! Programs kept running and spoken to in lines (the Exec port's `start`): an MCP server run
 //! as a local program. No shell; fenced in as `exec`'s commands are (see [`crate::fence`]),
 //! with the config's variables added, its processes capped in a cgroup of their own; stderr
-//! into this process's log; killed with all it started when dropped.
+//! into this process's log and, when it exits, into the error ([`last_words`]); killed with
+//! all it started when dropped.
+
+mod last_words;
 
 use std::path::Path;
 use std::process::Stdio;
@@ -20,6 +23,8 @@ pub struct LineProgram {
     stdout: Mutex<(BufReader<ChildStdout>, Vec<u8>)>,
     /// Held so the program is killed (`kill_on_drop`) and reaped with the last handle.
     _child: Child,
+    /// The end of its standard error, said when it has exited.
+    last_words: last_words::LastWords,
     /// Its process group (its id): what it started (`sh -c`, `npx` …) goes with it.
     group: Option<u32>,
     /// The cgroup capping its processes, removed after them (dropped last).
@@ -66,11 +71,13 @@ pub fn start(
     cmd.current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(Stdio::piped());
     let mut child = cmd
         .spawn()
         .map_err(|e| PortError::unavailable(format!("cannot start {program}: {e}")))?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
         return Err(PortError::unavailable("the program's pipes are missing"));
     };
     Ok(Arc::new(LineProgram {
@@ -78,12 +85,24 @@ pub fn start(
         stdout: Mutex::new((BufReader::new(stdout), Vec::new())),
         group: child.id(),
         _child: child,
+        last_words: last_words::LastWords::watch(stderr, program.clone()),
         _pids: pids,
     }))
 }
 
 fn exited(e: impl std::fmt::Display) -> PortError {
     PortError::unavailable(format!("the program has exited: {e}"))
+}
+
+impl LineProgram {
+    /// `error` with the program's last words added, when it is an exit.
+    async fn said(&self, error: PortError) -> PortError {
+        if error.kind != clawless_platform::ErrorKind::Unavailable {
+            return error;
+        }
+        let words = self.last_words.explain().await;
+        PortError::unavailable(format!("{}{words}", error.message))
+    }
 }
 
 #[async_trait]
@@ -93,9 +112,15 @@ impl Program for LineProgram {
             return Err(PortError::invalid("a line may not hold a newline"));
         }
         let mut stdin = self.stdin.lock().await;
-        stdin.write_all(line.as_bytes()).await.map_err(exited)?;
-        stdin.write_all(b"\n").await.map_err(exited)?;
-        stdin.flush().await.map_err(exited)
+        let sent = async {
+            stdin.write_all(line.as_bytes()).await.map_err(exited)?;
+            stdin.write_all(b"\n").await.map_err(exited)?;
+            stdin.flush().await.map_err(exited)
+        };
+        match sent.await {
+            Err(e) => Err(self.said(e).await),
+            Ok(()) => Ok(()),
+        }
     }
 
     async fn next_line(&self, timeout: Duration, max: usize) -> Result<String, PortError> {
@@ -128,6 +153,7 @@ impl Program for LineProgram {
             }
         };
         match tokio::time::timeout(timeout, read).await {
+            Ok(Err(e)) => Err(self.said(e).await),
             Ok(line) => line,
             Err(_) => Err(PortError::timeout("no line in time")),
         }
@@ -228,6 +254,32 @@ mod tests {
             p.next_line(WAIT, 100).await.unwrap_err().kind,
             ErrorKind::Unavailable
         );
+    }
+
+    #[tokio::test]
+    async fn an_exit_says_the_programs_last_words_and_the_likely_cause() {
+        for (said, cause) in [
+            (
+                "npm error code EAI_AGAIN\nnpm error request to https://registry.npmjs.org failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org",
+                "network: true",
+            ),
+            (
+                "Error: EACCES: permission denied, open '/root/.local/lib/server.js'",
+                "paths:",
+            ),
+        ] {
+            let p = sh(&format!("printf '%s\\n' \"{said}\" >&2; exit 1"));
+            let e = p.next_line(WAIT, 100).await.unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Unavailable);
+            let last = said.lines().last().unwrap();
+            assert!(e.message.contains(last), "{}", e.message);
+            assert!(e.message.contains(cause), "{}", e.message);
+        }
+        // Many lines, one very long: the last few kept, each cut.
+        let p = sh("seq 1 100 >&2; printf '%05000d\\n' 0 >&2; exit 1");
+        let e = p.next_line(WAIT, 100).await.unwrap_err();
+        assert!(e.message.contains("«97 / 98 / 99 / 100 / 000"), "{}", e.message);
+        assert!(e.message.len() < 1500, "{}", e.message.len());
         // Writing to it fails once the pipe is gone (perhaps not on the first write).
         let mut sent = Ok(());
         for _ in 0..3 {
