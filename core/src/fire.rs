@@ -1,6 +1,7 @@
 //! Firing due reminders, from every shell's scheduler: each due entry becomes a job in its
 //! chat's lane under a deterministic update id, then the record is advanced by
-//! compare-and-swap. Why that is exactly once is written in [`crate::schedule`].
+//! compare-and-swap (a one-off leaves a tombstone first, so no import fires it again). Why that
+//! is exactly once, through restores and merges too, is written in [`crate::schedule`].
 
 use clawless_platform::PortError;
 use futures::StreamExt;
@@ -82,8 +83,8 @@ impl App {
         lanes
     }
 
-    /// One due entry: the firing enqueued (a repeat is dropped by the inbox), the record
-    /// advanced, the entry deleted.
+    /// One due entry: the firing enqueued (a repeat is dropped by the inbox), a one-off's
+    /// tombstone written, the record advanced, the entry deleted.
     async fn fire_one(
         &self,
         entry: &str,
@@ -119,6 +120,10 @@ impl App {
             self.emit(&trace, crate::events::Event::ReminderFired { reminder: id });
         } else {
             tracing::info!(%connector, id, at, "firing already in the inbox");
+        }
+        // Before the one-off's record goes: no import brings back what left a tombstone.
+        if r.cron.is_none() {
+            store.mark_fired(&r, at).await?;
         }
         if !store.advance(&r, &read, now).await? {
             tracing::info!(%connector, id, at, "reminder advanced by another run");

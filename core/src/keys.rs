@@ -27,6 +27,7 @@
 //! | `sched/<connector>/<chat>/<id:010>` | a reminder or scheduled task, with its next time | schedule |
 //! | `sched-due/<at ms:015>/<connector>/<chat>/<id>` | the due index: one entry per reminder's next time, in time order | schedule |
 //! | `sched-seq/<connector>` | the last reminder id given out on a connector | schedule |
+//! | `sched-fired/<connector>/<chat>/<fingerprint>` | a fired one-off's tombstone: its id here and when it fired, a year | schedule (fire) |
 //! | `tz/<connector>/<chat>` | a chat's time zone (`/timezone`) | schedule |
 //! | `model/<connector>/<chat>` | the model a chat chose with `/model` (`provider/model`) | turn |
 //! | `voice/<connector>/<chat>` | when a chat's answers are spoken (`/voice`: on, off, auto) | turn |
@@ -41,11 +42,13 @@
 
 use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
 
-/// The prefixes an export carries ([`crate::archive`]): what people built with the assistant.
-/// Left out: what the target rebuilds (`memidx/`, `botinfo/`, `menu/`), what is in flight or
-/// short-lived (`inbox/`, `lease/`, `seen/`, `call/`, `pairing/`, `stranger/`, `preview/`,
-/// `panel-link/`, `doctor/`, `consolidating/`), an instance's own (`events/`, `metrics/`,
-/// `poll/`) and the store's version. An archive holding any other key is refused.
+/// The prefixes an export carries ([`crate::archive`]): what people built with the assistant,
+/// and the tombstones of fired one-offs (`sched-fired/`, last: a cursor of an export in
+/// parts names a prefix by its place here), so no import brings one back. Left out: what the
+/// target rebuilds (`memidx/`, `botinfo/`, `menu/`), what is in flight or short-lived
+/// (`inbox/`, `lease/`, `seen/`, `call/`, `pairing/`, `stranger/`, `preview/`, `panel-link/`,
+/// `doctor/`, `consolidating/`), an instance's own (`events/`, `metrics/`, `poll/`) and the
+/// store's version. An archive holding any other key is refused.
 pub const EXPORTED: &[&str] = &[
     "session/",
     "summarized/",
@@ -65,6 +68,7 @@ pub const EXPORTED: &[&str] = &[
     "voice/",
     "agent/",
     "panel-out/",
+    "sched-fired/",
 ];
 
 /// Prefix of every pending job.
@@ -270,6 +274,30 @@ pub fn metrics(instance: &str) -> String {
 /// A tool call's claim, by its durable name ([`crate::tools::ToolContext::call`]).
 pub fn tool_call(call: &str) -> String {
     format!("call/{call}")
+}
+
+/// Prefix of the tombstones of fired one-off reminders.
+pub const FIRED: &str = "sched-fired/";
+
+/// The prefix of a chat's tombstones.
+pub fn fired_in(connector: &ConnectorId, chat: i64) -> String {
+    format!("{FIRED}{connector}/{chat}/")
+}
+
+/// The tombstone of the one-off reminder of a chat with `fingerprint`
+/// ([`crate::schedule::Reminder::fingerprint`]), once it fired.
+pub fn fired(connector: &ConnectorId, chat: i64, fingerprint: &str) -> String {
+    format!("{}{fingerprint}", fired_in(connector, chat))
+}
+
+/// Reads a tombstone's key back: `(connector, chat, fingerprint)`.
+pub fn parse_fired(key: &str) -> Option<(ConnectorId, i64, &str)> {
+    let rest = key.strip_prefix(FIRED)?;
+    let mut back = rest.rsplitn(3, '/');
+    let fingerprint = back.next()?;
+    let chat = back.next()?.parse().ok()?;
+    let connector = back.next()?;
+    Some((ConnectorId::new(connector), chat, fingerprint))
 }
 
 /// Prefix of the reminder id counters.

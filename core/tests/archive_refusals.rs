@@ -169,7 +169,7 @@ fn newer_formats_and_stores_are_refused_by_name() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
         let kv = b"";
-        for (format, store, says) in [(2, 2, "format 2"), (1, 99, "store is version 99")] {
+        for (format, store, says) in [(3, 2, "format 3"), (1, 99, "store is version 99")] {
             let head = manifest(format, store, kv, &[]);
             let archive = raw_tar(&[
                 (b"manifest.json", tar::EntryType::Regular, &head),

@@ -1,7 +1,10 @@
 //! [`App::import`]: an archive merged into this store. Every check runs before the first
 //! write; then each Kv entry and file is written only where the store has nothing (or, asked
 //! to, something different), with the rest of its TTL, so importing twice changes nothing the
-//! second time and a crash midway is finished by importing again.
+//! second time and a crash midway is finished by importing again. Reminders are merged by
+//! who they are, not by key ([`super::reminders`]): the same one is kept, one that fired is
+//! not brought back, one whose id is taken here is renumbered; asking to replace does not
+//! change that.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -9,6 +12,7 @@ use std::time::Duration;
 use clawless_platform::{ErrorKind, KvEntry};
 use serde::Serialize;
 
+use super::reminders::{Merging, ReminderReport, Took};
 use super::{carried, unpack, ArchiveError, Contents, Limits, Manifest};
 use crate::app::App;
 use crate::ids::Scope;
@@ -23,16 +27,23 @@ pub enum Merge {
     Replace,
 }
 
-/// What an import did.
+/// What an import did. (Read from a deployment's answer too: a field it does not send is 0.)
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ImportReport {
     /// Kv entries written where there was none, the same already, different and kept, replaced,
-    /// and expired since the export (not written).
+    /// expired since the export, and refused (not written). A reminder counts as one entry and
+    /// its due entry as another: added when written, the same when the reminder was here
+    /// already (even further along), replaced when moved to the archive's later time, refused
+    /// when it fired already or is not taken (see `reminders`).
     pub added: usize,
     pub same: usize,
     pub kept: usize,
     pub replaced: usize,
     pub expired: usize,
+    pub refused: usize,
+    /// What became of the reminders.
+    pub reminders: ReminderReport,
     /// The same for files.
     pub files_added: usize,
     pub files_same: usize,
@@ -53,6 +64,8 @@ impl ImportReport {
         self.kept += part.kept;
         self.replaced += part.replaced;
         self.expired += part.expired;
+        self.refused += part.refused;
+        self.reminders.add(part.reminders);
         self.files_added += part.files_added;
         self.files_same += part.files_same;
         self.files_kept += part.files_kept;
@@ -61,9 +74,15 @@ impl ImportReport {
         self.not_indexed.extend(part.not_indexed);
     }
 
-    /// Whether the import wrote anything.
+    /// Whether the import wrote (or deleted) anything.
     pub fn changed(&self) -> bool {
-        self.added + self.replaced + self.files_added + self.files_replaced + self.reindexed > 0
+        self.added
+            + self.replaced
+            + self.reminders.removed
+            + self.files_added
+            + self.files_replaced
+            + self.reindexed
+            > 0
     }
 }
 
@@ -71,18 +90,31 @@ impl std::fmt::Display for ImportReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "entries: {} added, {} already there, {} kept (the store's differ), {} replaced, {} expired; files: {} added, {} already there, {} kept, {} replaced; {} memory files indexed",
+            "entries: {} added, {} already there, {} kept (the store's differ), {} replaced, {} expired, {} refused; files: {} added, {} already there, {} kept, {} replaced; {} memory files indexed",
             self.added,
             self.same,
             self.kept,
             self.replaced,
             self.expired,
+            self.refused,
             self.files_added,
             self.files_same,
             self.files_kept,
             self.files_replaced,
             self.reindexed
         )?;
+        let r = &self.reminders;
+        write!(
+            f,
+            "; reminders: {} added, {} already there, {} renumbered (their id was another's here), {} fired already (not brought back), {} deleted here (fired where the archive was made), {} refused",
+            r.added, r.kept, r.renumbered, r.fired, r.removed, r.refused
+        )?;
+        for why in &r.why {
+            write!(f, "; reminder refused: {why}")?;
+        }
+        if r.why.len() < r.refused {
+            write!(f, "; and {} more refused", r.refused - r.why.len())?;
+        }
         for why in &self.not_indexed {
             write!(f, "; not indexed yet: {why}")?;
         }
@@ -158,22 +190,48 @@ impl App {
     ) -> Result<ImportReport, ArchiveError> {
         admissible(manifest, &contents)?;
         let mut report = ImportReport::default();
-        let mut reminders = Vec::new();
+        let mut records = Vec::new();
+        let mut tombstones = Vec::new();
         for entry in contents.kv {
             // The due index is rebuilt from the reminders below: an archive of a live store
             // may hold a due entry a moment older than its reminder.
             if entry.key.starts_with(keys::DUE) {
                 continue;
             }
+            if entry.key.starts_with(keys::REMINDERS) {
+                records.push(entry);
+                continue;
+            }
             let key = entry.key.clone();
             let now = self.import_entry(entry, merge, &mut report).await?;
-            if let Some(held) = now.filter(|_| key.starts_with(keys::REMINDERS)) {
-                reminders.push((key, held));
+            if now.is_some() && key.starts_with(keys::FIRED) {
+                tombstones.push(key);
             }
         }
-        for (key, held) in reminders {
-            self.index_reminder(&key, &held, &mut report).await?;
+        // The tombstones (and the id counters) are in before the first reminder is looked at.
+        let mut merging = Merging::new(self.schedules());
+        for key in &tombstones {
+            merging.fired_elsewhere(key).await?;
         }
+        for entry in &records {
+            match merging.record(entry).await? {
+                Took::Written => report.added += 2,
+                Took::Moved => {
+                    report.replaced += 1;
+                    report.added += 1;
+                }
+                Took::Kept { due_added } => {
+                    report.same += 1;
+                    match due_added {
+                        true => report.added += 1,
+                        false => report.same += 1,
+                    }
+                }
+                Took::Not => report.refused += 1,
+            }
+        }
+        merging.finish().await?;
+        report.reminders.add(merging.report);
         let files = &*self.platform.files;
         let mut scopes = BTreeSet::new();
         for (path, bytes) in &contents.files {
@@ -224,29 +282,6 @@ impl App {
             }
         }
         Ok(report)
-    }
-
-    /// Writes the due entry of the reminder stored at `key` (`bytes`, as the store now holds
-    /// it), where there is none, and tells the runner.
-    async fn index_reminder(
-        &self,
-        key: &str,
-        bytes: &[u8],
-        report: &mut ImportReport,
-    ) -> Result<(), ArchiveError> {
-        let kv = &*self.platform.kv;
-        let Ok(r) = serde_json::from_slice::<crate::schedule::Reminder>(bytes) else {
-            tracing::warn!(key, "an imported reminder is unreadable: it will not fire");
-            return Ok(());
-        };
-        let due = keys::due(r.next_ms, &r.origin.connector, r.origin.chat, r.id);
-        if kv.put_if_absent(&due, b"", None).await? {
-            report.added += 1;
-            self.wake.note(r.next_ms);
-        } else {
-            report.same += 1;
-        }
-        Ok(())
     }
 
     /// Writes `entry` where the store holds nothing under its key (or, asked to, something

@@ -9,15 +9,19 @@
 //! - `files/<path>`: the Files port's files as they are (memory notes, workspaces, skills).
 //!
 //! What an export leaves out is rebuilt by the target: the memory index (re-indexed with the
-//! target's embedder), the bot's identity and menu. Reading refuses, before writing anything,
-//! an archive that is damaged, cut short, newer, over [`Limits`], holds a name that would
-//! escape (`..`, absolute, links) or a key no export carries.
+//! target's embedder), the bot's identity and menu. Reminders are merged by who they are
+//! ([`crate::schedule`] says how): the tombstones of fired one-offs travel with them, so no
+//! import fires one again, and a reminder whose id is taken in the target is renumbered.
+//! Reading refuses, before writing anything, an archive that is damaged, cut short, newer,
+//! over [`Limits`], holds a name that would escape (`..`, absolute, links) or a key no export
+//! carries.
 
 mod export;
 mod import;
 pub mod openclaw;
 pub mod pack;
 pub mod parts;
+mod reminders;
 #[cfg(feature = "testing")]
 pub mod sample;
 mod select;
@@ -32,12 +36,15 @@ use serde::{Deserialize, Serialize};
 pub use import::{admissible, ImportReport, Merge};
 pub use pack::{pack, unpack, Limits};
 pub use parts::{cursor_query, reindex_parts, split, Joined, PART_BYTES, PART_ITEMS};
+pub use reminders::ReminderReport;
 pub use select::Whom;
 
 use crate::keys;
 
-/// The archive format this build writes and reads up to.
-pub const FORMAT: u32 = 1;
+/// The archive format this build writes and reads up to. 2: it may hold the tombstones of
+/// fired one-off reminders (`sched-fired/`), which a build reading only 1 would refuse as a key
+/// no export carries; a format-1 archive is read as it always was (it has none).
+pub const FORMAT: u32 = 2;
 
 /// `manifest.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

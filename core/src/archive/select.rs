@@ -46,7 +46,8 @@ impl Whom {
                         .is_some_and(|t| t.starts_with(":t"))
             }),
             "consolidation" | "consolidated" | "memscope" => in_scope(),
-            "paired" | "panel-out" | "grant" | "sched" | "tz" | "model" | "voice" => in_chat(),
+            "paired" | "panel-out" | "grant" | "sched" | "sched-fired" | "tz" | "model"
+            | "voice" => in_chat(),
             "usage" => {
                 seg.first() == Some(&conn)
                     && seg

@@ -9,7 +9,9 @@
 //!   record's `next_ms` always has its entry: the entry is written before the record names
 //!   the time. An entry whose record is gone or names another time is stale, and is deleted
 //!   when met.
-//! - `sched-seq/<connector>`: the last id given out (compare-and-swap).
+//! - `sched-seq/<connector>`: the last id given out (compare-and-swap). Ids are a store's own.
+//! - `sched-fired/<connector>/<chat>/<fingerprint>`: a fired one-off's tombstone, kept
+//!   [`FIRED_TTL`] (a year), exported with the reminders.
 //! - `tz/<connector>/<chat>`: the chat's time zone.
 //!
 //! Firing (`fire.rs`, from every shell's scheduler) goes through the durable inbox, so
@@ -18,22 +20,49 @@
 //! 2. enqueue a job in the chat's lane under [`fire_update_id`]`(id, time)`: deterministic,
 //!    so a second enqueue of the same firing is dropped by the inbox (`put_if_absent` on the
 //!    job while it is pending, the `seen/` marker once it finished);
-//! 3. [`Schedules::advance`] the record by compare-and-swap against the bytes read in 1:
+//! 3. a one-off: write its tombstone ([`Schedules::mark_fired`]; a repeat writes the same);
+//! 4. [`Schedules::advance`] the record by compare-and-swap against the bytes read in 1:
 //!    a one-off is deleted; a recurring one gets its next time computed from *now* (after
 //!    downtime it fires once, not once per missed period), its new index entry written first;
-//! 4. delete the entry.
+//! 5. delete the entry.
 //!
 //! Two overlapping runs: both enqueue the same id (one is dropped), one CAS wins, the loser
-//! sees the record changed and stops. A crash after 2: the next run repeats 2 (dropped) and
-//! goes on with 3. A crash after 3: the stale entry is deleted when met. So each firing is
-//! delivered once, as long as a run that crashed between 2 and 3 is repeated within
+//! sees the record changed and stops. A crash after 2 or 3: the next run repeats 2 (dropped)
+//! and goes on. A crash after 4: the stale entry is deleted when met. So each firing is
+//! delivered once, as long as a run that crashed between 2 and 4 is repeated within
 //! `inbox.dedupe_hours` (24 h or more; the schedulers run every minute).
+//!
+//! Beyond one store: an archive restored or merged ([`crate::archive`]). A reminder's
+//! [`Reminder::fingerprint`] hashes what it never changes (chat, who set it, what, cron, zone,
+//! creation time): the same reminder has it in every store, whatever its id there. Ids stay
+//! per store rather than store-independent: short for people ("#3"), below 2^30 for the
+//! update ids, the keys and due index unchanged, and no store to upgrade; an import renumbers
+//! instead. Each reminder an archive holds is, in this order:
+//! - the same reminder here (by fingerprint): kept; a recurring one takes the later of the
+//!   two next times, so no period fires twice;
+//! - tombstoned here: it fired, and is not brought back. An archive's tombstones are imported
+//!   before its reminders, and one naming a reminder the store holds deletes it (it fired where
+//!   the archive was made), so the order of two imports does not matter;
+//! - a one-off due more than [`FIRED_TTL`] ago: refused, as its tombstone may be gone;
+//! - recurring, its time passed: moved to its next time after the store's clock (the missed
+//!   periods are not fired);
+//! - written under its own id where no reminder of the chat has it, else under a new id from
+//!   the counter (renumbered: neither it nor the store's own is dropped). The counter is
+//!   the larger of the archive's and the store's and is raised to any id written, so no id is
+//!   given out twice, and a new id makes a new [`fire_update_id`].
+//!
+//! So a one-off whose tombstone reached this store (its own firing, or any archive made after
+//! the firing elsewhere) never fires here again; one restored from a backup into a store that
+//! never saw its firing (a fresh store, the backup alone) cannot be known to have fired, and
+//! fires if due. A tombstone is one small entry per fired one-off, for a year.
 
 pub mod cron;
+mod identity;
 mod origin;
 pub mod when;
 pub mod zone;
 
+pub use identity::FIRED_TTL;
 pub use origin::Origin;
 
 use std::time::Duration;
@@ -56,7 +85,7 @@ pub const MAX_TASK_RUNS_PER_DAY: usize = 100;
 /// A one-off is at most this far ahead.
 pub const MAX_AHEAD_MS: u64 = 366 * 86_400_000;
 /// Ids stay below this, so [`fire_update_id`] is unique.
-const MAX_ID: u64 = 1 << 30;
+pub const MAX_ID: u64 = 1 << 30;
 
 /// What a firing does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,6 +163,7 @@ pub fn done_update_id(id: u64) -> i64 {
 }
 
 /// The reminders' storage.
+#[derive(Clone, Copy)]
 pub struct Schedules<'a> {
     pub kv: &'a dyn Kv,
     pub clock: &'a dyn Clock,
@@ -298,34 +328,6 @@ impl Schedules<'_> {
         Ok(r)
     }
 
-    async fn next_id(&self, connector: &ConnectorId) -> Result<Option<u64>, PortError> {
-        let key = keys::reminder_ids(connector);
-        for _ in 0..32 {
-            let old = self.kv.get(&key).await?;
-            let last: u64 = old
-                .as_deref()
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            let id = last + 1;
-            if id >= MAX_ID {
-                return Ok(None);
-            }
-            let new = id.to_string();
-            if self
-                .kv
-                .compare_and_swap(&key, old.as_deref(), Some(new.as_bytes()), None)
-                .await?
-            {
-                return Ok(Some(id));
-            }
-        }
-        Err(PortError::new(
-            clawless_platform::ErrorKind::Conflict,
-            "reminder id counter: too many concurrent writers",
-        ))
-    }
-
     /// A chat's reminders, in id order.
     pub async fn list(
         &self,
@@ -396,19 +398,20 @@ impl Schedules<'_> {
     /// Step 3 of a firing: the record moved past the firing at `r.next_ms`, by
     /// compare-and-swap against `read`. `false`: another run (or a cancel) changed it first.
     pub async fn advance(&self, r: &Reminder, read: &[u8], now_ms: u64) -> Result<bool, PortError> {
+        match r.next_after(now_ms) {
+            Some(next) => self.move_to(r, read, next).await,
+            None => {
+                let key = keys::reminder(&r.origin.connector, r.origin.chat, r.id);
+                self.kv.compare_and_swap(&key, Some(read), None, None).await
+            }
+        }
+    }
+
+    /// The record `r`, read as `read`, moved to `next`: its due entry first (the invariant;
+    /// left behind if the swap fails, as another run may have written the same entry for its
+    /// own swap), then a compare-and-swap. `false`: the record changed first.
+    pub async fn move_to(&self, r: &Reminder, read: &[u8], next: u64) -> Result<bool, PortError> {
         let (connector, chat) = (&r.origin.connector, r.origin.chat);
-        let key = keys::reminder(connector, chat, r.id);
-        let next = r.cron.as_deref().and_then(|c| {
-            let zone = Zone::find(&r.zone).unwrap_or_else(Zone::utc);
-            let from = (now_ms.max(r.next_ms) / 1000) as i64;
-            let at = cron::Cron::parse(c).ok()?.next_after(from, &zone)?;
-            u64::try_from(at).ok().map(|s| s * 1000)
-        });
-        let Some(next) = next else {
-            return self.kv.compare_and_swap(&key, Some(read), None, None).await;
-        };
-        // The new time's entry first (the invariant); left behind if the swap fails, as
-        // another run may have written the same entry for its own swap.
         self.kv
             .put(&keys::due(next, connector, chat, r.id), b"", None)
             .await?;
@@ -417,6 +420,7 @@ impl Schedules<'_> {
             ..r.clone()
         };
         let bytes = serde_json::to_vec(&moved).map_err(|e| PortError::invalid(e.to_string()))?;
+        let key = keys::reminder(connector, chat, r.id);
         self.kv
             .compare_and_swap(&key, Some(read), Some(&bytes), None)
             .await

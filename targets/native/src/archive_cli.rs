@@ -91,7 +91,25 @@ pub async fn import(app: &App, file: &Path, overwrite: bool) -> Result<()> {
     if report.kept > 0 || report.files_kept > 0 {
         println!("what this store held and differed was kept; --overwrite replaces it");
     }
+    say_reminders(&report);
     Ok(())
+}
+
+/// What people will notice of the reminders an import merged.
+fn say_reminders(report: &clawless_core::archive::ImportReport) {
+    let r = &report.reminders;
+    if r.renumbered > 0 {
+        println!(
+            "{} reminders had a number another reminder has here: they have new numbers (/reminders in their chat)",
+            r.renumbered
+        );
+    }
+    if r.fired + r.removed > 0 {
+        println!(
+            "{} one-off reminders had fired already: they will not fire again",
+            r.fired + r.removed
+        );
+    }
 }
 
 /// `clawless export --remote URL FILE`: the deployment's archive, checked, written to `file`.
@@ -136,6 +154,7 @@ pub async fn import_remote(
     let bytes = read_archive(file, &limits)?;
     let report = crate::remote::import(env, base, &bytes, overwrite).await?;
     println!("imported {} into {base}: {report}", file.display());
+    say_reminders(&report);
     Ok(())
 }
 
