@@ -20,6 +20,9 @@ use tokio::sync::Notify;
 
 pub const SECRET: &str = "lambda-e2e-secret";
 
+/// How long an invocation may wait to be taken by a function (see [`Emulator::invoke`]).
+pub const PICKUP: Duration = Duration::from_secs(180);
+
 /// The Runtime API and Invoke API, in memory.
 #[derive(Default)]
 pub struct Emulator {
@@ -59,16 +62,31 @@ impl Emulator {
         id
     }
 
-    /// Invokes synchronously: waits for the function's response.
+    /// Invokes synchronously: waits for the function's response, as long as Lambda would: until
+    /// the invocation's own deadline (the function's timeout after it was handed out) once the
+    /// function has taken it, and for [`PICKUP`] before (a function process starting, or busy
+    /// with the invocations queued before it). Not a fixed budget: on a loaded machine a cold
+    /// debug build's first invocation may take longer than any round number.
     pub async fn invoke(&self, event: Value) -> Value {
         let id = self.enqueue(event);
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let queued = Instant::now();
         loop {
             let wait = self.answered.notified();
             if let Some(v) = self.responses.lock().unwrap().remove(&id) {
                 return v;
             }
-            assert!(Instant::now() < deadline, "no response to {id}");
+            let handed = self.handed.lock().unwrap().get(&id).copied();
+            match handed {
+                Some((began, deadline)) => assert!(
+                    Instant::now() < deadline,
+                    "no response to {id} within the function's timeout ({:?} after it was taken)",
+                    deadline - began
+                ),
+                None => assert!(
+                    queued.elapsed() < PICKUP,
+                    "{id} was not taken by a function within {PICKUP:?}"
+                ),
+            }
             let _ = tokio::time::timeout(Duration::from_millis(100), wait).await;
         }
     }
