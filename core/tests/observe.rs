@@ -339,3 +339,44 @@ fn an_instance_follows_the_events_another_kept() {
         assert_eq!(o.sessions[0].1, 4, "two turns of two messages");
     });
 }
+
+#[test]
+fn counters_go_on_across_a_kill_and_a_restart_and_never_fall() {
+    block_on(async {
+        let h = harness();
+        let accepted = |s: &Scrape| value(s, "clawless_updates_accepted_total", &[]);
+        h.script(200, anthropic_text("one"));
+        h.deliver_raw(&message(1, "first")).await;
+        // Scraped, then killed (`kill -9`: nothing kept after the scrape).
+        let seen = accepted(&scrape(&h, "metrics").await);
+        assert_eq!(seen, 1.0);
+        // The next process of this store takes over what the dead one kept.
+        let next = instance(&h, "test-2");
+        assert_eq!(next.admin().adopt_metrics("test").await, 1);
+        let after = scrape_app(&next).await;
+        assert_eq!(accepted(&after), seen, "neither counted again nor fallen");
+        assert_eq!(value(&after, "clawless_instances", &[]), 1.0);
+        // A graceful stop keeps the counts; the third process goes on from them.
+        next.admin().keep_observations().await;
+        let third = instance(&h, "test-3");
+        assert_eq!(third.admin().adopt_metrics("test").await, 1);
+        assert_eq!(accepted(&scrape_app(&third).await), seen);
+        // Taking over twice adds nothing.
+        assert_eq!(third.admin().adopt_metrics("test").await, 0);
+        assert_eq!(accepted(&scrape_app(&third).await), seen);
+    });
+}
+
+/// `/metrics` of another instance on the harness's store.
+async fn scrape_app(app: &clawless_core::App) -> Scrape {
+    let reply = app
+        .admin()
+        .serve(AdminRequest {
+            method: "GET",
+            name: "metrics",
+            authorization: Some(&format!("Bearer {ADMIN}")),
+            ..Default::default()
+        })
+        .await;
+    Scrape::parse(reply.body_text().lines().map(|l| Ok(l.to_owned()))).unwrap()
+}

@@ -5,8 +5,12 @@
 //! A process counts what it saw. The serverless shells run many short instances, so each
 //! instance also keeps its counts in the Kv (`metrics/<instance>`, written after its drains
 //! and scheduled runs, kept three days since its last write); `/metrics` shows the sum over
-//! every instance kept, this one's live counts in place of its stored ones. An instance gone
-//! quiet for three days leaves the sum, which Prometheus reads as a counter reset.
+//! every instance kept, this one's live counts in place of its stored ones. A scrape keeps
+//! this instance's counts before it shows them, so no value once shown is undercut after the
+//! process dies, even by `kill -9`. A native process, the only one of its store, adopts what
+//! its predecessors kept at start ([`crate::app::Admin::adopt_metrics`]): its counters go on
+//! across restarts. On the serverless shells an instance gone quiet for three days leaves the
+//! sum, which Prometheus reads as a counter reset.
 //!
 //! Written by hand rather than with `prometheus-client`: the counts must be stored and summed
 //! across instances, which its registry cannot do, and the format is a few lines of text. The
@@ -297,6 +301,16 @@ impl Metrics {
             sum.merge(&shard.0.lock().unwrap_or_else(|e| e.into_inner()).0);
         }
         sum
+    }
+
+    /// Adds `counts` (an earlier process's) to this one's, as if counted here.
+    pub fn adopt(&self, counts: &Snapshot) {
+        self.0[0]
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .merge(counts);
     }
 
     /// This thread's shard.

@@ -29,6 +29,8 @@ impl Admin<'_> {
     /// and the events each subscriber dropped. A storage failure leaves the stored parts out
     /// (logged); the live counts are always there.
     pub async fn metrics_text(self) -> String {
+        // Kept before shown: a value Prometheus has seen is never undercut after a crash.
+        self.keep_metrics().await;
         let mut sum = self.app.events.metrics.snapshot();
         let mine = keys::metrics(&self.app.instance);
         let mut instances = 1;
@@ -98,6 +100,61 @@ impl Admin<'_> {
     pub async fn keep_observations(self) {
         self.keep_journal().await;
         self.keep_metrics().await;
+    }
+
+    /// Takes over the counts that earlier processes of this store kept (their instance
+    /// names starting with `prefix`, this one's excepted): added to this instance's, kept
+    /// under its name, then removed. For a shell with one process per store at a time (native),
+    /// called at start, so its counters go on across restarts instead of counting again.
+    /// Says how many instances it took over; failures are logged and leave their counts where
+    /// they are (still summed).
+    pub async fn adopt_metrics(self, prefix: &str) -> usize {
+        let kv = &self.app.platform.kv;
+        let mine = keys::metrics(&self.app.instance);
+        let stored = match kv.list(keys::METRICS, MAX_INSTANCES).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "stored metrics not listed");
+                return 0;
+            }
+        };
+        let mut adopted = Vec::new();
+        let mut theirs = Snapshot::default();
+        for key in stored.iter().filter(|k| **k != mine) {
+            let ours = key
+                .strip_prefix(keys::METRICS)
+                .is_some_and(|instance| instance.starts_with(prefix));
+            if !ours {
+                continue;
+            }
+            match kv.get_json::<Snapshot>(key).await {
+                Ok(Some(s)) => {
+                    theirs.merge(&s);
+                    adopted.push(key.clone());
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(key, error = %e, "stored metrics unreadable"),
+            }
+        }
+        if adopted.is_empty() {
+            return 0;
+        }
+        // Kept under this name before the old ones go: a crash between the two counts them
+        // twice (too high), never loses them; a failed write leaves everything as it was.
+        let mut combined = self.app.events.metrics.snapshot();
+        combined.merge(&theirs);
+        if let Err(e) = kv.put_json(&mine, &combined, Some(KEPT)).await {
+            tracing::warn!(error = %e, "adopted metrics not kept: left where they are");
+            return 0;
+        }
+        self.app.events.metrics.adopt(&theirs);
+        for key in &adopted {
+            if let Err(e) = kv.delete(key).await {
+                tracing::warn!(key, error = %e, "adopted metrics not removed");
+            }
+        }
+        tracing::info!(instances = adopted.len(), "took over the counts of earlier processes");
+        adopted.len()
     }
 
     async fn keep_metrics(self) {

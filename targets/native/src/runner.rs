@@ -13,6 +13,9 @@ use tokio::task::JoinSet;
 
 /// How often pending work is looked for when nothing asked.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(15);
+/// How this shell's instance names begin (`native-<pid>-<ms>`): the counts a run takes
+/// over at start are those of instances so named.
+pub const INSTANCE_PREFIX: &str = "native-";
 
 #[derive(Clone)]
 pub struct Kicker {
@@ -74,6 +77,9 @@ impl Runner {
             Ok(n) => tracing::info!(leases = n, "cleared leases of a previous run"),
             Err(e) => tracing::warn!(error = %e, "could not clear stale leases"),
         }
+        // Likewise the counts earlier runs kept are this run's to go on from: `/metrics`
+        // continues across restarts instead of counting again (see `Admin::adopt_metrics`).
+        self.app.admin().adopt_metrics(INSTANCE_PREFIX).await;
         let mut next_sweep = tokio::time::Instant::now();
         // When the next reminder is due, as the last drain, sweep or firing saw it: a turn
         // that set one tells us through its drain.
@@ -130,6 +136,8 @@ impl Runner {
         );
         let _ =
             tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        // The counts and events of the last moments, kept for the next start.
+        self.app.admin().keep_observations().await;
     }
 }
 

@@ -172,7 +172,12 @@ pub async fn build_with(env: &Env, config: Config, config_source: String) -> Res
         clock: clock.clone(),
         exec: Some(Arc::new(crate::exec::ShellExec::new(files_root))),
     };
-    let instance = format!("native-{}-{}", std::process::id(), clock.now_ms());
+    let instance = format!(
+        "{}{}-{}",
+        crate::runner::INSTANCE_PREFIX,
+        std::process::id(),
+        clock.now_ms()
+    );
     let backups = crate::backup::Backups::from_config(&config.backup, &data)
         .map_err(|e| anyhow::anyhow!("config: backup: {e}"))?;
     let app = App::new(platform, config, env, instance).map_err(|e| anyhow::anyhow!("{e}"))?;
