@@ -1,0 +1,298 @@
+//! The sandbox's seals, through the real binary as its helper: a command ends at its deadline
+//! and when the bot is gone; it changes nothing outside its workspace and holds no privilege,
+//! even as root; it has no terminal to type into; and without the network it reaches no Unix
+//! socket by its path. Where this machine lacks namespaces, the checks are said and skipped,
+//! unless `CLAWLESS_REQUIRE_SANDBOX` is set (CI sets it: its machine has them all).
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clawless_native::exec::ShellExec;
+use clawless_native::{fence, sandbox};
+use clawless_platform::{Exec, ExecRequest};
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("clawless-sealed-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn required() -> bool {
+    std::env::var_os("CLAWLESS_REQUIRE_SANDBOX").is_some()
+}
+
+/// Runs `command` in the workspace; its status and its output (stdout, then stderr).
+async fn run(exec: &ShellExec, command: &str, network: bool) -> (Option<i32>, String) {
+    let out = exec
+        .run(ExecRequest {
+            command: command.into(),
+            workdir: "workspace/a/main/user-1".into(),
+            timeout: Duration::from_secs(20),
+            max_output: 64 * 1024,
+            network,
+            require_sandbox: false,
+        })
+        .await
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status, text)
+}
+
+/// A directory of its own for one test, its workspace, and an exec rooted there; the helper
+/// named.
+fn setup(test: &str) -> (PathBuf, PathBuf, ShellExec) {
+    let root = dir().join(test);
+    let files = root.join("files");
+    let workspace = files.join("workspace/a/main/user-1");
+    std::fs::create_dir_all(&workspace).unwrap();
+    sandbox::set_exe(PathBuf::from(env!("CARGO_BIN_EXE_clawless")));
+    let exec = ShellExec::new(&files);
+    (root, workspace, exec)
+}
+
+/// Whether this machine gives commands the namespaces (and, with `CLAWLESS_REQUIRE_SANDBOX`,
+/// fails the test when it does not).
+fn namespaces() -> bool {
+    let namespaces = matches!(fence::fence(), fence::Fence::Namespace { .. });
+    if required() {
+        assert!(namespaces, "this machine must allow namespaces");
+    }
+    if !namespaces {
+        eprintln!("NOTE: no namespaces here: the check is skipped");
+    }
+    namespaces
+}
+
+/// How many processes run with `tag` in their command line.
+fn running(tag: &str) -> usize {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", tag])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// Waits (up to a minute: a loaded machine) until `done` holds; says whether it did.
+async fn until(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..1200 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+fn limits(workspace: &std::path::Path, deadline: Option<Duration>) -> sandbox::Limits {
+    sandbox::Limits {
+        rw: workspace.to_path_buf(),
+        also: Vec::new(),
+        network: false,
+        cpu_secs: 0,
+        require: false,
+        cgroup: None,
+        deadline,
+    }
+}
+
+#[tokio::test]
+async fn a_command_ends_when_the_bot_is_gone_and_at_its_deadline_whoever_keeps_time() {
+    let (root, workspace, _) = setup("gone");
+    if !namespaces() {
+        return;
+    }
+    // The bot is gone (`kill -9`): nobody reads the command's output, nobody kills it.
+    let tag = format!("{}", 20_000 + std::process::id() % 20_000);
+    let script = format!("setsid sleep {tag}1 & ( ( sleep {tag}2 & ) & ); sleep {tag}3");
+    let mut cmd = fence::command(
+        "/bin/sh",
+        &["-c".into(), script],
+        &[],
+        &limits(&workspace, None),
+    );
+    cmd.current_dir(&workspace)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    assert!(
+        until(|| (1..=3).all(|n| running(&format!("sleep {tag}{n}")) > 0)).await,
+        "the command's three sleeps did not start"
+    );
+    drop(child.stdout.take());
+    // Dropped without a kill: as a crashed bot leaves it.
+    std::mem::forget(child);
+    assert!(
+        until(|| running(&tag) == 0).await,
+        "still running after the bot is gone: {} processes",
+        running(&tag)
+    );
+
+    // The deadline, kept by the sandbox itself (this process does not time it).
+    let tag = format!("{}", 40_000 + std::process::id() % 20_000);
+    let mut cmd = fence::command(
+        "/bin/sh",
+        &["-c".into(), format!("setsid sleep {tag} & sleep {tag}")],
+        &[],
+        &limits(&workspace, Some(Duration::from_millis(300))),
+    );
+    cmd.current_dir(&workspace)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let out = cmd.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(sandbox::DEADLINE.into()), "{out:?}");
+    assert!(until(|| running(&tag) == 0).await, "the deadline left processes");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn a_command_changes_no_file_outside_its_workspace_and_holds_no_privilege() {
+    let (root, workspace, exec) = setup("metadata");
+    if !namespaces() {
+        return;
+    }
+    let outside = root.join("outside.txt");
+    std::fs::write(&outside, "the bot's file").unwrap();
+    let meta = |p: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p)
+            .map(|m| (m.mode(), m.uid(), m.gid(), m.mtime(), m.atime(), m.len()))
+            .ok()
+    };
+    let before = meta(&outside);
+    let listing = || {
+        let mut names: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let listed = listing();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let f = outside.display().to_string();
+    let d = root.display();
+    let attempts = [
+        format!("chmod 666 {f}"),
+        format!("chmod 4755 {f}"),
+        format!("chown 1234 {f}"),
+        format!("chgrp 1234 {f}"),
+        format!("touch -d 2001-01-01 {f}"),
+        format!("touch -a {f}"),
+        format!("python3 -c \"import os; os.setxattr('{f}', 'user.x', b'1')\""),
+        format!("truncate -s 0 {f}"),
+        format!("mv {f} {f}.moved"),
+        format!("ln {f} {d}/hard"),
+        format!("ln -s {f} {d}/soft"),
+        format!("rm -f {f}"),
+        format!("mkdir {d}/planted"),
+        "mknod ./device c 1 3".to_owned(),
+        "mkfifo /usr/planted-fifo".to_owned(),
+        "hostname clawless-was-here".to_owned(),
+        "cat /etc/shadow".to_owned(),
+        "cat /etc/gshadow".to_owned(),
+        "dmesg".to_owned(),
+    ];
+    let dmesg_restricted = std::fs::read_to_string("/proc/sys/kernel/dmesg_restrict")
+        .is_ok_and(|v| v.trim() == "1");
+    let mut refused = 0;
+    for attempt in &attempts {
+        let (status, out) = run(&exec, attempt, false).await;
+        let may_pass = (attempt.contains("shadow") && !std::path::Path::new("/etc/shadow").exists())
+            || (attempt == "dmesg" && !dmesg_restricted);
+        assert!(status != Some(0) || may_pass, "{attempt} succeeded: {out}");
+        refused += 1;
+    }
+    assert_eq!(meta(&outside), before, "the file outside changed");
+    assert_eq!(listing(), listed, "the directory outside changed");
+    assert!(!workspace.join("device").exists());
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(),
+        host,
+        "the host name changed"
+    );
+    let (_, caps) = run(&exec, "grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status", false).await;
+    assert_eq!(caps.lines().count(), 4, "{caps}");
+    assert!(
+        caps.lines().all(|l| l.ends_with("0000000000000000")),
+        "capabilities held: {caps}"
+    );
+    // Its own workspace is still its own.
+    let (status, out) = run(
+        &exec,
+        "echo exit 0 > mine && chmod 700 mine && touch -d 2001-01-01 mine && mkdir -p a/b && ./mine; echo $?",
+        false,
+    )
+    .await;
+    assert_eq!((status, out.trim()), (Some(0), "0"), "{out}");
+    eprintln!("{refused} of {} changes outside the workspace or privileged calls refused", attempts.len());
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn a_command_has_no_terminal_to_type_into() {
+    let (root, workspace, _) = setup("terminal");
+    if !namespaces() {
+        return;
+    }
+    // Started as from an operator's shell: `script` gives the fence a terminal of its own,
+    // controlling it, as the bot's would be.
+    std::fs::write(
+        workspace.join("probe.sh"),
+        "( : </dev/tty ) 2>/dev/null && echo OPENED-TTY\n\
+         python3 -c 'import fcntl, termios; fcntl.ioctl(1, termios.TIOCSTI, b\"x\")' 2>/dev/null && echo INJECTED\n\
+         echo probe-done\n",
+    )
+    .unwrap();
+    let argv = fence::argv(
+        "/bin/sh",
+        &["probe.sh".into()],
+        &limits(&workspace, Some(Duration::from_secs(60))),
+    );
+    let line: Vec<String> = argv
+        .iter()
+        .map(|a| format!("'{}'", a.to_string_lossy().replace('\'', "'\\''")))
+        .collect();
+    let out = tokio::process::Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .current_dir(&workspace)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("util-linux `script` runs the fence in a terminal");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("probe-done"), "{said}");
+    assert!(!said.contains("OPENED-TTY"), "/dev/tty opened: {said}");
+    assert!(!said.contains("INJECTED"), "typed into the terminal: {said}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test]
+async fn without_the_network_no_unix_socket_is_reached_by_its_path() {
+    let (root, _, exec) = setup("unix");
+    if !namespaces() {
+        return;
+    }
+    let path = root.join("service.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let connect = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); s.send(b'hi')\"",
+        path.display()
+    );
+    let (status, out) = run(&exec, &connect, false).await;
+    assert_ne!(status, Some(0), "{out}");
+    assert!(listener.accept().is_err(), "reached without the network: {out}");
+    let (status, out) = run(&exec, &connect, true).await;
+    assert_eq!(status, Some(0), "with the network: {out}");
+    assert!(listener.accept().is_ok(), "the network allowed, the socket is reached");
+    let _ = std::fs::remove_dir_all(&root);
+}
