@@ -127,13 +127,25 @@ impl Admin<'_> {
                 let name = format!("model {}", link.label);
                 out.push(match link.provider.check_key().await {
                     Ok(()) => Check::new(name, Status::Ok, "the provider takes the key"),
-                    Err(e) => key_failure(name, &e),
+                    Err(e) => self.key_failure(name, &link.label, &e),
                 });
             }
         }
         out.push(self.storage_check().await);
         out.push(self.backlog_check().await);
         out
+    }
+
+    /// A failed key check of the model `label` (`provider/model`) as a sentence: a refused
+    /// key names the provider and the variable to set; anything else is the provider not
+    /// answering.
+    fn key_failure(self, name: String, label: &str, e: &crate::llm::LlmError) -> Check {
+        let provider = label.split('/').next().unwrap_or(label);
+        let providers = &self.app.config.providers;
+        let env = providers
+            .get(provider)
+            .and_then(|p| p.api_key_env.as_deref());
+        Check::new(name, Status::Fail, key_failure(provider, env, e))
     }
 
     /// A write, a read and a delete of a probe key.
@@ -263,22 +275,17 @@ fn webhook_check(name: String, info: &Value, delivery: Delivery, now_ms: u64) ->
     }
 }
 
-/// A failed key check as a sentence: a refused key says so; anything else is the provider
-/// not answering.
-fn key_failure(name: String, e: &crate::llm::LlmError) -> Check {
-    let refused = matches!(e, crate::llm::LlmError::Fatal(m) if m.starts_with("HTTP 401") || m.starts_with("HTTP 403"));
-    if refused {
-        return Check::new(
-            name,
-            Status::Fail,
-            "the provider refused the key (401/403): set a valid one",
-        );
+/// What a failed key check of `provider` (its key in `env`) says.
+fn key_failure(provider: &str, env: Option<&str>, e: &crate::llm::LlmError) -> String {
+    match (e, env) {
+        (crate::llm::LlmError::KeyRefused { .. }, Some(env)) => {
+            format!("{provider} refused the key: set a valid one in {env}")
+        }
+        (crate::llm::LlmError::KeyRefused { .. }, None) => {
+            format!("{provider} refused the key: set a valid one")
+        }
+        _ => format!("the provider did not answer: {e}"),
     }
-    Check::new(
-        name,
-        Status::Fail,
-        format!("the provider did not answer: {e}"),
-    )
 }
 
 /// `ms` as a short human duration: `45 s`, `12 min`, `3 h`, `2 d`.
@@ -331,12 +338,12 @@ mod tests {
     #[test]
     fn a_refused_key_is_told_apart_from_a_provider_down() {
         let refused = crate::llm::LlmError::from_status(401, None, b"invalid x-api-key");
-        let c = key_failure("model a/b".into(), &refused);
-        assert!(c.detail.contains("refused the key"), "{}", c.detail);
+        assert_eq!(
+            key_failure("anthropic", Some("ANTHROPIC_API_KEY"), &refused),
+            "anthropic refused the key: set a valid one in ANTHROPIC_API_KEY"
+        );
         let down = crate::llm::LlmError::from_status(503, None, b"");
-        assert!(key_failure("m".into(), &down)
-            .detail
-            .contains("did not answer"));
+        assert!(key_failure("anthropic", None, &down).contains("did not answer"));
         assert_eq!(human(45_000), "45 s");
         assert_eq!(human(12 * 60_000), "12 min");
     }

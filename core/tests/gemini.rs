@@ -126,3 +126,51 @@ fn a_blocked_prompt_ends_in_a_reply_without_the_key() {
         h.assert_spec_clean();
     });
 }
+
+/// Google answers a bad key with 400 `API_KEY_INVALID`, not 401: the person is told in one
+/// sentence that Gemini refused the key (not that it is down, and no JSON), and `doctor`
+/// names the provider and the variable to set.
+#[test]
+fn a_refused_gemini_key_is_said_as_one_not_as_gemini_down() {
+    block_on(async {
+        let h = gemini_harness();
+        for _ in 0..4 {
+            h.script(400, clawless_testkit::llm::gemini_key_invalid());
+        }
+        let lane = h.accept_only("private_text", 1).await.unwrap();
+        while let Drained::RetryAt(at) = h.drain(&lane).await {
+            let now = h.clock.now_ms();
+            h.clock
+                .advance(std::time::Duration::from_millis(at.saturating_sub(now)));
+        }
+        let sent = h.sent_texts();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(sent[0].contains("(gemini) refused my API key"), "{sent:?}");
+        for raw in [
+            "{",
+            "API_KEY_INVALID",
+            "INVALID_ARGUMENT",
+            "HTTP 400",
+            "AIza",
+        ] {
+            assert!(!sent[0].contains(raw), "{raw} in {sent:?}");
+        }
+
+        h.script(400, clawless_testkit::llm::gemini_key_invalid());
+        let checks = h
+            .app
+            .admin()
+            .doctor(clawless_core::doctor::Delivery::Either)
+            .await;
+        let model = checks
+            .iter()
+            .find(|c| c.name == "model gemini/gemini-2.5-flash")
+            .unwrap();
+        assert_eq!(model.status, clawless_core::doctor::Status::Fail);
+        assert_eq!(
+            model.detail,
+            "gemini refused the key: set a valid one in GEMINI_API_KEY"
+        );
+        h.assert_spec_clean();
+    });
+}

@@ -135,7 +135,7 @@ fn a_provider_error_reaches_the_user_as_a_sentence_not_a_body() {
         let sent = h.sent_texts();
         assert_eq!(sent.len(), 1);
         assert!(
-            sent[0].contains("anthropic") && sent[0].contains("did not accept my API key"),
+            sent[0].contains("anthropic") && sent[0].contains("refused my API key"),
             "{}",
             sent[0]
         );

@@ -45,3 +45,13 @@ pub fn gemini_text(text: &str) -> Value {
         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
     })
 }
+
+/// What Google answers a mistyped, deleted or expired Gemini key (HTTP 400).
+pub fn gemini_key_invalid() -> Value {
+    let said = "API key not valid. Please pass a valid API key.";
+    json!({"error": {"code": 400, "message": said, "status": "INVALID_ARGUMENT", "details": [
+        {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+         "domain": "googleapis.com", "metadata": {"service": "generativelanguage.googleapis.com"}},
+        {"@type": "type.googleapis.com/google.rpc.LocalizedMessage", "locale": "en-US", "message": said}
+    ]}})
+}

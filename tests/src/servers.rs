@@ -95,7 +95,8 @@ pub struct Upload {
 /// In a bot token: the fake Bot API refuses every call with 401 Unauthorized (a revoked or
 /// mistyped token).
 pub const TOKEN_REFUSED: &str = "WRONG";
-/// In a model key: the fake model refuses it with 401 (its key check and every call).
+/// In a model key: the fake model's key check refuses it as the provider would (Gemini with
+/// 400 `API_KEY_INVALID`, the others with 401).
 pub const KEY_REFUSED: &str = "wrong";
 
 /// In a question: the model answers it with HTTP 500 the first time it is asked.

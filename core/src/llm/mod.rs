@@ -12,6 +12,7 @@ pub mod anthropic;
 pub mod chain;
 pub mod gemini;
 pub mod openai;
+mod refusal;
 pub mod sse;
 pub mod stream;
 
@@ -294,6 +295,11 @@ pub enum LlmError {
     /// 4xx other than 429, or a response we cannot read: retrying the same call won't help.
     #[error("failed: {0}")]
     Fatal(String),
+    /// The provider refused the API key: 401, 403, or its own way of saying so (Gemini's 400
+    /// `API_KEY_INVALID`, see `refusal.rs`). Only the status is kept, never the body. The
+    /// owner must set a valid key; retrying won't help.
+    #[error("the API key was refused (HTTP {status})")]
+    KeyRefused { status: u16 },
     /// No model of the chain has a key configured.
     #[error("no provider configured: {0}")]
     NotConfigured(String),
@@ -306,6 +312,7 @@ impl LlmError {
             LlmError::RateLimited { .. } => "rate limited",
             LlmError::Transient(_) => "transient",
             LlmError::Fatal(_) => "failed",
+            LlmError::KeyRefused { .. } => "key refused",
             LlmError::NotConfigured(_) => "not configured",
         }
     }
@@ -331,8 +338,8 @@ impl LlmError {
             (LlmError::Transient(_), None) => format!(
                 "{who} could not be reached or did not answer in time. Please try again in a while."
             ),
-            (LlmError::Fatal(_), Some(s @ (401 | 403))) => format!(
-                "{who} did not accept my API key (HTTP {s}). The bot's owner needs to check it."
+            (LlmError::KeyRefused { .. }, _) => format!(
+                "{who} refused my API key. The bot's owner needs to set a valid one."
             ),
             (LlmError::Fatal(_), Some(s)) => {
                 format!("{who} refused the request (HTTP {s}).")
@@ -350,8 +357,12 @@ impl LlmError {
         matches!(self, LlmError::RateLimited { .. } | LlmError::Transient(_))
     }
 
-    /// Maps an HTTP status and body to an error (for non-2xx answers).
+    /// Maps an HTTP status and body to an error (for non-2xx answers): the one place where a
+    /// provider's answer becomes a kind, a refused key included (`refusal.rs`).
     pub fn from_status(status: u16, retry_after: Option<&str>, body: &[u8]) -> LlmError {
+        if refusal::key_refused(status, body) {
+            return LlmError::KeyRefused { status };
+        }
         let snippet: String = String::from_utf8_lossy(body).chars().take(300).collect();
         match status {
             429 | 529 => LlmError::RateLimited {
@@ -373,7 +384,6 @@ impl From<clawless_platform::PortError> for LlmError {
     }
 }
 
-/// The status of an error made by [`LlmError::from_status`] (`HTTP 401: …`).
 /// A call's `arguments` (JSON text, from a whole answer or a stream's pieces) as its input:
 /// `{}` when empty, `{"_invalid_arguments": "<text>"}` when not JSON (a call cut by
 /// `max_tokens`).
@@ -382,6 +392,7 @@ pub(crate) fn tool_input(args: &str) -> Value {
         .unwrap_or_else(|_| serde_json::json!({"_invalid_arguments": args}))
 }
 
+/// The status of an error made by [`LlmError::from_status`] (`HTTP 401: …`).
 fn http_status(message: &str) -> Option<u16> {
     message.strip_prefix("HTTP ")?.get(..3)?.parse().ok()
 }
@@ -419,7 +430,7 @@ pub trait Provider: Send + Sync {
 
     /// Whether the provider takes this key, by its cheapest call (listing models, which
     /// costs no tokens): `Err` as [`Provider::chat`] would fail (a rejected key is
-    /// [`LlmError::Fatal`] with `HTTP 401` or `403`). `clawless doctor` and `init` ask. This
+    /// [`LlmError::KeyRefused`]). `clawless doctor` and `init` ask. This
     /// default is for in-process doubles, which have no key.
     async fn check_key(&self) -> Result<(), LlmError> {
         Ok(())

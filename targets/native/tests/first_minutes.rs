@@ -188,6 +188,11 @@ async fn init_with_flags_asks_nothing_and_a_wrong_key_fails_in_one_sentence() {
         err.contains("gemini refused that key: copy it again from the provider's console."),
         "{err}"
     );
+    // Google says so with 400 API_KEY_INVALID: one sentence, none of its JSON.
+    assert!(
+        !err.contains('{') && !err.contains("API_KEY_INVALID"),
+        "{err}"
+    );
     assert!(!dir.join(".env").exists(), "nothing written");
     let out = run("good-key");
     assert!(

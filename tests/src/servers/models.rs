@@ -248,13 +248,22 @@ pub(super) async fn gemini(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) 
 }
 
 /// `GET /models`, `/v1/models`, `/v1beta/models`: the providers' key checks. A key holding
-/// [`KEY_REFUSED`] (in whichever header the wire sends it) gets 401.
+/// [`KEY_REFUSED`] is refused as its provider would: Gemini's (`x-goog-api-key`) with 400
+/// `API_KEY_INVALID`, the others' with 401.
 pub(super) async fn list(headers: axum::http::HeaderMap) -> (axum::http::StatusCode, Json<Value>) {
-    let refused = ["authorization", "x-api-key", "x-goog-api-key"]
-        .iter()
-        .filter_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
-        .any(|v| v.contains(KEY_REFUSED));
-    if refused {
+    let refused = |h: &str| {
+        headers
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains(KEY_REFUSED))
+    };
+    if refused("x-goog-api-key") {
+        return (
+            axum::http::StatusCode::BAD_REQUEST,
+            Json(crate::llm::gemini_key_invalid()),
+        );
+    }
+    if refused("authorization") || refused("x-api-key") {
         return (
             axum::http::StatusCode::UNAUTHORIZED,
             Json(

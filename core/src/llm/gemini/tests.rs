@@ -423,7 +423,7 @@ fn errors_honour_retry_info_and_leave_the_key_out() {
     let gemini = provider(http);
     let req = request(vec![user(vec![Block::Text { text: "hi".into() }])]);
     let forbidden = block_on(gemini.chat(&req)).unwrap_err();
-    assert!(matches!(&forbidden, LlmError::Fatal(m) if m.starts_with("HTTP 403")));
+    assert_eq!(forbidden, LlmError::KeyRefused { status: 403 });
     assert!(!format!("{forbidden} {forbidden:?}").contains("AIza"));
     assert_eq!(
         block_on(gemini.chat(&req)).unwrap_err(),

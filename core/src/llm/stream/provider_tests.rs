@@ -191,13 +191,19 @@ fn a_429_is_rate_limited_with_its_retry_after() {
         })
     );
     assert!(seen.is_empty());
-    // Other statuses quote the body, as the whole-body call does.
+    // A refused key is said without the body; other statuses quote it, as the whole-body
+    // call does.
     http.route_stream(ANTHROPIC_URL, |_| {
         Ok(FakeStream::new(401, [r#"{"error":"bad key"}"#]))
     });
     let (resp, _) = stream(&anthropic(&http));
+    assert_eq!(resp, Err(LlmError::KeyRefused { status: 401 }));
+    http.route_stream(ANTHROPIC_URL, |_| {
+        Ok(FakeStream::new(404, [r#"{"error":"no such model"}"#]))
+    });
+    let (resp, _) = stream(&anthropic(&http));
     assert!(
-        matches!(resp, Err(LlmError::Fatal(ref m)) if m.starts_with("HTTP 401") && m.contains("bad key")),
+        matches!(resp, Err(LlmError::Fatal(ref m)) if m.starts_with("HTTP 404") && m.contains("no such model")),
         "{resp:?}"
     );
 }
