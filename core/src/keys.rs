@@ -36,7 +36,7 @@
 //! | `events/<at ms:015>/<instance>/<n:06>` | a batch of an instance's events (JSON), a day | observe (journal) |
 //! | `metrics/<instance>` | an instance's counts (`metrics::Snapshot`), kept three days since its last write | observe |
 //! | `panel-link/<token digest>` | a panel sign-in link: whose, whether used (TTL 10 min) | panel |
-//! | `panel-out/<connector>/<user>` | when a person last signed out everywhere from the panel | panel |
+//! | `panel-out/<connector>/<user>` | a person's panel sign-outs: the sessions ended one by one, the time of "sign out everywhere" (TTL: a session's life) | panel |
 //! | `schema/store` | the store's layout version and the release that wrote it | upgrade |
 //! | `call/<turn>:<round>:<call id>` | what a tool call that must happen once did (a reminder's id, then "done"), two days | schedule |
 

@@ -1,19 +1,21 @@
 //! The control panel's sign-in and API (`App::panel`): launch data from Telegram (good,
 //! forged, expired, another bot's, after "sign out everywhere"), the one-time browser link
-//! (`/panel`, used once, its cookie, the CSRF token on changes), and everyone reaching only
-//! their own (an IDOR corpus over every endpoint).
+//! (`browser`: used once, its cookie, the CSRF token on changes, sign-out), and everyone
+//! reaching only their own (an IDOR corpus over every endpoint).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 
+#[path = "panel/browser.rs"]
+mod browser;
 #[path = "panel/idor.rs"]
 mod idor;
 
 use clawless_core::panel::auth::{sign_init_data, PanelKeys};
 use clawless_core::panel::{PanelReply, PanelRequest};
 use clawless_core::Config;
-use clawless_testkit::fixtures::{self, OWNER_ID, STRANGER_ID};
+use clawless_testkit::fixtures::{OWNER_ID, STRANGER_ID};
 use futures::executor::block_on;
 use serde_json::{json, Value};
 use support::{Harness, Wire, SECRET, TOKEN};
@@ -162,181 +164,6 @@ fn sign_out_everywhere_refuses_earlier_launch_data_and_sessions() {
         h.clock.advance(std::time::Duration::from_secs(2));
         let fresh = format!("tma {}", launch(TOKEN, OWNER_ID, now_s(&h)));
         assert_eq!(call(&h, "GET", "/api/me", &fresh, None).await.status, 200);
-    });
-}
-
-/// Sends `/panel` from the owner's private chat and returns the token of the browser link.
-async fn panel_link(h: &Harness, update_id: i64) -> String {
-    let mut u = fixtures::update("private_text", update_id);
-    u["message"]["text"] = json!("/panel");
-    u["message"]["message_id"] = json!(100 + update_id);
-    u["message"]["entities"] = json!([{"type": "bot_command", "offset": 0, "length": 6}]);
-    assert_eq!(h.deliver_raw(&u).await, 200);
-    let sent = h.calls("sendMessage");
-    let last = sent.last().expect("the panel message");
-    let rows = last["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .expect("buttons")
-        .clone();
-    assert_eq!(rows[0][0]["web_app"]["url"], format!("{PUBLIC}/app/"));
-    let url = rows[1][0]["url"].as_str().expect("a link").to_owned();
-    h.assert_spec_clean();
-    url.split("t=").nth(1).expect("a token").to_owned()
-}
-
-async fn browser(
-    h: &Harness,
-    method: &str,
-    path: &str,
-    cookie: &str,
-    csrf: Option<&str>,
-    body: &str,
-) -> PanelReply {
-    let (path, query) = path
-        .split_once('?')
-        .map_or((path, None), |(p, q)| (p, Some(q)));
-    h.app
-        .panel()
-        .serve(PanelRequest {
-            method,
-            path,
-            query,
-            cookie: Some(cookie),
-            csrf,
-            body: body.as_bytes(),
-            ..Default::default()
-        })
-        .await
-}
-
-#[test]
-fn a_browser_link_signs_in_once_and_changes_need_the_csrf_token() {
-    block_on(async {
-        let h = harness();
-        let token = panel_link(&h, 7).await;
-        // Opening the link (or a preview fetching it) uses nothing up.
-        for _ in 0..2 {
-            let page = h
-                .app
-                .panel()
-                .serve(PanelRequest {
-                    method: "GET",
-                    path: "/app/login",
-                    query: Some(&format!("t={token}")),
-                    ..Default::default()
-                })
-                .await;
-            assert_eq!(page.status, 200);
-            assert!(page.body.contains(&token));
-        }
-        let h = &h;
-        let post = |t: String| async move {
-            let body = format!("t={t}");
-            h.app
-                .panel()
-                .serve(PanelRequest {
-                    method: "POST",
-                    path: "/app/login",
-                    body: body.as_bytes(),
-                    ..Default::default()
-                })
-                .await
-        };
-        let r = post(token.clone()).await;
-        assert_eq!(r.status, 303, "{}", r.body);
-        let set = r
-            .headers
-            .iter()
-            .find(|(n, _)| *n == "set-cookie")
-            .expect("a cookie")
-            .1
-            .clone();
-        for attr in ["HttpOnly", "Secure", "SameSite=Strict", "Path=/"] {
-            assert!(set.contains(attr), "{set}");
-        }
-        let cookie = set.split(';').next().unwrap().to_owned();
-        // Used once: the second post, and a token never sent, are refused.
-        assert_eq!(post(token.clone()).await.status, 401);
-        assert_eq!(post("A".repeat(32)).await.status, 401);
-
-        let me = browser(h, "GET", "/api/me", &cookie, None, "").await;
-        assert_eq!(me.status, 200, "{}", me.body);
-        let csrf = json_of(&me)["csrf"]
-            .as_str()
-            .expect("a CSRF token")
-            .to_owned();
-        let put = r#"{"text": "- likes green tea\n"}"#;
-        let path = "/api/memory/file?agent=assistant&path=MEMORY.md";
-        // A change without the token, or with another: refused, nothing written.
-        assert_eq!(
-            browser(h, "PUT", path, &cookie, None, put).await.status,
-            403
-        );
-        assert_eq!(
-            browser(h, "PUT", path, &cookie, Some("wrong"), put)
-                .await
-                .status,
-            403
-        );
-        assert_eq!(browser(h, "GET", path, &cookie, None, "").await.status, 404);
-        let r = browser(h, "PUT", path, &cookie, Some(&csrf), put).await;
-        assert_eq!(r.status, 200, "{}", r.body);
-        let r = browser(h, "GET", path, &cookie, None, "").await;
-        assert_eq!(json_of(&r)["text"], "- likes green tea\n");
-        // What the page wrote is what search (and so recall) finds.
-        let r = browser(h, "GET", "/api/memory?q=green%20tea", &cookie, None, "").await;
-        let hits = json_of(&r)["hits"].as_array().cloned().unwrap_or_default();
-        assert!(
-            hits.iter()
-                .any(|h| h["text"].as_str().unwrap_or("").contains("green tea")),
-            "{}",
-            r.body
-        );
-
-        // A tampered cookie is nobody's.
-        let tampered = cookie.replace(&OWNER_ID.to_string(), &OTHER_ID.to_string());
-        assert_eq!(
-            browser(h, "GET", "/api/me", &tampered, None, "")
-                .await
-                .status,
-            401
-        );
-        // Sign out everywhere (with the token) ends the session.
-        let r = browser(
-            h,
-            "POST",
-            "/api/signout",
-            &cookie,
-            Some(&csrf),
-            r#"{"everywhere":true}"#,
-        )
-        .await;
-        assert_eq!(r.status, 200);
-        assert_eq!(
-            browser(h, "GET", "/api/me", &cookie, None, "").await.status,
-            401
-        );
-    });
-}
-
-#[test]
-fn a_link_expires_after_ten_minutes() {
-    block_on(async {
-        let h = harness();
-        let token = panel_link(&h, 8).await;
-        h.clock.advance(std::time::Duration::from_secs(601));
-        let body = format!("t={token}");
-        let r = h
-            .app
-            .panel()
-            .serve(PanelRequest {
-                method: "POST",
-                path: "/app/login",
-                body: body.as_bytes(),
-                ..Default::default()
-            })
-            .await;
-        assert_eq!(r.status, 401);
     });
 }
 

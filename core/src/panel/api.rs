@@ -7,7 +7,7 @@
 //! | method and path | what |
 //! |---|---|
 //! | `GET /api/me` | who is signed in, whether the owner, the CSRF token (browser) |
-//! | `POST /api/signout` | ends this browser's session; `{"everywhere": true}` every session and launch data signed so far |
+//! | `POST /api/signout` | ends this browser's session (its cookie is refused from then on); `{"everywhere": true}` every session, launch data and sign-in link issued so far (see [`super::signout`]) |
 //! | `GET /api/memory[?q=words]` | the memory files per agent, or a search with scores |
 //! | `GET`, `PUT`, `DELETE /api/memory/file?agent=A&path=P` | one file: read, replace (`{"text"}`), delete; the index follows |
 //! | `GET /api/files`, `GET`, `DELETE /api/files/file?agent=A&path=P` | the workspace files per agent; one shown as text (64 KB; a binary file by its size) or deleted |
@@ -143,13 +143,19 @@ async fn signout(app: &App, who: &Who<'_>, body: &[u8]) -> PanelReply {
         .ok()
         .and_then(|v| v.get("everywhere").and_then(Value::as_bool))
         .unwrap_or(false);
-    if everywhere {
-        let now = app.platform.clock.now_ms();
-        let key = crate::keys::panel_signed_out(&who.conn.id, who.user);
-        let bytes = now.to_string();
-        if let Err(e) = app.platform.kv.put(&key, bytes.as_bytes(), None).await {
-            return unavailable(e);
+    let (kv, conn, now) = (&*app.platform.kv, &who.conn.id, app.platform.clock.now_ms());
+    let ended = match &who.cookie {
+        _ if everywhere => super::signout::everywhere(kv, conn, who.user, now).await,
+        Some(cookie) => {
+            super::signout::end_session(kv, conn, who.user, cookie, who.signed_ms, now).await
         }
+        // Launch data is Telegram's, fresh at each opening: nothing here to end.
+        None => Ok(()),
+    };
+    if let Err(e) = ended {
+        return unavailable(e);
+    }
+    if everywhere {
         tracing::info!(connector = %who.conn.id, "panel: signed out everywhere");
     }
     PanelReply::json(200, &json!({ "ok": true, "everywhere": everywhere })).with(

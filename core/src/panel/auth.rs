@@ -16,8 +16,9 @@
 //! No random source exists in the core (wasm32 has none without a new port), so tokens are
 //! HMAC-SHA-256 under a key derived from the bot's token and webhook secret (as pairing codes
 //! are): unpredictable to anyone without the bot's own secrets. A session cookie is stateless
-//! (`s1.<connector>.<user>.<issued ms>.<mac>`); "sign out everywhere" keeps one time per
-//! person (`panel-out/<connector>/<user>`), before which no session or launch data is taken.
+//! (`s1.<connector>.<user>.<issued ms>.<mac>`), so sign-outs are kept in the store, one record
+//! per person (`super::signout`): the sessions ended one by one, and the time of "sign out
+//! everywhere", up to which no session, launch data or sign-in link is taken.
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;

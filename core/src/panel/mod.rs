@@ -18,9 +18,8 @@ pub mod approvals;
 pub mod auth;
 mod files;
 mod history;
+mod signout;
 mod workspace;
-
-use clawless_platform::KvExt;
 
 use crate::app::{App, Panel};
 use crate::connector::Connector;
@@ -118,6 +117,8 @@ pub(crate) struct Who<'a> {
     pub owner: bool,
     /// The session cookie's value when signed in by a browser (changes need its CSRF token).
     pub cookie: Option<String>,
+    /// When the session or the launch data was issued, ms.
+    pub signed_ms: u64,
 }
 
 impl<'a> Panel<'a> {
@@ -214,17 +215,13 @@ impl<'a> Panel<'a> {
         } else {
             return Err(unauthorized());
         };
-        let out: Option<u64> = self
-            .app
-            .platform
-            .kv
-            .get_json(&keys::panel_signed_out(&conn.id, user))
+        let out = signout::SignedOut::read(&*self.app.platform.kv, &conn.id, user)
             .await
             .map_err(|e| {
-                tracing::error!(error = %e, "panel sign-out mark unreadable");
+                tracing::error!(error = %e, "panel sign-out record unreadable");
                 PanelReply::error(503, "storage unavailable")
             })?;
-        if out.is_some_and(|out| signed_ms <= out) {
+        if out.refuses(signed_ms, cookie.as_deref()) {
             return Err(unauthorized());
         }
         let may = crate::turn::pairing::may_talk(self.app, conn, user)
@@ -242,6 +239,7 @@ impl<'a> Panel<'a> {
             name,
             owner: conn.owner == Some(user),
             cookie,
+            signed_ms,
         })
     }
 
@@ -303,6 +301,23 @@ impl<'a> Panel<'a> {
         if link.used {
             return refused();
         }
+        let conn_id = ConnectorId::new(&link.connector);
+        match signout::SignedOut::read(&**kv, &conn_id, link.user).await {
+            Ok(out) if out.refuses(link.issued_ms, None) => {
+                return PanelReply::html(
+                    401,
+                    page("This link was made before you signed out everywhere. Send /panel to the bot for a new one.", None),
+                )
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "panel sign-out record unreadable");
+                return PanelReply::html(
+                    503,
+                    page("Storage is unavailable; try again in a minute.", None),
+                );
+            }
+        }
         let used = serde_json::to_vec(&Link {
             used: true,
             ..link.clone()
@@ -323,7 +338,7 @@ impl<'a> Panel<'a> {
                 );
             }
         }
-        let Some(conn) = self.app.connectors.get(&ConnectorId::new(&link.connector)) else {
+        let Some(conn) = self.app.connectors.get(&conn_id) else {
             return refused();
         };
         let session = auth::Session {
@@ -358,6 +373,7 @@ impl<'a> Panel<'a> {
             connector: conn.id.as_str().to_owned(),
             user,
             used: false,
+            issued_ms: self.app.platform.clock.now_ms(),
         };
         let bytes = serde_json::to_vec(&link).unwrap_or_default();
         let ttl = Some(std::time::Duration::from_millis(auth::LINK_TTL_MS));
@@ -389,6 +405,10 @@ struct Link {
     user: i64,
     #[serde(default)]
     used: bool,
+    /// When the link was made, ms: a later "sign out everywhere" refuses it (0 from a release
+    /// before this was kept: refused after any).
+    #[serde(default)]
+    issued_ms: u64,
 }
 
 /// Whether `t` looks like a link token (base64url, 32 characters).
