@@ -58,9 +58,11 @@ pub fn start(
         .is_some()
         .then(crate::sandbox::PidsGroup::new)
         .flatten();
+    let also: Vec<std::path::PathBuf> = reach.paths.iter().map(Into::into).collect();
+    let also = crate::sandbox::writable(&also).map_err(PortError::invalid)?;
     let limits = crate::sandbox::Limits {
         rw: dir.to_path_buf(),
-        also: reach.paths.iter().map(std::path::PathBuf::from).collect(),
+        also,
         network: reach.network,
         cpu_secs: 0,
         require: false,

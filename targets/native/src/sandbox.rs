@@ -122,6 +122,41 @@ pub fn protect(paths: impl IntoIterator<Item = PathBuf>) {
     }
 }
 
+/// The directories a local program's `paths:` name, checked: each must be an existing
+/// directory and may neither be nor hold a protected path (the bot's data or config, the
+/// directory of its `.env`), nor lie inside the data or config directory: the sandbox cannot
+/// give a program one of those and still keep them. (Inside the directory the bot was started
+/// from is fine: what is kept there is its `.env`, beside, not inside.) Each refusal names
+/// the path and why.
+pub fn writable(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let cwd = std::env::current_dir()
+        .ok()
+        .and_then(|d| std::fs::canonicalize(d).ok());
+    let protected = PROTECTED.read().unwrap_or_else(|e| e.into_inner()).clone();
+    paths
+        .iter()
+        .map(|p| {
+            let real = std::fs::canonicalize(p)
+                .map_err(|e| format!("paths: {} cannot be used: {e}", p.display()))?;
+            if !real.is_dir() {
+                return Err(format!("paths: {} is not a directory", p.display()));
+            }
+            let inside = |q: &PathBuf| real.starts_with(q) && Some(q) != cwd.as_ref();
+            if let Some(q) = protected
+                .iter()
+                .find(|q| q.starts_with(&real) || inside(q))
+            {
+                return Err(format!(
+                    "paths: {} would open the bot's own {} to the program: name a directory apart from the bot's data and config",
+                    p.display(),
+                    q.display()
+                ));
+            }
+            Ok(real)
+        })
+        .collect()
+}
+
 /// The helper, when this is the `clawless` binary.
 pub fn helper() -> Option<Helper> {
     Some(Helper {

@@ -296,3 +296,32 @@ async fn without_the_network_no_unix_socket_is_reached_by_its_path() {
     assert!(listener.accept().is_ok(), "the network allowed, the socket is reached");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[tokio::test]
+async fn a_program_is_refused_paths_the_sandbox_cannot_give_it() {
+    let (root, _, exec) = setup("paths");
+    let data = root.join("data");
+    std::fs::create_dir_all(data.join("files")).unwrap();
+    sandbox::protect([data.clone()]);
+    let argv = ["true".to_owned()];
+    let file = root.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let cases = [
+        (data.clone(), "would open the bot's own"),
+        (data.join("files"), "would open the bot's own"),
+        (root.clone(), "would open the bot's own"),
+        (root.join("missing"), "cannot be used"),
+        (file, "is not a directory"),
+    ];
+    for (path, why) in &cases {
+        let reach = clawless_platform::Reach {
+            network: false,
+            paths: vec![path.display().to_string()],
+        };
+        let e = exec.start(&argv, &[], &reach).await.err().expect("refused");
+        assert_eq!(e.kind, clawless_platform::ErrorKind::Invalid, "{e}");
+        assert!(e.message.contains(why) && e.message.contains(&path.display().to_string()), "{e}");
+    }
+    eprintln!("{} of {} paths the sandbox cannot honour refused", cases.len(), cases.len());
+    let _ = std::fs::remove_dir_all(&root);
+}
