@@ -95,7 +95,7 @@ impl Exec for ShellExec {
             if !lacks.is_empty() {
                 return Err(PortError::unavailable(format!(
                     "the sandbox is required (sandbox.require) and this machine lacks {}",
-                    lacks.join(", ")
+                    lacks.join("; ")
                 )));
             }
         }

@@ -126,23 +126,79 @@ pub fn command(
 }
 
 /// What this machine lacks of the sandbox, for a command without the network unless
-/// `network` (empty: all of it holds). The first call probes and logs what is missing.
-pub fn missing(network: bool) -> Vec<&'static str> {
+/// `network` (empty: all of it holds), each part named. The first call probes and logs what
+/// is missing.
+pub fn missing(network: bool) -> Vec<String> {
     let mut lacks = Vec::new();
     if fence() == Fence::Group {
-        lacks.push("a PID namespace (unshare)");
-        lacks.push("a read-only view of the rest of the system (a mount namespace)");
+        lacks.push("a PID namespace (unshare)".to_owned());
+        lacks.push("a read-only view of the rest of the system (a mount namespace)".to_owned());
         if !network {
-            lacks.push("a network namespace");
+            lacks.push("a network namespace".to_owned());
         }
     }
-    if !sandbox::enforced() {
-        lacks.push("Landlock");
+    if let Some(why) = sandbox::refusal() {
+        let lower = why.to_lowercase();
+        lacks.push(if lower.contains("landlock") {
+            "Landlock".to_owned()
+        } else if lower.contains("seccomp") {
+            format!("a seccomp filter (no Unix sockets without the network): {why}")
+        } else if lower.contains("capabilit") {
+            format!("dropping every capability: {why}")
+        } else {
+            format!("the sandbox helper: {why}")
+        });
+    } else if let Some(why) = whole_refusal() {
+        lacks.push(format!("the sandbox in its namespaces: {why}"));
     }
     if !sandbox::PidsGroup::available() {
-        lacks.push("a cap on its processes (a pids cgroup)");
+        lacks.push("a cap on its processes (a pids cgroup)".to_owned());
     }
     lacks
+}
+
+/// Why `true` did not run in the whole fence (namespaces, the read-only view and the rest),
+/// probed once; none when it ran, or when there is no namespace or no helper to try.
+fn whole_refusal() -> Option<&'static str> {
+    static REFUSAL: OnceLock<Option<String>> = OnceLock::new();
+    REFUSAL
+        .get_or_init(|| {
+            if fence() == Fence::Group || sandbox::helper().is_none() {
+                return None;
+            }
+            let dir = std::env::temp_dir();
+            let limits = Limits {
+                rw: dir.clone(),
+                also: Vec::new(),
+                network: false,
+                cpu_secs: 5,
+                require: true,
+                cgroup: None,
+                deadline: Some(std::time::Duration::from_secs(30)),
+            };
+            let argv = argv("true", &[], &limits);
+            let out = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .current_dir(&dir)
+                .env_clear()
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .output();
+            match out {
+                Ok(o) if o.status.success() => None,
+                Ok(o) => Some(
+                    String::from_utf8_lossy(&o.stderr)
+                        .trim()
+                        .trim_start_matches("clawless sandbox: ")
+                        .chars()
+                        .take(300)
+                        .collect(),
+                ),
+                Err(e) => Some(format!("unshare did not start: {e}")),
+            }
+        })
+        .as_deref()
 }
 
 /// The `doctor` line on this machine's sandbox for commands: all of it, or what it lacks.
@@ -158,7 +214,7 @@ pub fn check() -> clawless_core::doctor::Check {
             Status::Warn,
             format!(
                 "commands (exec) run here without {}: they can reach more than their workspace; set `sandbox: {{require: true}}` on an agent to refuse them instead",
-                lacks.join(", ")
+                lacks.join("; ")
             ),
         ),
     };

@@ -36,11 +36,14 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+mod argv;
 mod cgroup;
 mod seal;
 mod supervise;
 mod view;
 
+pub use argv::args;
+use argv::{parse, Asked};
 pub use cgroup::{sweep, PidsGroup, PROCESSES};
 pub use supervise::{DEADLINE, ORPHANED};
 
@@ -165,103 +168,6 @@ pub fn helper() -> Option<Helper> {
     })
 }
 
-/// The helper's arguments: `__sandbox --rw DIR [--protect P]… [--require] [--cgroup G]
-/// [--view] [--no-network] [--deadline MS] --cpu N -- program args…`; `view`: the fence made
-/// a mount namespace the helper may seal ([`view`]).
-pub fn args(
-    helper: &Helper,
-    limits: &Limits,
-    view: bool,
-    program: &str,
-    args: &[String],
-) -> Vec<OsString> {
-    let mut out: Vec<OsString> = vec!["__sandbox".into(), "--rw".into(), limits.rw.clone().into()];
-    for p in &limits.also {
-        out.push("--rw".into());
-        out.push(p.clone().into());
-    }
-    for p in &helper.protected {
-        out.push("--protect".into());
-        out.push(p.clone().into());
-    }
-    if limits.require {
-        out.push("--require".into());
-    }
-    if let Some(group) = &limits.cgroup {
-        out.push("--cgroup".into());
-        out.push(group.clone().into());
-    }
-    if view {
-        out.push("--view".into());
-    }
-    if !limits.network {
-        out.push("--no-network".into());
-    }
-    if let Some(deadline) = limits.deadline {
-        out.push("--deadline".into());
-        out.push(deadline.as_millis().to_string().into());
-    }
-    out.push("--cpu".into());
-    out.push(limits.cpu_secs.to_string().into());
-    out.push("--".into());
-    out.push(program.into());
-    out.extend(args.iter().map(OsString::from));
-    out
-}
-
-/// What the helper was asked, read back from its arguments (after `__sandbox`).
-#[derive(Debug, Default, PartialEq)]
-struct Asked {
-    rw: Vec<PathBuf>,
-    protect: Vec<PathBuf>,
-    require: bool,
-    cpu: u64,
-    cgroup: Option<PathBuf>,
-    view: bool,
-    no_network: bool,
-    deadline: Option<Duration>,
-    program: Vec<OsString>,
-}
-
-fn parse(args: &[OsString]) -> Result<Asked, String> {
-    let mut asked = Asked::default();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        let number = |v: OsString, name: &str| {
-            v.to_str()
-                .and_then(|v| v.parse::<u64>().ok())
-                .ok_or(format!("{name} needs a number"))
-        };
-        match a.to_str() {
-            Some("--rw") => asked.rw.push(value("--rw")?.into()),
-            Some("--protect") => asked.protect.push(value("--protect")?.into()),
-            Some("--require") => asked.require = true,
-            Some("--cgroup") => asked.cgroup = Some(value("--cgroup")?.into()),
-            Some("--view") => asked.view = true,
-            Some("--no-network") => asked.no_network = true,
-            Some("--deadline") => {
-                let ms = number(value("--deadline")?, "--deadline")?;
-                asked.deadline = Some(Duration::from_millis(ms));
-            }
-            Some("--cpu") => asked.cpu = number(value("--cpu")?, "--cpu")?,
-            Some("--") => {
-                asked.program = it.cloned().collect();
-                break;
-            }
-            _ => return Err(format!("unknown argument {a:?}")),
-        }
-    }
-    if asked.program.is_empty() {
-        return Err("no program after --".into());
-    }
-    Ok(asked)
-}
-
 /// The paths to give read access to: each of `roots`, or, where a protected path lies
 /// inside one, its parts that hold no protected path (depth-bounded).
 pub fn readable(roots: &[&str], protected: &[PathBuf]) -> Vec<PathBuf> {
@@ -329,7 +235,7 @@ fn fence_in(asked: &Asked) -> Result<(), String> {
     // process-group fence), where Landlock still keeps /dev/tty closed.
     let _ = rustix::process::setsid();
     if asked.view {
-        view::seal(&asked.rw)?;
+        view::seal(&asked.rw, SECRET_FILES)?;
     }
     seal::drop_capabilities()?;
     // Not traced or read through /proc by what it runs (it holds nothing secret, but it is
@@ -393,7 +299,11 @@ fn restrict(asked: &Asked) -> Result<bool, String> {
     }
     let abi = ABI::V6;
     let mut protect = asked.protect.clone();
-    protect.extend(SECRET_FILES.iter().map(PathBuf::from));
+    // Without a mount view to hide them in, Landlock leaves them out (at the cost of a rule
+    // for each of their siblings in /etc).
+    if !asked.view {
+        protect.extend(SECRET_FILES.iter().map(PathBuf::from));
+    }
     let read = readable(SYSTEM, &protect);
     let status = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
@@ -413,37 +323,52 @@ fn restrict(_: &Asked) -> Result<bool, String> {
 }
 
 /// Whether this kernel enforces the sandbox fully, probed once by running `true` through the
-/// helper with `require` (false without a helper).
+/// helper with `require` and without the network (false without a helper).
 pub fn enforced() -> bool {
-    static ENFORCED: OnceLock<bool> = OnceLock::new();
-    *ENFORCED.get_or_init(|| {
-        let Some(helper) = helper() else {
-            return false;
-        };
-        let limits = Limits {
-            rw: std::env::temp_dir(),
-            also: Vec::new(),
-            network: false,
-            cpu_secs: 5,
-            require: true,
-            cgroup: None,
-            deadline: None,
-        };
-        let works = std::process::Command::new(&helper.exe)
-            .args(args(&helper, &limits, false, "true", &[]))
-            .env_clear()
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !works {
+    refusal().is_none()
+}
+
+/// Why the helper refused to run `true` with `require` and without the network (what this
+/// machine lacks, in the helper's words), probed once; none when it ran (or there is no
+/// helper: nothing to say of a sandbox that is not used).
+pub fn refusal() -> Option<&'static str> {
+    static REFUSAL: OnceLock<Option<String>> = OnceLock::new();
+    REFUSAL
+        .get_or_init(|| {
+            let helper = helper()?;
+            let limits = Limits {
+                rw: std::env::temp_dir(),
+                also: Vec::new(),
+                network: false,
+                cpu_secs: 5,
+                require: true,
+                cgroup: None,
+                deadline: None,
+            };
+            let out = std::process::Command::new(&helper.exe)
+                .args(args(&helper, &limits, false, "true", &[]))
+                .env_clear()
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .output();
+            let refusal = match out {
+                Ok(o) if o.status.success() => return None,
+                Ok(o) => String::from_utf8_lossy(&o.stderr)
+                    .trim()
+                    .trim_start_matches("clawless sandbox: ")
+                    .chars()
+                    .take(300)
+                    .collect(),
+                Err(e) => format!("the helper did not start: {e}"),
+            };
             tracing::warn!(
-                "commands run without Landlock (this kernel lacks it or it is not enabled): they can read what the bot's user can"
+                refusal = %refusal,
+                "commands run without the whole sandbox here: they can reach what the bot's user can"
             );
-        }
-        works
-    })
+            Some(refusal)
+        })
+        .as_deref()
 }
 
 #[cfg(test)]
@@ -451,51 +376,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-
-    #[test]
-    fn arguments_read_back_as_written() {
-        let helper = Helper {
-            exe: "/x/clawless".into(),
-            protected: vec!["/etc/clawless".into()],
-        };
-        let limits = Limits {
-            rw: "/data/files/workspace/a".into(),
-            also: vec!["/srv/shared".into()],
-            network: false,
-            cpu_secs: 31,
-            require: true,
-            cgroup: Some("/sys/fs/cgroup/pids/clawless-1-0".into()),
-            deadline: Some(Duration::from_millis(30_500)),
-        };
-        let written = args(
-            &helper,
-            &limits,
-            true,
-            "/bin/sh",
-            &["-c".into(), "echo --rw".into()],
-        );
-        assert_eq!(written[0], "__sandbox");
-        let asked = parse(&written[1..]).unwrap();
-        assert_eq!(
-            asked,
-            Asked {
-                rw: vec![limits.rw.clone(), "/srv/shared".into()],
-                protect: vec!["/etc/clawless".into()],
-                require: true,
-                cpu: 31,
-                cgroup: limits.cgroup.clone(),
-                view: true,
-                no_network: true,
-                deadline: limits.deadline,
-                program: vec!["/bin/sh".into(), "-c".into(), "echo --rw".into()],
-            }
-        );
-        assert!(parse(&["--rw".into()]).is_err());
-        assert!(parse(&["--rw".into(), "/a".into()]).is_err(), "no program");
-        assert!(parse(&["--bogus".into(), "--".into(), "true".into()]).is_err());
-        let no_number = ["--deadline".into(), "soon".into(), "--".into(), "true".into()];
-        assert!(parse(&no_number).is_err());
-    }
 
     #[test]
     fn a_protected_path_inside_a_system_directory_is_left_out_and_its_siblings_kept() {

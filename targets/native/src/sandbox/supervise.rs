@@ -88,7 +88,7 @@ fn reap(program: Pid) -> Option<u8> {
     loop {
         match rustix::process::wait(WaitOptions::NOHANG) {
             Ok(Some((pid, status))) if pid == program => {
-                let status = std::process::ExitStatus::from_raw(status.as_raw() as i32);
+                let status = std::process::ExitStatus::from_raw(status.as_raw());
                 return Some(match (status.code(), status.signal()) {
                     (Some(code), _) => code as u8,
                     (None, Some(signal)) => 128u8.saturating_add(signal as u8),

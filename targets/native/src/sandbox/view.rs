@@ -19,9 +19,11 @@ struct Mount {
 }
 
 /// Makes every mount read-only but `writable` (each bound onto itself first, then kept
-/// writable, without set-uid or devices). Fails when a mount the command could reach cannot
+/// writable, without set-uid or devices), and empties each of `hidden` that exists (a file
+/// reads as empty, a directory as empty). Fails when a mount the command could reach cannot
 /// be made read-only: the command does not run half-sealed.
-pub fn seal(writable: &[PathBuf]) -> Result<(), String> {
+pub fn seal(writable: &[PathBuf], hidden: &[&str]) -> Result<(), String> {
+    hide(hidden)?;
     let writable: Vec<PathBuf> = writable
         .iter()
         .filter_map(|p| std::fs::canonicalize(p).ok())
@@ -58,6 +60,28 @@ pub fn seal(writable: &[PathBuf]) -> Result<(), String> {
     if let Ok(cwd) = std::env::current_dir() {
         std::env::set_current_dir(&cwd)
             .map_err(|e| format!("entering {} again: {e}", cwd.display()))?;
+    }
+    Ok(())
+}
+
+/// Covers each existing path of `hidden`: a file with `/dev/null`, a directory with an empty
+/// read-only tmpfs.
+fn hide(hidden: &[&str]) -> Result<(), String> {
+    for path in hidden {
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        let covered = match meta.is_dir() {
+            true => rustix::mount::mount(
+                "none",
+                *path,
+                "tmpfs",
+                MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+                c"mode=000",
+            ),
+            false => rustix::mount::mount_bind("/dev/null", *path),
+        };
+        covered.map_err(|e| format!("hiding {path}: {e}"))?;
     }
     Ok(())
 }
