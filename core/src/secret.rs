@@ -3,6 +3,10 @@
 
 use subtle::ConstantTimeEq;
 
+mod decode;
+mod forms;
+mod index;
+
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Secret(String);
 
@@ -36,42 +40,29 @@ impl std::fmt::Debug for Secret {
 /// The assistant's own secrets: the values of the set variables named like one (see
 /// [`crate::env::Env::secrets`]). A tool call whose arguments hold one is refused before it
 /// runs ([`Secrets::found_in`]), so an injected page cannot make the model put the bot token
-/// in a URL, an MCP call or a message to another chat — as it is, percent-encoded or in
-/// base64 (standard or URL-safe, at any alignment inside a longer base64 text). Text shaped
-/// like a well-known kind of key is refused too ([`key_shaped`]), whoever's it is.
+/// in a URL, an MCP call or a message to another chat, in any of these disguises (see
+/// `secret/forms.rs` and `secret/decode.rs`): as it is or reversed or in ROT13; percent-encoded, once or
+/// twice; written with `\u`, `\x` or `&#` escapes; in hex, base32 or base64 (at any
+/// alignment inside a longer encoded text), or base64 twice; with spaces, dots, dashes or
+/// anything but letters and digits between its characters; split over the call's
+/// arguments; or half of it or more in one argument (a secret split over two calls). Text
+/// shaped like a well-known kind of key is refused too ([`key_shaped`]), whoever's it is.
+///
+/// Not found: a secret encrypted, hashed, or encoded by any other means (say, base64 of its
+/// hex), split into three parts or more over as many calls, or with letters or digits put
+/// between its characters.
 #[derive(Clone, Default)]
-pub struct Secrets(std::sync::Arc<Vec<Sought>>);
+pub struct Secrets(std::sync::Arc<Sought>);
 
-/// A secret and the base64 texts that stand for it inside any base64 encoding.
-#[derive(Clone, PartialEq, Eq)]
+/// Every form of every secret, built once ([`forms`]).
+#[derive(Default)]
 struct Sought {
-    secret: Secret,
-    encoded: Vec<String>,
-}
-
-impl Sought {
-    fn new(secret: Secret) -> Sought {
-        use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
-        use base64::Engine as _;
-        let bytes = secret.expose().as_bytes();
-        let mut encoded = Vec::new();
-        // Preceded by 0, 1 or 2 other bytes, the secret's own characters start at 0, 2 or 3
-        // and end before the last one that shares bits with what follows.
-        for (lead, start) in [(0usize, 0usize), (1, 2), (2, 3)] {
-            let mut input = vec![0u8; lead];
-            input.extend_from_slice(bytes);
-            let end = input.len() * 8 / 6;
-            for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
-                let text = engine.encode(&input);
-                if let Some(core) = text.get(start..end) {
-                    if !encoded.iter().any(|e| e == core) {
-                        encoded.push(core.to_owned());
-                    }
-                }
-            }
-        }
-        Sought { secret, encoded }
-    }
+    /// How many secrets.
+    kept: usize,
+    /// The skeletons of their forms.
+    index: index::Index,
+    /// Forms too short to be looked for by their skeleton.
+    exact: Vec<String>,
 }
 
 impl Secrets {
@@ -85,35 +76,55 @@ impl Secrets {
             .collect();
         kept.sort_by(|a, b| a.0.cmp(&b.0));
         kept.dedup();
-        Secrets(std::sync::Arc::new(
-            kept.into_iter().map(Sought::new).collect(),
-        ))
+        let mut forms = forms::Forms::default();
+        for s in &kept {
+            forms.add(s.expose());
+        }
+        Secrets(std::sync::Arc::new(Sought {
+            kept: kept.len(),
+            index: index::Index::new(forms.skeletons),
+            exact: forms.exact,
+        }))
     }
 
-    /// Whether any string in `value` (at any depth, keys included) holds one of the secrets:
-    /// as it is, percent-encoded in part or whole, or in base64.
+    /// Whether `value` (its strings and numbers joined, at any depth, and its keys) holds one
+    /// of the secrets in any of the forms the type names, as it is or decoded.
     pub fn found_in(&self, value: &serde_json::Value) -> bool {
-        !self.0.is_empty()
-            && any_text(value, &|t| {
-                self.0.iter().any(|s| {
-                    t.contains(s.secret.expose())
-                        || s.encoded.iter().any(|e| t.contains(e.as_str()))
-                })
-            })
+        let sought = &*self.0;
+        if sought.kept == 0 {
+            return false;
+        }
+        let found = |t: &str| {
+            sought.exact.iter().any(|e| t.contains(e.as_str()))
+                || sought.index.found_in(&decode::skeleton(t))
+        };
+        decode::joined(value).iter().any(|text| {
+            found(text)
+                || match decode::decoded(text) {
+                    std::borrow::Cow::Owned(d) => found(&d),
+                    std::borrow::Cow::Borrowed(_) => false,
+                }
+        })
     }
 }
 
 /// Whether any string in `value` holds text shaped like a well-known kind of key
-/// ([`key_shaped`]), as it is or percent-encoded.
+/// ([`key_shaped`]), as it is or with its escapes decoded.
 pub fn key_shaped_in(value: &serde_json::Value) -> bool {
     any_text(value, &key_shaped)
 }
 
 /// Whether `found` holds for a string in `value` (at any depth, keys included), as it is or
-/// with its `%XX` decoded.
+/// decoded ([`decode::decoded`]).
 fn any_text(value: &serde_json::Value, found: &dyn Fn(&str) -> bool) -> bool {
     use serde_json::Value;
-    let text = |s: &str| found(s) || (s.contains('%') && found(&percent_decoded(s)));
+    let text = |s: &str| {
+        found(s)
+            || match decode::decoded(s) {
+                std::borrow::Cow::Owned(d) => found(&d),
+                std::borrow::Cow::Borrowed(_) => false,
+            }
+    };
     match value {
         Value::String(s) => text(s),
         Value::Array(items) => items.iter().any(|v| any_text(v, found)),
@@ -180,99 +191,11 @@ pub fn key_shaped(text: &str) -> bool {
     false
 }
 
-/// `text` with every `%XX` turned back into its byte (however much of it was encoded).
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(hi), Some(lo)) => {
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 impl std::fmt::Debug for Secrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Secrets({} kept)", self.0.len())
+        write!(f, "Secrets({} kept)", self.0.kept)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_secret_is_found_anywhere_in_the_arguments() {
-        let s = Secrets::new([Secret::new("123456:ABC-token"), Secret::new("short")]);
-        assert!(s.found_in(&json!({"url": "https://x.example/?t=123456:ABC-token"})));
-        assert!(s.found_in(&json!({"url": "https://x.example/?t=123456%3AABC-token"})));
-        assert!(s.found_in(&json!({"url": "https://x.example/?t=%31%32%33456:ABC%2dtoken"})));
-        assert!(s.found_in(&json!({"a": [{"b": "x 123456:ABC-token y"}]})));
-        assert!(s.found_in(&json!({"123456:ABC-token": 1})));
-        assert!(!s.found_in(&json!({"text": "a short note", "n": 123456})));
-        assert!(!Secrets::default().found_in(&json!("123456:ABC-token")));
-        assert_eq!(format!("{s:?}"), "Secrets(1 kept)");
-    }
-
-    #[test]
-    fn a_secret_in_base64_is_found_at_any_alignment_in_either_alphabet() {
-        use base64::engine::general_purpose::{STANDARD, URL_SAFE};
-        use base64::Engine as _;
-        let secret = "7731:AAE-webhook?secret>>";
-        let s = Secrets::new([Secret::new(secret)]);
-        for lead in ["", "a", "ab", "abc", "{\"token\": \""] {
-            for tail in ["", "x", "\"}", "yz"] {
-                let plain = format!("{lead}{secret}{tail}");
-                for engine in [&STANDARD, &URL_SAFE] {
-                    let text = engine.encode(&plain);
-                    assert!(
-                        s.found_in(&json!({"body": format!("data={text}")})),
-                        "{lead:?} {tail:?} {text}"
-                    );
-                }
-            }
-        }
-        let other = STANDARD.encode("nothing to see here, just a long enough text");
-        assert!(!s.found_in(&json!({ "body": other })));
-    }
-
-    #[test]
-    fn text_shaped_like_a_known_key_is_found() {
-        for leak in [
-            "https://x.example/?k=sk-proj-abcdefghijklmnopqrstuvwxyz012345",
-            "sk-ant-api03-abcdefghijklmnopqrstuvwx",
-            "id AKIAIOSFODNN7EXAMPLE here",
-            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-            "key=AIzaSyA-abcdefghijklmnopqrstuvwxyz01234",
-            "xoxb-1234567890-abcdefghijkl",
-            "bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ/getMe",
-            "bot123456789%3AAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ",
-        ] {
-            assert!(key_shaped_in(&json!({ "url": leak })), "{leak}");
-        }
-        for fine in [
-            "ask-me-anything about tasks",
-            "the meeting is at 12:30",
-            "AKIA is a prefix",
-            "time 123456789:short",
-            "sk-short",
-        ] {
-            assert!(!key_shaped_in(&json!({ "text": fine })), "{fine}");
-        }
-    }
-}
+mod tests;
