@@ -91,6 +91,8 @@ pub fn split_by_model(
                 input: *input,
                 output: *output,
                 cached_input: *cached_input,
+                // Writes are in `input`; the step's cost priced them.
+                cache_write: 0,
             };
             t.add_call(usage, *cost_micros);
             counted.add(t);

@@ -69,7 +69,12 @@ const METRICS: &[(&str, &str, &str)] = &[
     (
         "clawless_tokens_total",
         "counter",
-        "Model tokens, by direction.",
+        "Model tokens, by direction: input (not read from the prompt cache), cached_input (read from it), output.",
+    ),
+    (
+        "clawless_model_input_tokens_total",
+        "counter",
+        "Model input tokens, by model and whether the prompt cache held them (cache: hit or miss).",
     ),
     (
         "clawless_cost_usd_total",
@@ -357,6 +362,7 @@ impl Metrics {
                 model,
                 input,
                 output,
+                cached_input,
                 cost_micros,
                 latency_ms,
                 outcome,
@@ -382,10 +388,24 @@ impl Metrics {
                 );
                 s.add(
                     "clawless_tokens_total",
+                    &[("direction", "cached_input")],
+                    *cached_input as f64,
+                    scratch,
+                );
+                s.add(
+                    "clawless_tokens_total",
                     &[("direction", "output")],
                     *output as f64,
                     scratch,
                 );
+                for (cache, tokens) in [("hit", *cached_input), ("miss", *input)] {
+                    s.add(
+                        "clawless_model_input_tokens_total",
+                        &[("model", model), ("cache", cache)],
+                        tokens as f64,
+                        scratch,
+                    );
+                }
                 s.add(
                     "clawless_cost_usd_total",
                     &[],

@@ -46,8 +46,12 @@ pub enum Event {
     /// A model call ended (`outcome`: `ok` or the error's kind).
     Model {
         model: String,
+        /// Input not read from the prompt cache (written to it included).
         input: u64,
         output: u64,
+        /// Input read from the prompt cache.
+        #[serde(default)]
+        cached_input: u64,
         cost_micros: u64,
         latency_ms: u64,
         outcome: String,
@@ -94,6 +98,7 @@ impl Event {
                 model,
                 input,
                 output,
+                cached_input,
                 cost_micros,
                 latency_ms,
                 outcome,
@@ -102,6 +107,7 @@ impl Event {
                 model: model.clone(),
                 input: *input,
                 output: *output,
+                cached_input: *cached_input,
                 cost_micros: *cost_micros,
                 latency_ms: *latency_ms,
                 outcome: outcome.clone(),
@@ -315,6 +321,7 @@ mod tests {
                 model: "m".into(),
                 input: 1,
                 output: 2,
+                cached_input: 5,
                 cost_micros: 3,
                 latency_ms: 4,
                 outcome: "ok".into(),

@@ -287,6 +287,7 @@ fn usage(v: &Value) -> Usage {
         input: tokens("promptTokenCount").saturating_sub(cached),
         output: tokens("candidatesTokenCount").saturating_add(tokens("thoughtsTokenCount")),
         cached_input: cached,
+        cache_write: 0,
     }
 }
 

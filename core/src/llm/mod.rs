@@ -10,6 +10,7 @@
 
 pub mod anthropic;
 pub mod chain;
+mod cost;
 pub mod gemini;
 pub mod openai;
 mod refusal;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use chain::ModelChain;
+pub use cost::{Left, Price, Tally, Usage};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -163,113 +165,6 @@ pub enum StopReason {
     ToolUse,
     MaxTokens,
     Other,
-}
-
-/// A model's price in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input: f64,
-    pub output: f64,
-    /// Input read from the provider's prompt cache; the input price when not given.
-    #[serde(default)]
-    pub cached_input: Option<f64>,
-}
-
-impl Price {
-    /// Whether every figure is a finite, non-negative number.
-    pub fn is_valid(&self) -> bool {
-        [self.input, self.output, self.cached_input.unwrap_or(0.0)]
-            .iter()
-            .all(|p| p.is_finite() && *p >= 0.0)
-    }
-}
-
-/// Which spend cap is nearest, and how much is left under it (see `crate::usage`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Left {
-    pub micros: u64,
-    /// "your daily", "today's total", "this month's total".
-    pub cap: &'static str,
-    pub cap_micros: u64,
-}
-
-/// Tokens, calls and cost added up.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tally {
-    pub calls: u64,
-    pub input: u64,
-    pub output: u64,
-    pub cached_input: u64,
-    /// Millionths of a US dollar.
-    pub cost_micros: u64,
-}
-
-impl Tally {
-    /// One model call's usage and cost.
-    pub fn add_call(&mut self, usage: Usage, cost_micros: u64) {
-        self.calls += 1;
-        self.input = self.input.saturating_add(usage.input);
-        self.output = self.output.saturating_add(usage.output);
-        self.cached_input = self.cached_input.saturating_add(usage.cached_input);
-        self.cost_micros = self.cost_micros.saturating_add(cost_micros);
-    }
-
-    /// Adds `other` (another run's spend) to this.
-    pub fn add(&mut self, other: Tally) {
-        self.calls = self.calls.saturating_add(other.calls);
-        self.input = self.input.saturating_add(other.input);
-        self.output = self.output.saturating_add(other.output);
-        self.cached_input = self.cached_input.saturating_add(other.cached_input);
-        self.cost_micros = self.cost_micros.saturating_add(other.cost_micros);
-    }
-
-    /// What `self` has beyond `earlier` (a later snapshot of the same turn).
-    pub fn since(&self, earlier: &Tally) -> Tally {
-        Tally {
-            calls: self.calls.saturating_sub(earlier.calls),
-            input: self.input.saturating_sub(earlier.input),
-            output: self.output.saturating_sub(earlier.output),
-            cached_input: self.cached_input.saturating_sub(earlier.cached_input),
-            cost_micros: self.cost_micros.saturating_sub(earlier.cost_micros),
-        }
-    }
-
-    pub fn tokens(&self) -> u64 {
-        self.input
-            .saturating_add(self.output)
-            .saturating_add(self.cached_input)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.calls == 0
-    }
-}
-
-/// Tokens one model call used, as the provider reported them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Usage {
-    /// Input tokens not read from the prompt cache.
-    pub input: u64,
-    pub output: u64,
-    /// Input tokens read from the prompt cache.
-    pub cached_input: u64,
-}
-
-impl Usage {
-    /// What these tokens cost at `price`, in millionths of a US dollar.
-    pub fn cost_micros(&self, price: &Price) -> u64 {
-        let cached = price.cached_input.unwrap_or(price.input);
-        let micros = self.input as f64 * price.input
-            + self.output as f64 * price.output
-            + self.cached_input as f64 * cached;
-        // Tokens × dollars per million tokens = millionths of a dollar.
-        if micros.is_finite() && micros > 0.0 {
-            micros.round().min(u64::MAX as f64) as u64
-        } else {
-            0
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -22,6 +22,7 @@ fn spend_adds_up_per_person_chat_and_everyone_and_caps_say_what_is_left() {
             input: 1000,
             output: 200,
             cached_input: 0,
+            cache_write: 0,
         },
         600_000,
     );
@@ -103,6 +104,7 @@ fn a_turns_spend_splits_by_agent_and_model_and_adds_up() {
                     input: 10,
                     output: 5,
                     cached_input: 0,
+                    cache_write: 0,
                 },
                 *cost_micros,
             );
@@ -114,6 +116,7 @@ fn a_turns_spend_splits_by_agent_and_model_and_adds_up() {
             input: 1,
             output: 1,
             cached_input: 0,
+            cache_write: 0,
         },
         3,
     );
@@ -175,12 +178,14 @@ fn prices_turn_tokens_into_cost() {
     let price = crate::config::Price {
         input: 3.0,
         output: 15.0,
-        cached_input: Some(0.3),
+        cache_read: Some(0.3),
+        cache_write: None,
     };
     let usage = Usage {
         input: 1_000_000,
         output: 100_000,
         cached_input: 1_000_000,
+        cache_write: 0,
     };
     assert_eq!(usage.cost_micros(&price), 3_000_000 + 1_500_000 + 300_000);
 }
@@ -214,6 +219,7 @@ fn an_addition_skips_the_read_of_a_counter_only_this_process_wrote() {
             input: 10,
             output: 1,
             cached_input: 0,
+            cache_write: 0,
         },
         7,
     );

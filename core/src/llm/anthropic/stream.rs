@@ -162,14 +162,17 @@ pub(crate) fn stop_reason(reason: Option<&str>) -> StopReason {
     }
 }
 
-/// A `usage` object as [`crate::llm::Usage`].
+/// A `usage` object as [`crate::llm::Usage`]. Anthropic counts the three parts of the input
+/// apart: `input_tokens` (after the last breakpoint), `cache_creation_input_tokens` (written
+/// to the cache) and `cache_read_input_tokens` (read from it).
 pub(crate) fn usage(usage: &Value) -> crate::llm::Usage {
     let tokens = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
+    let written = tokens("cache_creation_input_tokens");
     crate::llm::Usage {
-        // Anthropic counts cache writes apart from input; they are billed as input here.
-        input: tokens("input_tokens").saturating_add(tokens("cache_creation_input_tokens")),
+        input: tokens("input_tokens").saturating_add(written),
         output: tokens("output_tokens"),
         cached_input: tokens("cache_read_input_tokens"),
+        cache_write: written,
     }
 }
 

@@ -121,6 +121,7 @@ impl Assemble for Chunks {
             input: tokens("promptTokenCount").saturating_sub(cached),
             output: tokens("candidatesTokenCount").saturating_add(tokens("thoughtsTokenCount")),
             cached_input: cached,
+            cache_write: 0,
         };
         Ok(response(self.parts, stop, usage))
     }

@@ -213,7 +213,8 @@ fn text_thoughts_and_usage() {
         Usage {
             input: 200,
             output: 100,
-            cached_input: 1000
+            cached_input: 1000,
+            cache_write: 0,
         }
     );
 }

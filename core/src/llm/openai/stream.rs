@@ -157,14 +157,19 @@ pub(crate) fn stop_reason(reason: Option<&str>, calls: bool) -> StopReason {
     }
 }
 
-/// A `usage` object as [`crate::llm::Usage`]; `prompt_tokens` includes the cached ones.
+/// A `usage` object as [`crate::llm::Usage`]; `prompt_tokens` includes the cached ones,
+/// counted in `prompt_tokens_details.cached_tokens` (DeepSeek: `prompt_cache_hit_tokens`).
+/// Caching is automatic: nothing is billed as a write.
 pub(crate) fn usage(usage: &Value) -> crate::llm::Usage {
-    let tokens = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
-    let cached = tokens("/prompt_tokens_details/cached_tokens");
+    let tokens = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64);
+    let cached = tokens("/prompt_tokens_details/cached_tokens")
+        .or_else(|| tokens("/prompt_cache_hit_tokens"))
+        .unwrap_or(0);
     crate::llm::Usage {
-        input: tokens("/prompt_tokens").saturating_sub(cached),
-        output: tokens("/completion_tokens"),
+        input: tokens("/prompt_tokens").unwrap_or(0).saturating_sub(cached),
+        output: tokens("/completion_tokens").unwrap_or(0),
         cached_input: cached,
+        cache_write: 0,
     }
 }
 

@@ -145,7 +145,8 @@ fn openai_streams_two_tool_calls_with_usage() {
         Usage {
             input: 149,
             output: 60,
-            cached_input: 0
+            cached_input: 0,
+            cache_write: 0,
         }
     );
     let body = body_of(&http);
