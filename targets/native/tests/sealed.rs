@@ -343,11 +343,7 @@ async fn doctor_names_each_missing_part_and_here_none_is() {
     eprintln!("sandbox: {:?}: {}", check.status, check.detail);
     if required() {
         // Only root can make a pids cgroup here (an unprivileged user gets no delegation).
-        let root = std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
-        let expected: &[&str] = match root {
+        let expected: &[&str] = match is_root() {
             true => &[],
             false => &["a cap on its processes (a pids cgroup)"],
         };
@@ -357,4 +353,41 @@ async fn doctor_names_each_missing_part_and_here_none_is() {
     for part in &lacks {
         assert!(check.detail.contains(part.as_str()), "{part} not named: {}", check.detail);
     }
+}
+
+#[test]
+fn a_killed_bots_cgroups_and_what_runs_in_them_are_swept_at_the_next_start() {
+    if !sandbox::PidsGroup::available() {
+        assert!(!required() || !is_root(), "root here must be able to make a pids cgroup");
+        eprintln!("NOTE: no pids cgroup can be made here: the sweep is not checked");
+        return;
+    }
+    // A bot's pid that no process has any more.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let base = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]
+        .into_iter()
+        .map(std::path::Path::new)
+        .find(|b| b.join("cgroup.procs").exists())
+        .unwrap();
+    let group = base.join(format!("clawless-{dead}-0"));
+    std::fs::create_dir(&group).unwrap();
+    // A command the dead bot left running in its group.
+    let mut left = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+    std::fs::write(group.join("cgroup.procs"), left.id().to_string()).unwrap();
+    // A live bot's group (this process's) is left alone.
+    let mine = sandbox::PidsGroup::new().unwrap();
+    assert!(sandbox::sweep() >= 1);
+    assert!(!group.exists(), "the dead bot's group is still there");
+    let status = left.wait().unwrap();
+    assert!(!status.success(), "what ran in it was ended: {status:?}");
+    assert!(mine.path().exists(), "a live bot's group was swept");
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
