@@ -278,7 +278,7 @@ impl Admin<'_> {
                 "this deployment sends an export in parts: use `clawless export --remote` of the same release or newer",
             );
         };
-        let part = self.app.export_part(&whom, shell, &cursor);
+        let part = self.export_part(&whom, shell, &cursor);
         match part.await {
             Ok(archive) => AdminReply {
                 status: 200,
@@ -304,7 +304,7 @@ impl Admin<'_> {
             "overwrite=1" => Merge::Replace,
             _ => return AdminReply::text(400, "the only parameter is overwrite=1"),
         };
-        match self.app.import(body, &Limits::part(), merge).await {
+        match self.import(body, &Limits::part(), merge).await {
             Ok(report) => {
                 tracing::info!(%report, "archive imported");
                 AdminReply::json(200, &serde_json::to_value(&report).unwrap_or(Value::Null))

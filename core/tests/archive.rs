@@ -2,8 +2,8 @@
 //! and a recurring reminder, a pairing and usage, exported and imported into a fresh store
 //! holds the same (memory byte-identical, recalled alike, each reminder firing once at its
 //! time, `/usage` unchanged); a second import changes nothing; an existing store keeps what
-//! differs unless asked; one person's export holds nothing of another. OpenClaw's workspace
-//! fixture comes over as notes that are recalled and a skill the prompt lists.
+//! differs unless asked; one person's export holds nothing of another. (OpenClaw's:
+//! `archive_openclaw.rs`.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -12,7 +12,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use clawless_core::archive::{openclaw, unpack, Limits, Merge, Whom};
+use clawless_core::archive::{unpack, Limits, Merge, Whom};
 use clawless_core::ids::{ConnectorId, Scope};
 use clawless_testkit::fixtures::{self, OWNER_ID};
 use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
@@ -142,7 +142,7 @@ async fn recall(h: &Harness, query: &str) -> Vec<String> {
 fn a_bot_moves_whole_and_a_second_import_changes_nothing() {
     block_on(async {
         let a = used_bot().await;
-        let archive = a.app.export(&Whom::Bot, "native").await.unwrap();
+        let archive = a.app.admin().export(&Whom::Bot, "native").await.unwrap();
         let (manifest, held) = unpack(&archive, &Limits::default()).unwrap();
         assert_eq!(manifest.whom, "bot");
         assert_eq!(manifest.source, "native");
@@ -166,6 +166,7 @@ fn a_bot_moves_whole_and_a_second_import_changes_nothing() {
         let b = Harness::new(Wire::Anthropic);
         let report = b
             .app
+            .admin()
             .import(&archive, &Limits::default(), Merge::KeepOurs)
             .await
             .unwrap();
@@ -177,11 +178,12 @@ fn a_bot_moves_whole_and_a_second_import_changes_nothing() {
         );
 
         // The same again, byte for byte, and once more changes nothing.
-        let again = b.app.export(&Whom::Bot, "native").await.unwrap();
+        let again = b.app.admin().export(&Whom::Bot, "native").await.unwrap();
         assert_eq!(unpack(&again, &Limits::default()).unwrap().1, held);
         let before = snapshot(&b).await;
         let second = b
             .app
+            .admin()
             .import(&archive, &Limits::default(), Merge::KeepOurs)
             .await
             .unwrap();
@@ -221,7 +223,7 @@ fn a_bot_moves_whole_and_a_second_import_changes_nothing() {
 fn an_existing_store_keeps_what_differs_unless_asked() {
     block_on(async {
         let a = used_bot().await;
-        let archive = a.app.export(&Whom::Bot, "native").await.unwrap();
+        let archive = a.app.admin().export(&Whom::Bot, "native").await.unwrap();
         let b = Harness::new(Wire::Anthropic);
         b.platform
             .files
@@ -230,6 +232,7 @@ fn an_existing_store_keeps_what_differs_unless_asked() {
             .unwrap();
         let kept = b
             .app
+            .admin()
             .import(&archive, &Limits::default(), Merge::KeepOurs)
             .await
             .unwrap();
@@ -240,6 +243,7 @@ fn an_existing_store_keeps_what_differs_unless_asked() {
         );
         let replaced = b
             .app
+            .admin()
             .import(&archive, &Limits::default(), Merge::Replace)
             .await
             .unwrap();
@@ -259,7 +263,7 @@ fn a_persons_export_holds_theirs_and_nothing_of_another() {
             connector: ConnectorId::new("main"),
             user: FRIEND,
         };
-        let archive = a.app.export(&friend, "native").await.unwrap();
+        let archive = a.app.admin().export(&friend, "native").await.unwrap();
         let (manifest, held) = unpack(&archive, &Limits::default()).unwrap();
         assert_eq!(manifest.whom, format!("person main {FRIEND}"));
         assert_eq!(
@@ -282,81 +286,11 @@ fn a_persons_export_holds_theirs_and_nothing_of_another() {
     });
 }
 
-/// The fixture's files, as the native shell reads the directory.
-fn openclaw_fixture() -> BTreeMap<String, Vec<u8>> {
-    let root = clawless_testkit::repo::root().join("tests/fixtures/openclaw/workspace");
-    let mut files = BTreeMap::new();
-    for path in clawless_testkit::repo::files_ending(&root, &[""]) {
-        let rel = path
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        files.insert(rel, std::fs::read(&path).unwrap());
-    }
-    files
-}
-
-#[test]
-fn an_openclaw_workspace_comes_over_as_notes_skills_and_a_persona() {
-    block_on(async {
-        let plan = openclaw::plan(&openclaw_fixture());
-        assert_eq!(
-            plan.memory.keys().collect::<Vec<_>>(),
-            ["MEMORY.md", "memory/2026-11-20.md", "memory/2026-11-21.md"]
-        );
-        assert_eq!(
-            plan.skills.keys().collect::<Vec<_>>(),
-            ["weather/SKILL.md", "weather/cities.txt"]
-        );
-        assert_eq!(
-            plan.persona_from,
-            ["IDENTITY.md", "SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md"]
-        );
-        let persona = plan.persona.clone().unwrap();
-        assert!(persona.contains("Jarvis") && persona.contains("brother-hl"));
-        let unmapped = plan.unmapped.join("\n");
-        for listed in [
-            "HEARTBEAT.md",
-            "BOOTSTRAP.md",
-            "canvas/index.html",
-            "skills/loose/notes.md",
-        ] {
-            assert!(unmapped.contains(listed), "{listed} listed: {unmapped}");
-        }
-
-        let h = Harness::new(Wire::Anthropic);
-        let main = ConnectorId::new("main");
-        let done = h.app.import_openclaw(&plan, &main).await.unwrap();
-        assert_eq!(
-            (done.notes_added, done.skill_files_added),
-            (3, 2),
-            "{done:?}"
-        );
-        assert!(done.reindexed >= 3);
-        let again = h.app.import_openclaw(&plan, &main).await.unwrap();
-        assert_eq!(
-            (again.notes_added, again.notes_appended, again.notes_same),
-            (0, 0, 3)
-        );
-
-        let hits = recall(&h, "bike lock code").await.join("\n");
-        assert!(hits.contains("7391"), "{hits}");
-        let hits = recall(&h, "dentist").await.join("\n");
-        assert!(hits.contains("3 December"), "{hits}");
-
-        h.script(200, anthropic_text("Hi."));
-        h.deliver_raw(&message(1, "hello")).await;
-        let prompt = h.llm_requests()[0]["system"].to_string();
-        assert!(prompt.contains("weather"), "the skill is offered: {prompt}");
-    });
-}
-
 #[test]
 fn a_due_entry_older_than_its_reminder_is_rebuilt_and_the_reminder_fires_once() {
     block_on(async {
         let a = used_bot().await;
-        let archive = a.app.export(&Whom::Bot, "native").await.unwrap();
+        let archive = a.app.admin().export(&Whom::Bot, "native").await.unwrap();
         let (mut manifest, mut held) = unpack(&archive, &Limits::default()).unwrap();
         // As an export of a live store can be: the due entries a moment behind the records.
         let due: Vec<usize> = (0..held.kv.len())
@@ -372,6 +306,7 @@ fn a_due_entry_older_than_its_reminder_is_rebuilt_and_the_reminder_fires_once() 
         let skewed = clawless_core::archive::pack(manifest, &held).unwrap();
         let b = Harness::new(Wire::Anthropic);
         b.app
+            .admin()
             .import(&skewed, &Limits::default(), Merge::KeepOurs)
             .await
             .unwrap();

@@ -155,7 +155,12 @@ async fn export_in_parts(
     let (mut parts, mut most) = (0, 0);
     loop {
         let before = kv.ops() + files.ops();
-        let part = h.app.export_part(whom, "native", &cursor).await.unwrap();
+        let part = h
+            .app
+            .admin()
+            .export_part(whom, "native", &cursor)
+            .await
+            .unwrap();
         let ops = kv.ops() + files.ops() - before;
         parts += 1;
         assert!(ops <= REQUEST_OPS, "part {parts}: {ops} store operations");
@@ -186,7 +191,7 @@ fn an_export_in_parts_holds_what_one_export_holds_but_the_oversized() {
     block_on(async {
         let store = filled().await;
         let h = &store.0;
-        let (whole, _) = h.app.export_contents(&Whom::Bot).await.unwrap();
+        let (whole, _) = h.app.admin().export_contents(&Whom::Bot).await.unwrap();
         let (manifest, joined, parts) = export_in_parts(&store, &Whom::Bot).await;
         assert!(parts > 3, "{parts} parts");
         let oversized_key = keys::session(&SessionKey::new("main:1005"));
@@ -212,7 +217,7 @@ fn an_export_in_parts_holds_what_one_export_holds_but_the_oversized() {
             connector: ConnectorId::new("main"),
             user: PEOPLE[1],
         };
-        let (mine, _) = h.app.export_contents(&person).await.unwrap();
+        let (mine, _) = h.app.admin().export_contents(&person).await.unwrap();
         let (_, joined, _) = export_in_parts(&store, &person).await;
         assert_eq!(joined, mine);
         assert_eq!(joined.files.len(), 20);
@@ -221,6 +226,7 @@ fn an_export_in_parts_holds_what_one_export_holds_but_the_oversized() {
         for bad in ["x", "k99:", "kq:a"] {
             let e = h
                 .app
+                .admin()
                 .export_part(&Whom::Bot, "native", bad)
                 .await
                 .unwrap_err();
@@ -233,7 +239,7 @@ fn an_export_in_parts_holds_what_one_export_holds_but_the_oversized() {
 fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
     block_on(async {
         let (a, _, _) = filled().await;
-        let whole = a.app.export(&Whom::Bot, "native").await.unwrap();
+        let whole = a.app.admin().export(&Whom::Bot, "native").await.unwrap();
         let (manifest, held) = unpack(&whole, &Limits::default()).unwrap();
         // Refused before anything is sent: a file and an entry over one part.
         let e = split(&manifest, &held).unwrap_err();
@@ -279,6 +285,7 @@ fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
             let before = kv.ops() + files.ops();
             first.add(
                 b.app
+                    .admin()
                     .import(part, &Limits::part(), Merge::KeepOurs)
                     .await
                     .unwrap(),
@@ -301,7 +308,7 @@ fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
         assert_eq!(first.files_added, movable.files.len());
         assert_eq!(first.reindexed, 60, "each note indexed once: {first}");
 
-        let (again, _) = b.app.export_contents(&Whom::Bot).await.unwrap();
+        let (again, _) = b.app.admin().export_contents(&Whom::Bot).await.unwrap();
         let own = |c: &Contents| Contents {
             kv: c
                 .kv
@@ -329,6 +336,7 @@ fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
         for part in &all[..count] {
             second.add(
                 b.app
+                    .admin()
                     .import(part, &Limits::part(), Merge::KeepOurs)
                     .await
                     .unwrap(),
@@ -350,6 +358,7 @@ fn an_import_in_parts_gives_the_same_store_and_again_changes_nothing() {
         let part = clawless_core::archive::pack(forged, &one).unwrap();
         let e = b
             .app
+            .admin()
             .import(&part, &Limits::part(), Merge::KeepOurs)
             .await
             .unwrap_err();

@@ -77,6 +77,7 @@ async fn refused(h: &Harness, archive: &[u8], limits: &Limits) -> ArchiveError {
     let before = snapshot(h).await;
     let e = h
         .app
+        .admin()
         .import(archive, limits, Merge::Replace)
         .await
         .unwrap_err();
@@ -112,7 +113,7 @@ async fn real() -> Vec<u8> {
         .put("session/main:1", b"{\"messages\":[]}", None)
         .await
         .unwrap();
-    h.app.export(&Whom::Bot, "native").await.unwrap()
+    h.app.admin().export(&Whom::Bot, "native").await.unwrap()
 }
 
 #[test]
@@ -247,6 +248,7 @@ fn names_that_could_escape_and_links_are_refused() {
         // A good name is taken, so the corpus fails for its names alone.
         let ok = h
             .app
+            .admin()
             .import(
                 &with_file("files/memory/x/MEMORY.md"),
                 &Limits::default(),
@@ -363,6 +365,7 @@ fn archive_bombs_are_refused_by_size_and_count() {
         );
         assert!(h
             .app
+            .admin()
             .import(&archive, &Limits::default(), Merge::KeepOurs)
             .await
             .is_ok());

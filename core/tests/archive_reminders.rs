@@ -76,6 +76,7 @@ async fn tick(h: &Harness) {
 
 async fn import(h: &Harness, archive: &[u8], merge: Merge) -> ImportReport {
     h.app
+        .admin()
         .import(archive, &Limits::default(), merge)
         .await
         .unwrap()
@@ -97,7 +98,7 @@ async fn held(h: &Harness) -> Vec<Reminder> {
 /// (the second time after three days off), its clock then three days and an hour on.
 async fn backup_and_later() -> (Harness, Vec<u8>, Vec<u8>) {
     let a = bot().await;
-    let backup = a.app.export(&Whom::Bot, "native").await.unwrap();
+    let backup = a.app.admin().export(&Whom::Bot, "native").await.unwrap();
     a.clock.advance(10 * MIN);
     tick(&a).await;
     a.clock.advance(50 * MIN);
@@ -106,7 +107,7 @@ async fn backup_and_later() -> (Harness, Vec<u8>, Vec<u8>) {
     a.clock.advance(DAYS_3);
     tick(&a).await;
     assert_eq!(alarms(&a), ["⏰ tea", "⏰ stretch", "⏰ stretch"]);
-    let later = a.app.export(&Whom::Bot, "native").await.unwrap();
+    let later = a.app.admin().export(&Whom::Bot, "native").await.unwrap();
     (a, backup, later)
 }
 
@@ -241,7 +242,7 @@ fn a_merge_renumbers_a_colliding_id_and_loses_nothing() {
             json!({"action": "create", "in_minutes": 10, "text": "tea"}),
         )
         .await;
-        let archive = a.app.export(&Whom::Bot, "native").await.unwrap();
+        let archive = a.app.admin().export(&Whom::Bot, "native").await.unwrap();
         for merge in [Merge::KeepOurs, Merge::Replace] {
             let b = other_bot().await;
             assert_eq!(
@@ -295,7 +296,7 @@ fn a_merge_renumbers_a_colliding_id_and_loses_nothing() {
 fn a_format_1_archive_still_imports() {
     block_on(async {
         let a = bot().await;
-        let archive = a.app.export(&Whom::Bot, "native").await.unwrap();
+        let archive = a.app.admin().export(&Whom::Bot, "native").await.unwrap();
         let old = with_format(&archive, 1);
         let (manifest, _) = unpack(&old, &Limits::default()).unwrap();
         assert_eq!(manifest.format, 1);

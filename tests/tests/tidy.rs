@@ -369,3 +369,42 @@ fn no_rust_file_is_over_500_lines() {
         .collect();
     assert!(long.is_empty(), "split these files: {long:?}");
 }
+
+/// The files of `core/src` allowed an `impl App` block: the update path's entry points
+/// (ARCHITECTURE.md). The operator's calls are `Admin`'s (`App::admin`), the control
+/// panel's `Panel`'s: a new concern is a handle of its own, not more methods on `App`.
+const IMPL_APP: [&str; 7] = [
+    "app.rs",
+    "assemble.rs",
+    "drain.rs",
+    "fire.rs",
+    "ingress.rs",
+    "local.rs",
+    "upgrade.rs",
+];
+
+#[test]
+fn impl_app_is_only_in_the_entry_point_files() {
+    let src = root().join("core/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let has = text
+                .lines()
+                .any(|l| l.trim_start().starts_with("impl App "));
+            has
+        })
+        .map(|f| {
+            let rel = f.strip_prefix(&src).unwrap();
+            rel.to_string_lossy().replace('\\', "/")
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found, IMPL_APP,
+        "impl App in other files: put the operator's calls on Admin (core/src/admin.rs), a new concern on a handle of its own"
+    );
+}

@@ -1,10 +1,10 @@
-//! [`App::export`]: the store's Kv entries of [`keys::EXPORTED`] and the Files port's files,
+//! [`Admin::export`]: the store's Kv entries of [`keys::EXPORTED`] and the Files port's files,
 //! whose they are chosen by [`Whom`], packed into one archive.
 
 use clawless_platform::ErrorKind;
 
 use super::{pack, ArchiveError, Contents, Limits, Whom};
-use crate::app::App;
+use crate::app::Admin;
 use crate::keys;
 
 /// Entries read per page of a scan.
@@ -12,12 +12,12 @@ const PAGE: usize = 500;
 /// Files left out that the manifest names one by one.
 const MAX_LEFT_OUT: usize = 100;
 
-impl App {
+impl Admin<'_> {
     /// Reads what `whom` owns and returns it as an archive (see [`super`]). `source` names the
     /// shell (`native`, `worker`, `lambda`). Reads only.
-    pub async fn export(&self, whom: &Whom, source: &str) -> Result<Vec<u8>, ArchiveError> {
+    pub async fn export(self, whom: &Whom, source: &str) -> Result<Vec<u8>, ArchiveError> {
         let (contents, left_out) = self.export_contents(whom).await?;
-        let mut manifest = self.manifest(whom, source);
+        let mut manifest = super::parts::manifest(self.app, whom, source);
         manifest.left_out = left_out;
         pack(manifest, &contents)
     }
@@ -26,10 +26,10 @@ impl App {
     /// the Files port does not read back (a command's output can have one), or a file larger
     /// than an import takes. An export an import would refuse is refused here.
     pub async fn export_contents(
-        &self,
+        self,
         whom: &Whom,
     ) -> Result<(Contents, Vec<String>), ArchiveError> {
-        let kv = &*self.platform.kv;
+        let kv = &*self.app.platform.kv;
         let limits = Limits::default();
         let mut out = Contents::default();
         for prefix in keys::EXPORTED {
@@ -43,7 +43,7 @@ impl App {
             }
         }
         out.kv.sort_by(|a, b| a.key.cmp(&b.key));
-        let files = &*self.platform.files;
+        let files = &*self.app.platform.files;
         let mut left_out = Vec::new();
         for path in files.list("").await? {
             if !whom.has_file(&path) {

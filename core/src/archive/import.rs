@@ -1,4 +1,4 @@
-//! [`App::import`]: an archive merged into this store. Every check runs before the first
+//! [`Admin::import`]: an archive merged into this store. Every check runs before the first
 //! write; then each Kv entry and file is written only where the store has nothing (or, asked
 //! to, something different), with the rest of its TTL, so importing twice changes nothing the
 //! second time and a crash midway is finished by importing again. Reminders are merged by
@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use super::reminders::{Merging, ReminderReport, Took};
 use super::{carried, unpack, ArchiveError, Contents, Limits, Manifest};
-use crate::app::App;
-use crate::ids::Scope;
+use crate::app::Admin;
+use crate::ids::{ConnectorId, Scope};
 use crate::keys;
 
 /// What to do where the store already holds something different under the same name.
@@ -54,6 +54,9 @@ pub struct ImportReport {
     /// Scopes whose memory could not be indexed now (each with why); their files are written
     /// and are indexed when memory is next reindexed.
     pub not_indexed: Vec<String>,
+    /// The scopes of a connector's memory from before it was per person (a version-1
+    /// archive) that no owner here takes yet: moved to the owner's memory once one is set.
+    pub unplaced: Vec<String>,
 }
 
 impl ImportReport {
@@ -72,6 +75,11 @@ impl ImportReport {
         self.files_replaced += part.files_replaced;
         self.reindexed += part.reindexed;
         self.not_indexed.extend(part.not_indexed);
+        for scope in part.unplaced {
+            if !self.unplaced.contains(&scope) {
+                self.unplaced.push(scope);
+            }
+        }
     }
 
     /// Whether the import wrote (or deleted) anything.
@@ -118,6 +126,9 @@ impl std::fmt::Display for ImportReport {
         for why in &self.not_indexed {
             write!(f, "; not indexed yet: {why}")?;
         }
+        for scope in &self.unplaced {
+            write!(f, "; memory of {scope} from before it was per person: its connector has no owner here (or is not configured); it moves to the owner's memory once one is set")?;
+        }
         Ok(())
     }
 }
@@ -131,6 +142,17 @@ pub(super) fn memory_scope(path: &str) -> Option<&str> {
     }
     let (scope, note) = rest.rsplit_once("/memory/")?;
     (!note.contains('/') && note.ends_with(".md")).then_some(scope)
+}
+
+/// A memory file of a connector's memory from before it was per person
+/// (`memory/<agent>/<connector>/MEMORY.md` or `…/memory/<note>.md`): agent, connector, and
+/// the path below the scope.
+fn shared_memory(path: &str) -> Option<(&str, &str, &str)> {
+    let scope = memory_scope(path)?;
+    let (agent, connector) = scope.split_once('/')?;
+    let rel = path.get("memory/".len() + scope.len() + 1..)?;
+    (!connector.contains('/') && crate::memory::scope::is_legacy_file(rel))
+        .then_some((agent, connector, rel))
 }
 
 /// Whether `path` names a memory file of some scope, its segments none empty or a dot name.
@@ -168,10 +190,10 @@ pub fn admissible(manifest: &Manifest, contents: &Contents) -> Result<(), Archiv
     Ok(())
 }
 
-impl App {
+impl Admin<'_> {
     /// Checks the archive whole, then merges it into this store (see [`super`]).
     pub async fn import(
-        &self,
+        self,
         archive: &[u8],
         limits: &Limits,
         merge: Merge,
@@ -183,7 +205,7 @@ impl App {
     /// Merges what an archive holds; refuses it, untouched, when its store is newer than this
     /// build or it holds a key no export carries.
     pub async fn import_contents(
-        &self,
+        self,
         manifest: &Manifest,
         contents: Contents,
         merge: Merge,
@@ -209,7 +231,7 @@ impl App {
             }
         }
         // The tombstones (and the id counters) are in before the first reminder is looked at.
-        let mut merging = Merging::new(self.schedules());
+        let mut merging = Merging::new(self.app.schedules());
         for key in &tombstones {
             merging.fired_elsewhere(key).await?;
         }
@@ -232,9 +254,13 @@ impl App {
         }
         merging.finish().await?;
         report.reminders.add(merging.report);
-        let files = &*self.platform.files;
+        let files = &*self.app.platform.files;
         let mut scopes = BTreeSet::new();
         for (path, bytes) in &contents.files {
+            let placed = self
+                .place(manifest.store_version, path, &mut report)
+                .await?;
+            let (path, bytes) = (&placed, bytes);
             if let Some(scope) = memory_scope(path) {
                 scopes.insert(scope.to_owned());
             }
@@ -258,7 +284,7 @@ impl App {
         }
         // An older store's keys are brought up as an older store would be.
         for version in manifest.store_version.max(1)..crate::upgrade::CURRENT {
-            self.upgrade_step(version).await.map_err(|e| match e {
+            self.app.upgrade_step(version).await.map_err(|e| match e {
                 crate::upgrade::UpgradeError::Storage(p) => ArchiveError::Storage(p),
                 other => ArchiveError::Damaged(other.to_string()),
             })?;
@@ -268,15 +294,18 @@ impl App {
         if let Some(asked) = &manifest.reindex {
             scopes.clear();
             for path in asked {
+                let path = &self
+                    .place(manifest.store_version, path, &mut report)
+                    .await?;
                 let scope = Scope::new(memory_scope(path).unwrap_or_default());
-                match self.memory.index_file(&scope, path).await {
+                match self.app.memory.index_file(&scope, path).await {
                     Ok(changed) => report.reindexed += usize::from(changed),
                     Err(e) => report.not_indexed.push(format!("{path}: {e}")),
                 }
             }
         }
         for scope in scopes {
-            match self.memory.reindex(&Scope::new(&scope)).await {
+            match self.app.memory.reindex(&Scope::new(&scope)).await {
                 Ok(n) => report.reindexed += n,
                 Err(e) => report.not_indexed.push(format!("{scope}: {e}")),
             }
@@ -284,16 +313,48 @@ impl App {
         Ok(report)
     }
 
+    /// Where `path` of an archive of store `version` goes in this store's layout: a memory
+    /// file a connector shared before version 2 (`memory/<agent>/<connector>/…`) goes to its
+    /// owner's memory here, as the store's own step ([`crate::upgrade`]) moves it. That step
+    /// ran when this store was brought up, and its marker says so: files written under the
+    /// old scope now would never be read. A connector without an owner here keeps the file
+    /// where it was and loses its marker, so memory's next re-index moves it once an owner
+    /// is set (said in the report).
+    async fn place(
+        self,
+        version: u32,
+        path: &str,
+        report: &mut ImportReport,
+    ) -> Result<String, ArchiveError> {
+        let Some((agent, connector, rel)) = (version < 2).then(|| shared_memory(path)).flatten()
+        else {
+            return Ok(path.to_owned());
+        };
+        let connector = ConnectorId::new(connector);
+        let owner = (self.app.connectors.get(&connector)).and_then(|c| c.default_memory_owner());
+        let Some(owner) = owner else {
+            let legacy = crate::memory::scope::legacy_scope(agent, &connector);
+            let marker = keys::memory_scopes_moved(&legacy);
+            self.app.platform.kv.delete(&marker).await?;
+            if !report.unplaced.iter().any(|s| *s == legacy.as_str()) {
+                report.unplaced.push(legacy.as_str().to_owned());
+            }
+            return Ok(path.to_owned());
+        };
+        let scope = crate::memory::scope::scope(agent, &connector, owner);
+        Ok(format!("{}/{rel}", crate::memory::store::root(&scope)))
+    }
+
     /// Writes `entry` where the store holds nothing under its key (or, asked to, something
     /// else); what the store holds under it now (`None`: nothing, the entry having expired).
     async fn import_entry(
-        &self,
+        self,
         entry: KvEntry,
         merge: Merge,
         report: &mut ImportReport,
     ) -> Result<Option<Vec<u8>>, ArchiveError> {
-        let kv = &*self.platform.kv;
-        let now = self.platform.clock.now_ms();
+        let kv = &*self.app.platform.kv;
+        let now = self.app.platform.clock.now_ms();
         let ttl = match entry.expires_at_ms {
             Some(at) if at <= now => {
                 report.expired += 1;

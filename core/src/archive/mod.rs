@@ -1,5 +1,5 @@
 //! Export and import: everything a person built with the assistant, in one archive that any
-//! shell reads ([`App::export`], [`App::import`]).
+//! shell reads ([`Admin::export`](crate::app::Admin::export), [`Admin::import`](crate::app::Admin::import)).
 //!
 //! An archive is a gzip-compressed tar (see [`pack`]):
 //! - `manifest.json`, first: [`Manifest`], the format version, the shell it came from, when,

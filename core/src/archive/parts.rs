@@ -3,7 +3,7 @@
 //! free-plan Worker makes 50 D1 queries and uses 10 ms of CPU per request, a Worker isolate has
 //! 128 MB — so a shell never holds more than one part in memory.
 //!
-//! - [`App::export_part`] answers the part of an export that starts at a cursor; its manifest
+//! - [`Admin::export_part`] answers the part of an export that starts at a cursor; its manifest
 //!   names the next part's cursor ([`Manifest::next`]). [`Joined`] puts the parts back together
 //!   into one archive.
 //! - [`split`] cuts an archive's contents into parts to import one by one, each a whole archive
@@ -13,7 +13,7 @@
 use clawless_platform::ErrorKind;
 
 use super::{pack, unpack, ArchiveError, Contents, Limits, Manifest, Whom, FORMAT};
-use crate::app::App;
+use crate::app::{Admin, App};
 use crate::keys;
 
 /// Kv entries or files in one imported part; about two queries each (a read, then a write
@@ -108,18 +108,18 @@ impl Cursor {
     }
 }
 
-impl App {
+impl Admin<'_> {
     /// The part of `whom`'s export that starts at `cursor` (empty: the first), as an archive
     /// whose manifest names the next part's cursor, if any. At most [`READS`] reads and about
     /// [`PART_BYTES`] of data: a part may hold nothing and still name a next one. Reads only.
     pub async fn export_part(
-        &self,
+        self,
         whom: &Whom,
         source: &str,
         cursor: &str,
     ) -> Result<Vec<u8>, ArchiveError> {
-        let kv = &*self.platform.kv;
-        let files = &*self.platform.files;
+        let kv = &*self.app.platform.kv;
+        let files = &*self.app.platform.files;
         let mut at = Cursor::parse(cursor)?;
         let (mut out, mut left_out) = (Contents::default(), Vec::new());
         let (mut reads, mut bytes) = (0, 0);
@@ -218,7 +218,7 @@ impl App {
                 }
             }
         };
-        let mut manifest = self.manifest(whom, source);
+        let mut manifest = manifest(self.app, whom, source);
         manifest.left_out = left_out;
         manifest.next = next.map(|c| c.text());
         pack(manifest, &out)
@@ -371,22 +371,20 @@ pub fn reindex_parts(manifest: &Manifest, notes: &[String]) -> Result<Vec<Vec<u8
         .collect()
 }
 
-impl App {
-    /// The manifest of an export of `whom` from this store, written by `source`.
-    pub(super) fn manifest(&self, whom: &Whom, source: &str) -> Manifest {
-        Manifest {
-            format: FORMAT,
-            source: source.to_owned(),
-            by: env!("CARGO_PKG_VERSION").to_owned(),
-            created_at_ms: self.platform.clock.now_ms(),
-            store_version: crate::upgrade::CURRENT,
-            whom: whom.label(),
-            kv_entries: 0,
-            files: 0,
-            sha256: Default::default(),
-            left_out: Vec::new(),
-            next: None,
-            reindex: None,
-        }
+/// The manifest of an export of `whom` from `app`'s store, written by `source`.
+pub(super) fn manifest(app: &App, whom: &Whom, source: &str) -> Manifest {
+    Manifest {
+        format: FORMAT,
+        source: source.to_owned(),
+        by: env!("CARGO_PKG_VERSION").to_owned(),
+        created_at_ms: app.platform.clock.now_ms(),
+        store_version: crate::upgrade::CURRENT,
+        whom: whom.label(),
+        kv_entries: 0,
+        files: 0,
+        sha256: Default::default(),
+        left_out: Vec::new(),
+        next: None,
+        reindex: None,
     }
 }

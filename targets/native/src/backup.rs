@@ -77,7 +77,7 @@ impl Backups {
     pub async fn write(&self, app: &App, now: SystemTime) -> Result<PathBuf> {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("creating {}", self.dir.display()))?;
-        let archive = app.export(&Whom::Bot, "native").await?;
+        let archive = app.admin().export(&Whom::Bot, "native").await?;
         let path = self.dir.join(format!("{PREFIX}{}{SUFFIX}", stamp(now)));
         crate::archive_cli::write_new(&path, &archive)?;
         let all = self.archives();
