@@ -149,18 +149,18 @@ pub enum Command {
         remote: Option<String>,
     },
     /// Merge an archive into this bot (what the store holds already is kept unless
-    /// --overwrite); or, with --from openclaw, an OpenClaw workspace directory.
+    /// --overwrite); or, with --from openclaw, OpenClaw's folder.
     Import {
-        /// The archive (`-`: standard input), or the workspace directory.
+        /// The archive (`-`: standard input), or OpenClaw's folder.
         path: std::path::PathBuf,
-        /// Read another assistant's data instead: `openclaw` (its workspace directory, such
-        /// as ~/.openclaw/workspace).
+        /// Read another assistant's data instead: `openclaw` (its folder ~/.openclaw, or its
+        /// workspace ~/.openclaw/workspace, whose parent is then read too).
         #[arg(long, value_parser = ["openclaw"])]
         from: Option<String>,
         /// Replace what this store holds under the same name.
         #[arg(long, conflicts_with = "from")]
         overwrite: bool,
-        /// The bot whose owner gets an OpenClaw workspace (default: the only one).
+        /// The bot whose owner gets OpenClaw's notes and conversations (default: the only one).
         #[arg(long)]
         connector: Option<String>,
         /// Import into a deployed Worker or Lambda instead (its base URL): its

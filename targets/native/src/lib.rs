@@ -26,6 +26,8 @@
 //! - [`cli`]: the command line (every command and flag of `clawless`).
 //! - [`init`]: `clawless init`, the first set-up (token, owner, provider key → `.env`).
 //! - [`remote`]: the command line against a deployed Worker or Lambda (`/admin/<name>`).
+//! - [`archive_cli`], [`backup`]: export, import and backups; [`openclaw_cli`]: coming over
+//!   from OpenClaw.
 
 pub mod archive_cli;
 pub mod backup;
@@ -37,6 +39,7 @@ pub mod fs;
 pub mod index;
 pub mod init;
 pub mod listen;
+pub mod openclaw_cli;
 pub mod pairing;
 pub mod poll;
 pub mod program;

@@ -222,7 +222,7 @@ async fn dispatch(command: Command) -> Result<()> {
         } => {
             let n = build().await?;
             let id = n.app.admin().connector_id(connector.as_deref())?;
-            clawless_native::archive_cli::import_openclaw(&n.app, &setup::env(), &path, &id).await
+            clawless_native::openclaw_cli::import_openclaw(&n.app, &setup::env(), &path, &id).await
         }
         Command::Import {
             path, overwrite, ..

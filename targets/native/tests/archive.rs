@@ -1,7 +1,6 @@
 //! `clawless export` and `clawless import` through the binary: a store moved to an empty data
 //! directory, a second import that changes nothing, a person's export, a damaged archive
-//! refused with nothing written; and an OpenClaw workspace brought over: notes recalled,
-//! its skill listed, its persona an agent the config accepts.
+//! refused with nothing written. (OpenClaw's folder: `openclaw.rs`.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -109,51 +108,6 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(&path, to.join(entry.file_name())).unwrap();
         }
     }
-}
-
-#[test]
-fn an_openclaw_workspace_comes_over() {
-    let data = common::temp_dir("openclaw");
-    let config = data.join("config");
-    copy_dir(&clawless_testkit::repo::root().join("config"), &config);
-    let workspace = clawless_testkit::repo::root().join("tests/fixtures/openclaw/workspace");
-    let with_config = |args: &[&str]| {
-        clawless(&data, NOWHERE, NOWHERE)
-            .env("CLAWLESS_CONFIG", &config)
-            .stderr(Stdio::piped())
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let out = with_config(&["import", "--from", "openclaw", workspace.to_str().unwrap()]);
-    let text = said(&out);
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("memory: 3 notes added"), "{text}");
-    assert!(text.contains("skills: 2 files added"), "{text}");
-    assert!(text.contains("agent openclaw: written"), "{text}");
-    for listed in ["HEARTBEAT.md", "BOOTSTRAP.md", "canvas/index.html"] {
-        assert!(text.contains(listed), "{listed} listed: {text}");
-    }
-    let prompt = std::fs::read_to_string(config.join("prompts/openclaw/system.md")).unwrap();
-    assert!(prompt.contains("Jarvis") && prompt.contains("Be genuinely helpful"));
-
-    let out = with_config(&["config", "check"]);
-    assert!(
-        out.status.success(),
-        "the new agent is valid config: {}",
-        said(&out)
-    );
-    let out = with_config(&["skills", "list"]);
-    assert!(said(&out).contains("weather"), "{}", said(&out));
-    let out = with_config(&["memory", "search", "bike lock code"]);
-    assert!(said(&out).contains("7391"), "{}", said(&out));
-    let out = with_config(&["import", "--from", "openclaw", workspace.to_str().unwrap()]);
-    let text = said(&out);
-    assert!(
-        text.contains("0 notes added, 0 appended to, 3 already there"),
-        "{text}"
-    );
-    assert!(text.contains("agent openclaw: kept"), "{text}");
 }
 
 /// The admin endpoint of `clawless serve`: the sample archive in through `import --remote`
