@@ -6,7 +6,7 @@
 //! before anything is sent. A secret split over two calls leaves at most its smaller part,
 //! and ordinary URLs still go out.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 
@@ -69,7 +69,7 @@ fn promised(secret: &str) -> Vec<(&'static str, Value)> {
         ("as it is", url(secret)),
         (
             "percent-encoded in part",
-            url(&secret.replace(['-', ':'], "%2D")),
+            url(&secret.replace('-', "%2D").replace(':', "%3A")),
         ),
         ("percent-encoded whole", url(&all_percent)),
         (
@@ -182,23 +182,31 @@ fn sent_to_evil(h: &Harness) -> Vec<String> {
 }
 
 /// Each shape of `shapes` for each secret: refused with the leak sentence, nothing sent.
+/// Returns how many were tried; fails naming each shape that got through.
 fn refused_all(shapes: fn(&str) -> Vec<(&'static str, Value)>) -> usize {
     block_on(async {
         let h = harness();
         let mut n = 0;
+        let mut through = Vec::new();
         for secret in [support::TOKEN, support::SECRET, ADMIN, DEPLOY] {
             for (name, input) in shapes(secret) {
                 turn(&h, n, &[("web_fetch", input)]).await;
                 let result = result_of(&h, &format!("toolu_{n}_0"));
                 let text = result["content"].as_str().unwrap_or("");
-                assert!(
-                    text.starts_with("Refused: the arguments of web_fetch hold one of the assistant's own secrets"),
-                    "{name} of {secret:.6}…: {result}"
-                );
+                let leak =
+                    "Refused: the arguments of web_fetch hold one of the assistant's own secrets";
+                if !text.starts_with(leak) {
+                    through.push(format!("{name} of {secret:.6}…"));
+                }
                 n += 1;
             }
         }
-        assert_eq!(sent_to_evil(&h), Vec::<String>::new());
+        let sent = sent_to_evil(&h);
+        assert!(
+            through.is_empty() && sent.is_empty(),
+            "{} of {n} shapes got through: {through:?}; sent: {sent:?}",
+            through.len()
+        );
         n as usize
     })
 }

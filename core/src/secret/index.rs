@@ -1,8 +1,9 @@
 //! Finding any of many byte strings (the skeletons of the secrets' forms) in a text in one
 //! pass, whatever their number: a form's first 8 bytes are its anchor; at each position of
 //! the text the 8 bytes ending there go through a bit filter of the anchors' hashes, which
-//! lets through almost only real candidates, and a candidate is compared whole. About a
-//! millisecond per megabyte, where a search per form would cost one pass per form.
+//! lets through almost only real candidates, and a candidate is compared whole. A couple of
+//! milliseconds a megabyte (release build), where a search per form would cost one pass
+//! per form.
 
 /// Bits of the filter: 8 KB, so a few hundred anchors leave it almost empty.
 const FILTER_BITS: u32 = 16;

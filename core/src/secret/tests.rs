@@ -226,15 +226,14 @@ fn ordinary_text_is_not_taken_for_a_secret() {
 }
 
 #[test]
-fn forms_are_built_once_and_the_check_is_one_pass() {
+fn forms_are_built_once_and_a_large_argument_is_let_through() {
     let s = real();
     let forms = s.0.index.len() + s.0.exact.len();
     println!("{forms} forms of 4 secrets");
     assert!(forms < 400, "{forms}");
-    // A quarter of a megabyte (a file written whole): one pass over its skeleton.
+    // A quarter of a megabyte (a file written whole), with escapes to decode: one pass over
+    // the skeleton of each of its texts (measured in a release build on a busy machine: about
+    // 1 µs a URL, 7 to 16 ms a megabyte of prose, 40 ms a megabyte dense with escapes).
     let big = "Lorem ipsum dolor sit amet, 0123456789 ABCDEF %41 \\u0041 &#65; ".repeat(4_000);
-    let value = json!({ "path": "notes.md", "content": big });
-    let start = std::time::Instant::now();
-    assert!(!s.found_in(&value));
-    println!("{} KB checked in {:?}", big.len() / 1024, start.elapsed());
+    assert!(!s.found_in(&json!({ "path": "notes.md", "content": big })));
 }
