@@ -151,6 +151,7 @@ impl Agent {
             running: None,
             unsure: Default::default(),
             tainted: None,
+            tainted_earlier: false,
         }
     }
 
@@ -292,6 +293,7 @@ impl Agent {
                         messages: state.messages,
                         usage: state.usage,
                         log: std::mem::take(&mut state.log),
+                        tainted: state.tainted,
                     }));
                 }
             }
@@ -394,6 +396,7 @@ impl Agent {
                                     true => String::new(),
                                     false => format!("{}:{}:{id}", ctx.call, state.round),
                                 },
+                                tainted: state.tainted.clone(),
                                 ..ctx.clone()
                             };
                             // The ledger entry of a call that must not run twice: kept

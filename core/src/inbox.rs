@@ -55,6 +55,10 @@ pub struct Checkpoint {
     /// `(session key, messages)` to append to that session, at most once.
     #[serde(default)]
     pub session_turn: Option<(SessionKey, Vec<ChatMessage>)>,
+    /// The untrusted text the session holds once `session_turn` is applied (see
+    /// [`crate::session::Session::tainted`]): what the turn read, `None` when it read none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taint: Option<String>,
     /// Spend and audit entries to write beside the delivery.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub books: Option<Box<crate::usage::Books>>,

@@ -119,6 +119,7 @@ impl App {
             depth: 0,
             budget: None,
             call: String::new(),
+            tainted: None,
         };
         let agent = conn.default_agent();
         let Some(approve) = approve else {

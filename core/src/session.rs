@@ -27,6 +27,13 @@ pub struct Session {
     /// model reads it before the messages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// The untrusted text the conversation read since the person last wrote (`the page
+    /// https://…`, `a forwarded message`): still in the history, so a turn they did not start
+    /// (a scheduled task firing) begins tainted with it (see
+    /// [`crate::agent::RunState::carry`]). Each applied turn sets it anew: a turn begun by the
+    /// person's own message clears it unless it read such text itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tainted: Option<String>,
 }
 
 /// How many applied update ids a session remembers: more than a lane can have in flight.
@@ -125,21 +132,34 @@ pub async fn load_current(
     Ok((s, None))
 }
 
-/// Appends the turn of `update_id` to the current session (see [`load_current`]) once,
-/// trimmed to `keep` messages, and saves it: the session as saved, or `None` when that turn
-/// was applied before.
+/// A turn to append to a session: the update it answers, its messages, and the untrusted
+/// text the conversation holds after it ([`Session::tainted`]).
+pub struct NewTurn<'a> {
+    pub update_id: i64,
+    pub messages: &'a [ChatMessage],
+    pub tainted: Option<&'a str>,
+}
+
+/// Appends `turn` to the current session (see [`load_current`]) once, trimmed to `keep`
+/// messages, and saves it: the session as saved, or `None` when that turn was applied
+/// before.
 pub async fn append_turn(
     kv: &dyn Kv,
     session: &SessionKey,
-    update_id: i64,
-    messages: &[ChatMessage],
+    turn: NewTurn<'_>,
     keep: usize,
     (idle_ms, now_ms): (u64, u64),
 ) -> Result<Option<Session>, PortError> {
+    let NewTurn {
+        update_id,
+        messages,
+        tainted,
+    } = turn;
     let (mut s, _) = load_current(kv, session, idle_ms, now_ms).await?;
     if s.has_applied(update_id) {
         return Ok(None);
     }
+    s.tainted = tainted.map(str::to_owned);
     s.messages.extend(messages.iter().cloned());
     trim(&mut s.messages, keep);
     s.mark_applied(update_id);

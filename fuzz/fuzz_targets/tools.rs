@@ -70,6 +70,7 @@ fuzz_target!(|data: &[u8]| {
         depth: 0,
         budget: None,
         call: "main/1/1:1:fuzz".into(),
+        tainted: None,
     };
 
     // Every built-in this platform offers (`exec` needs a shell that runs commands).

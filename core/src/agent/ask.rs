@@ -47,14 +47,10 @@ impl Agent {
             // unsafe one is the user's to decide again, whatever the policy or grant.
             let unsure = level == Level::Unsafe && state.unsure.contains(name);
             // After untrusted text, what acts outside or later is the user's to allow.
-            let tainted = match &state.tainted {
-                Some(source)
-                    if self.config.policy.ask_after_untrusted
-                        && (level == Level::Unsafe || tool.acts_beyond(input)) =>
-                {
-                    Some(format!("this turn read {source}, which may say anything"))
-                }
-                _ => None,
+            let risky = level == Level::Unsafe || tool.acts_beyond(input);
+            let tainted = match self.config.policy.ask_after_untrusted && risky {
+                true => state.why_tainted(),
+                false => None,
             };
             if (unsure || tainted.is_some()) && rule != Rule::Deny {
                 rule = Rule::Ask;

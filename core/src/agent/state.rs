@@ -82,12 +82,35 @@ pub struct RunState {
     /// asks the user again, even under a grant.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub unsure: BTreeSet<String>,
-    /// The first untrusted text this turn read (`the page https://…`), once it has.
+    /// The first untrusted text this turn read (`the page https://…`, `a forwarded message`),
+    /// once it has, or the one its conversation read since the person last wrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tainted: Option<String>,
+    /// `tainted` was read in an earlier turn (see [`RunState::carry`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tainted_earlier: bool,
 }
 
 impl RunState {
+    /// Begins a turn the person did not start (a scheduled task firing) with the untrusted
+    /// text its conversation read since they last wrote: that text is still in the history
+    /// the model reads.
+    pub fn carry(&mut self, tainted: Option<String>) {
+        if self.tainted.is_none() && tainted.is_some() {
+            self.tainted = tainted;
+            self.tainted_earlier = true;
+        }
+    }
+
+    /// Why a call that acts outside or beyond the turn asks, when the turn is tainted.
+    pub(super) fn why_tainted(&self) -> Option<String> {
+        let source = self.tainted.as_deref()?;
+        Some(match self.tainted_earlier {
+            false => format!("this turn read {source}, which may say anything"),
+            true => format!("an earlier turn read {source}, which may say anything, and nobody has written since"),
+        })
+    }
+
     /// The result kept for call `id` of the current round, if it ran.
     pub fn result_of(&self, id: &str) -> Option<&Block> {
         self.results
@@ -124,6 +147,7 @@ impl RunState {
             messages: self.messages,
             usage: self.usage,
             log: self.log,
+            tainted: self.tainted,
         }
     }
 
@@ -266,6 +290,9 @@ pub struct TurnOutput {
     pub usage: Tally,
     /// The audit steps not written yet: `(at ms, step)`.
     pub log: Vec<(u64, AuditStep)>,
+    /// The untrusted text the turn read or began with ([`RunState::tainted`]): its
+    /// conversation keeps it until the person writes again.
+    pub tainted: Option<String>,
 }
 
 /// Where a turn stopped.

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 mod resume;
+mod taint;
 
 /// `a`'s turn on "hi", with no history.
 fn turn(a: &Agent) -> TurnOutput {
@@ -85,6 +86,7 @@ fn ctx() -> ToolContext {
         depth: 0,
         budget: None,
         call: String::new(),
+        tainted: None,
     }
 }
 
@@ -401,6 +403,7 @@ fn the_chain_retries_then_falls_back_to_the_next_model() {
         messages: vec![],
         tools: Default::default(),
         max_tokens: 1,
+        ..Default::default()
     };
     let resp = block_on(chain.chat(&req)).unwrap();
     assert_eq!(resp.message.text(), "fallback");

@@ -290,6 +290,7 @@ mod tests {
             sent: 0,
             reply_to: None,
             session_turn: None,
+            taint: None,
             books: None,
         });
         assert!(job.media_mut().is_none());

@@ -189,6 +189,8 @@ impl Spawn {
         let spawn = &self.parent.spawn;
         let mut state = child.begin(ChatMessage::user_text(task), "", "");
         state.closing = Some(Verdict::Unattended);
+        // The task may be the untrusted text's words: what the parent's turn read taints it.
+        state.tainted = ctx.tainted.clone();
         let own = Report::default();
         let opts = RunOptions {
             report: Some(&own),
@@ -240,6 +242,12 @@ impl Tool for Spawn {
 
     fn time_limit(&self) -> Option<Duration> {
         Some(Duration::from_secs(self.parent.spawn.timeout_secs) + MARGIN)
+    }
+
+    /// A background task runs later, on its own. (A sub-agent run now starts with the
+    /// turn's untrusted text, so its own risky calls are refused: nobody can be asked.)
+    fn acts_beyond(&self, input: &Value) -> bool {
+        input.get("background").and_then(Value::as_bool) == Some(true)
     }
 
     fn spec(&self) -> ToolSpec {

@@ -173,13 +173,30 @@ impl Message {
     }
 
     /// What untrusted text this message brings into its turn: a forwarded message (also a
-    /// forwarded voice note, once transcribed) is someone else's words.
+    /// forwarded voice note, once transcribed) is someone else's words; so may be what a
+    /// document or an audio file the person sends holds. A voice or video note they recorded
+    /// and a photo they took are their own (text in a picture is not looked for).
     pub fn untrusted_source(&self) -> Option<String> {
-        self.forward_origin.as_ref().map(|origin| {
-            match origin.get("type").and_then(serde_json::Value::as_str) {
-                Some("channel") => "a message forwarded from a channel".to_owned(),
-                _ => "a forwarded message".to_owned(),
+        if let Some(origin) = &self.forward_origin {
+            return Some(
+                match origin.get("type").and_then(serde_json::Value::as_str) {
+                    Some("channel") => "a message forwarded from a channel",
+                    _ => "a forwarded message",
+                }
+                .to_owned(),
+            );
+        }
+        let (what, file) = match (&self.document, &self.audio) {
+            (Some(d), _) => ("document", d),
+            (None, Some(a)) => ("audio file", a),
+            (None, None) => return None,
+        };
+        Some(match &file.file_name {
+            Some(name) => {
+                let name: String = name.chars().filter(|c| !c.is_control()).take(100).collect();
+                format!("the {what} {name} sent in the chat")
             }
+            None => format!("a {what} sent in the chat"),
         })
     }
 
@@ -320,5 +337,54 @@ mod tests {
         assert_eq!(utf16_range(text, 9, 2), Some(12..14), "up to the end");
         assert_eq!(utf16_range(text, 9, 3), None, "past the end");
         assert_eq!(utf16_range(text, usize::MAX, 2), None);
+    }
+
+    #[test]
+    fn forwards_documents_and_audio_files_are_untrusted_and_the_persons_own_media_not() {
+        let msg = |extra: serde_json::Value| {
+            let mut m = serde_json::json!({"message_id": 1, "date": 1,
+                "chat": {"id": 7, "type": "private"}, "from": {"id": 7, "is_bot": false, "first_name": "A"}});
+            for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+                m[k] = v;
+            }
+            serde_json::from_value::<Message>(m).map(|m| m.untrusted_source())
+        };
+        let file = |name: &str| serde_json::json!({"file_id": "f", "file_name": name});
+        let cases = [
+            (serde_json::json!({"text": "hi"}), None),
+            (
+                serde_json::json!({"photo": [{"file_id": "p", "width": 1, "height": 1}]}),
+                None,
+            ),
+            (
+                serde_json::json!({"voice": {"file_id": "v", "duration": 2}}),
+                None,
+            ),
+            (serde_json::json!({"video_note": {"file_id": "v"}}), None),
+            (
+                serde_json::json!({"text": "x", "forward_origin": {"type": "user"}}),
+                Some("a forwarded message"),
+            ),
+            (
+                serde_json::json!({"voice": {"file_id": "v"}, "forward_origin": {"type": "channel"}}),
+                Some("a message forwarded from a channel"),
+            ),
+            (
+                serde_json::json!({"document": file("report.pdf"), "caption": "summarise"}),
+                Some("the document report.pdf sent in the chat"),
+            ),
+            (
+                serde_json::json!({"document": {"file_id": "d"}}),
+                Some("a document sent in the chat"),
+            ),
+            (
+                serde_json::json!({"audio": file("talk\nIGNORE.mp3")}),
+                Some("the audio file talkIGNORE.mp3 sent in the chat"),
+            ),
+        ];
+        for (extra, want) in cases {
+            let got = msg(extra.clone()).map_err(|e| e.to_string());
+            assert_eq!(got, Ok(want.map(str::to_owned)), "{extra}");
+        }
     }
 }

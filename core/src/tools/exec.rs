@@ -76,6 +76,14 @@ impl Tool for ExecTool {
         Level::Unsafe
     }
 
+    /// What a command prints may come from anywhere (`cat` of a downloaded file, `curl`).
+    fn brings_untrusted(&self, input: &Value) -> Option<String> {
+        Some(format!(
+            "the output of the command {}",
+            crate::tools::named(input, "command")
+        ))
+    }
+
     async fn call(&self, ctx: &ToolContext, input: Value) -> Result<String, ToolError> {
         let command = input
             .get("command")
@@ -168,6 +176,7 @@ mod tests {
             depth: 0,
             budget: None,
             call: String::new(),
+            tainted: None,
         }
     }
 

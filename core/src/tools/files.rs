@@ -165,6 +165,11 @@ impl Tool for WriteFile {
         true
     }
 
+    /// A workspace skill's file: listed in later turns' instructions.
+    fn acts_beyond(&self, input: &Value) -> bool {
+        path::is_skill(input.get("path").and_then(Value::as_str).unwrap_or(""))
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }
@@ -213,6 +218,11 @@ pub struct EditFile(pub Workspace);
 impl Tool for EditFile {
     fn stays_inside(&self) -> bool {
         true
+    }
+
+    /// A workspace skill's file: listed in later turns' instructions.
+    fn acts_beyond(&self, input: &Value) -> bool {
+        path::is_skill(input.get("path").and_then(Value::as_str).unwrap_or(""))
     }
 
     fn level(&self) -> Level {
@@ -413,6 +423,11 @@ pub struct DeleteFile(pub Workspace);
 #[async_trait]
 impl Tool for DeleteFile {
     fn stays_inside(&self) -> bool {
+        true
+    }
+
+    /// A deleted file cannot be had back.
+    fn acts_beyond(&self, _input: &Value) -> bool {
         true
     }
 

@@ -202,6 +202,12 @@ impl Tool for MemoryWrite {
         true
     }
 
+    /// What it writes is recalled into later turns as the assistant's own memory, long
+    /// after the text that ordered it is gone.
+    fn acts_beyond(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn level(&self) -> Level {
         Level::Guarded
     }

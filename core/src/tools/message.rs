@@ -61,6 +61,8 @@ impl Tool for MessageTool {
         Level::Guarded
     }
 
+    /// To another person: unsafe, so it asks, also after untrusted text. To this chat it
+    /// does not ask even then: it says nothing the answer could not, where the answer goes.
     fn level_for(&self, ctx: &ToolContext, input: &Value) -> Level {
         match other_chat(ctx, input) {
             Some(_) => Level::Unsafe,

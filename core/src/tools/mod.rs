@@ -95,6 +95,10 @@ pub struct ToolContext {
     /// a call that runs again after a crash do its work once (`schedule` keys the reminder it
     /// creates by it). Empty where no turn is kept (the terminal chat, tests).
     pub call: String,
+    /// The untrusted text the turn has read (`the page https://…`), set by the agent loop for
+    /// each call: a sub-agent run now starts with it (see [`Tool::brings_untrusted`]). Left
+    /// `None` where a context is built.
+    pub tainted: Option<String>,
 }
 
 /// A context for unit tests: the owner's scope, nothing granted, no chat.
@@ -107,6 +111,7 @@ pub(crate) fn tests_ctx() -> ToolContext {
         depth: 0,
         budget: None,
         call: String::new(),
+        tainted: None,
     }
 }
 
@@ -182,14 +187,22 @@ pub trait Tool: Send + Sync {
         false
     }
     /// What untrusted text this call brings into the turn (`the page https://…`), if any: a
-    /// fetched page, a search result, an MCP server's answer, a file. After it, the turn is
-    /// tainted: its unsafe calls, and calls that act later or elsewhere, ask even under a
-    /// grant (`policy.ask_after_untrusted`).
+    /// fetched page, a search result, an MCP server's answer, a file, a command's output.
+    /// After it the turn is tainted, and so is its conversation until the person writes
+    /// again: unsafe calls, and calls that act beyond the turn ([`Tool::acts_beyond`]), ask
+    /// even under a grant (`policy.ask_after_untrusted`); a sub-agent run then is tainted too.
     fn brings_untrusted(&self, _input: &Value) -> Option<String> {
         None
     }
-    /// Whether this call sets something that acts later or in another chat on its own (a
-    /// scheduled task), which a tainted turn asks about.
+    /// Whether this call's effect goes beyond the turn's answer in a way text the turn read
+    /// must not order without the person (a tainted turn asks about it): it acts later or
+    /// elsewhere on its own (a reminder or scheduled task, a background sub-agent), changes
+    /// what later turns are told as the assistant's own (memory, a workspace skill), or
+    /// destroys what the person keeps (a file deleted, a reminder cancelled). Not so: writing
+    /// or editing an ordinary workspace file (reading a file, then changing it, is what those
+    /// tools are for; a tap on each would be their every use), and a `message` to the
+    /// conversation's own chat (it says nothing the answer could not say, where the answer
+    /// goes).
     fn acts_beyond(&self, _input: &Value) -> bool {
         false
     }

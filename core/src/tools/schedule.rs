@@ -28,10 +28,14 @@ impl Tool for Schedule {
         true
     }
 
-    /// A scheduled task runs the model later, on its own.
+    /// A reminder or a scheduled task acts later, on its own (a task runs the model with its
+    /// tools; a reminder's text is sent, again and again if recurring); cancelling one
+    /// removes what the person set. Listing does neither.
     fn acts_beyond(&self, input: &Value) -> bool {
-        input.get("action").and_then(Value::as_str) == Some("create")
-            && input.get("prompt").is_some_and(|p| !p.is_null())
+        matches!(
+            input.get("action").and_then(Value::as_str),
+            Some("create" | "cancel")
+        )
     }
 
     fn level(&self) -> Level {

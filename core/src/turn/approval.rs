@@ -216,10 +216,13 @@ impl Turn<'_> {
             );
             // Pictures made before the stop were paid for: they go with it.
             let pictures = super::pictures::photo_parts(&out.messages, &conn.memory_scope_of(msg));
+            let tainted = out.tainted.take();
             let mut reply =
                 super::run::turn_reply(app, conn, msg, out.reply, out.messages, (books, false));
             if let Reply::Send(cp) = &mut reply {
                 cp.parts.splice(0..0, pictures);
+                // What the turn read stays in the history: its conversation keeps it.
+                cp.taint = tainted;
             }
             return Ok(reply);
         }

@@ -46,6 +46,7 @@ pub(super) async fn background_task(
             .map_err(Failure::storage)?,
         // A task run again after a crash: its keyed tools find what the first run did.
         call: format!("{}/task{id}", conn.id),
+        tainted: None,
     };
     tracing::info!(connector = %conn.id, task = id, agent, "background task runs");
     let (answer, reported) =
@@ -109,6 +110,8 @@ pub(super) fn background_done(
             session::session_key(&conn.id, msg),
             vec![asked, ChatMessage::assistant_text(answer.to_owned())],
         )),
+        // What the sub-agent read is not known here; its answer may carry any of it.
+        taint: Some(format!("the answer of background task #{}", fire.reminder)),
         books: None,
     })
 }

@@ -62,6 +62,7 @@ impl Ctx<'_> {
             sent: 0,
             reply_to: self.reply_to,
             session_turn: None,
+            taint: None,
             books: self.books,
         })
     }

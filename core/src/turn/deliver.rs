@@ -20,7 +20,10 @@ use crate::telegram::TelegramError;
 /// Returns whether the session has grown past its budget and is due to be compacted
 /// (after delivery, `compact.rs`).
 async fn apply_session_turn(app: &App, job: &Job, update_id: i64) -> Result<bool, PortError> {
-    let Some((key, messages)) = job.checkpoint().and_then(|c| c.session_turn.as_ref()) else {
+    let Some(cp) = job.checkpoint() else {
+        return Ok(false);
+    };
+    let Some((key, messages)) = &cp.session_turn else {
         return Ok(false);
     };
     let cfg = &app.config.session;
@@ -32,7 +35,12 @@ async fn apply_session_turn(app: &App, job: &Job, update_id: i64) -> Result<bool
     };
     let kv = &*app.platform.kv;
     let when = (cfg.idle_ms(), app.platform.clock.now_ms());
-    let Some(s) = session::append_turn(kv, key, update_id, messages, keep, when).await? else {
+    let turn = session::NewTurn {
+        update_id,
+        messages,
+        tainted: cp.taint.as_deref(),
+    };
+    let Some(s) = session::append_turn(kv, key, turn, keep, when).await? else {
         return Ok(false);
     };
     Ok(crate::memory::compact::is_due(

@@ -53,6 +53,7 @@ pub(super) fn with_buttons(
         sent: 0,
         reply_to,
         session_turn: None,
+        taint: None,
         books,
     })
 }
@@ -257,6 +258,7 @@ pub(crate) async fn process(
                     Stage::Running(run) => Some(run),
                     _ => None,
                 };
+                let taint = run.as_ref().and_then(|run| run.tainted.clone());
                 let session_turn = run.and_then(|run| {
                     let asked = run.messages.into_iter().next()?;
                     let key = session::session_key(&conn.id, msg);
@@ -271,6 +273,7 @@ pub(crate) async fn process(
                     sent: 0,
                     reply_to: None,
                     session_turn,
+                    taint,
                     books: None,
                 });
                 app.inbox.save(key, &job).await?;
@@ -411,6 +414,7 @@ impl Turn<'_> {
             sent: 0,
             reply_to,
             session_turn: None,
+            taint: None,
             books: None,
         }))
     }

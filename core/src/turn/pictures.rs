@@ -71,6 +71,7 @@ pub(super) async fn imagine(
             sent: 0,
             reply_to,
             session_turn: None,
+            taint: None,
             books,
         })
     };
@@ -130,6 +131,7 @@ pub(super) async fn imagine(
         sent: 0,
         reply_to,
         session_turn: None,
+        taint: None,
         books,
     }))
 }

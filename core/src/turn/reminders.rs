@@ -143,6 +143,7 @@ impl Turn<'_> {
                     sent: 0,
                     reply_to: None,
                     session_turn: None,
+                    taint: None,
                     books: None,
                 }))
             }
@@ -170,13 +171,19 @@ impl Turn<'_> {
         );
         let scope = conn.memory_scope_of(msg);
         let life = app.lifecycle();
-        let (recall, skills) =
-            futures::future::join(life.recall(&scope, prompt), conn.agent.skills_block(&scope))
-                .await;
-        let run = conn
+        let (recall, skills, ready) = futures::future::join3(
+            life.recall(&scope, prompt),
+            conn.agent.skills_block(&scope),
+            self.ready(),
+        )
+        .await;
+        let mut run = conn
             .agent
             .begin(ChatMessage::user_text(text), &recall, &skills);
-        let mut reply = self.run_agent(run, Some(progress)).await?;
+        // Nobody wrote this turn: what the conversation read since the person last did
+        // still steers nothing without them.
+        run.carry(ready.tainted());
+        let mut reply = self.run_agent_ready(run, Some(progress), ready).await?;
         if let Reply::Send(cp) = &mut reply {
             cp.reply_to = None;
         }

@@ -104,6 +104,7 @@ pub(super) fn turn_reply(
             session::session_key(&conn.id, msg),
             messages.iter().map(ChatMessage::without_media).collect(),
         )),
+        taint: None,
         books,
     })
 }
@@ -116,6 +117,14 @@ pub(super) struct Ready {
     speak: bool,
     granted: Result<std::collections::BTreeSet<String>, PortError>,
     budget: Result<Option<crate::usage::Left>, PortError>,
+}
+
+impl Ready {
+    /// The untrusted text the conversation read since the person last wrote
+    /// ([`session::Session::tainted`]).
+    pub(super) fn tainted(&self) -> Option<String> {
+        self.session.as_ref().ok()?.tainted.clone()
+    }
 }
 
 impl Turn<'_> {
@@ -187,6 +196,7 @@ impl Turn<'_> {
                 Some(p) => format!("{}/{}", p.trace, msg.chat.id.0),
                 None => format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id),
             },
+            tainted: None,
         };
         let budget = budget.map_err(Failure::storage)?;
         let recorded = run.recorded;
@@ -296,6 +306,8 @@ impl Turn<'_> {
                 let mut reply = turn_reply(app, conn, msg, out.reply, out.messages, (books, speak));
                 if let Reply::Send(cp) = &mut reply {
                     cp.parts.splice(0..0, pictures);
+                    // What the turn read stays in the history: its conversation keeps it.
+                    cp.taint = out.tainted;
                 }
                 Ok(reply)
             }

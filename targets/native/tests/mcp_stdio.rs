@@ -51,6 +51,7 @@ fn ctx() -> ToolContext {
         depth: 0,
         budget: None,
         call: String::new(),
+        tainted: None,
     }
 }
 

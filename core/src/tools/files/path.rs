@@ -47,6 +47,17 @@ pub fn workspace_path(scope: &Scope, path: &str) -> Result<String, ToolError> {
     Ok(format!("{}/{rel}", root(scope)))
 }
 
+/// Whether `path` names something under the workspace's `skills/` (its own skills, listed in
+/// the instructions of later turns; see [`crate::tools::skill::workspace_skills`]), in any
+/// case (a file system may not tell `Skills` from `skills`). A path refused anyway is not.
+pub fn is_skill(path: &str) -> bool {
+    relative(path).is_ok_and(|rel| {
+        rel.split('/')
+            .next()
+            .is_some_and(|first| first.eq_ignore_ascii_case("skills"))
+    })
+}
+
 /// The port path of a directory in the conversation's workspace; `""` is the workspace.
 pub fn workspace_dir(scope: &Scope, path: &str) -> Result<String, ToolError> {
     let rel = relative(path).map_err(|why| refused(path, why))?;

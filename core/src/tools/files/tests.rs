@@ -26,6 +26,7 @@ fn ctx() -> ToolContext {
         depth: 0,
         budget: None,
         call: String::new(),
+        tainted: None,
     }
 }
 
@@ -177,6 +178,7 @@ fn workspaces_are_per_scope() {
         depth: 0,
         budget: None,
         call: String::new(),
+        tainted: None,
     };
     let read = block_on(ReadFile(ws.clone()).call(&other, json!({"path": "a.md"})));
     assert!(read.unwrap_err().0.contains("does not exist"));
