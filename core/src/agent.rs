@@ -82,8 +82,8 @@ pub type OnResult<'a> = &'a (dyn Fn(&str, &str, bool) + Send + Sync);
 pub type OnStep<'a> = &'a (dyn Fn(u64, &AuditStep) + Send + Sync);
 
 impl Agent {
-    /// Runs one user turn to a final answer. `recall` (memories found for this turn) is
-    /// appended to the system prompt when not empty. A call that would need an approval is
+    /// Runs one user turn to a final answer. `recall` (memories found for this turn) goes
+    /// after the newest message when not empty. A call that would need an approval is
     /// refused (this is the terminal chat's path; Telegram turns use [`Agent::run`]).
     pub async fn run_turn(
         &self,
@@ -125,19 +125,19 @@ impl Agent {
     }
 
     /// The state of a new turn: the system prompt, then `skills` (the block of
-    /// [`Agent::skills_block`]) and `recall` (memories found for the turn) when not empty.
+    /// [`Agent::skills_block`]) when not empty. `recall` (memories found for the turn) is
+    /// kept apart and sent after the newest message of each request: the system prompt stays
+    /// the same from turn to turn, the prefix the provider's prompt cache reads back.
     pub fn begin(&self, user: ChatMessage, recall: &str, skills: &str) -> RunState {
         let mut system = self.config.system_prompt.clone();
-        for (header, text) in [("", skills), ("## Relevant memories\n", recall)] {
-            if !text.trim().is_empty() {
-                system.truncate(system.trim_end().len());
-                system.push_str("\n\n");
-                system.push_str(header);
-                system.push_str(text);
-            }
+        if !skills.trim().is_empty() {
+            system.truncate(system.trim_end().len());
+            system.push_str("\n\n");
+            system.push_str(skills);
         }
         RunState {
             system,
+            recall: recall.trim().to_owned(),
             messages: vec![user],
             round: 0,
             seen: BTreeMap::new(),
@@ -210,6 +210,11 @@ impl Agent {
                     messages,
                     tools: tools.clone(),
                     max_tokens: self.config.max_tokens,
+                    context: match state.recall.is_empty() {
+                        true => String::new(),
+                        false => format!("## Relevant memories\n{}", state.recall),
+                    },
+                    conversation: ctx.scope.as_str().to_owned(),
                 };
                 let started = self.clock.now_ms();
                 let call = async {

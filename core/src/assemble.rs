@@ -15,6 +15,7 @@ use crate::connector::Connector;
 use crate::env::{parse_user_list, Env};
 use crate::ids::ConnectorId;
 use crate::inbox::Inbox;
+use crate::llm::cache::Refusable;
 use crate::llm::chain::Link;
 use crate::llm::{anthropic, gemini, openai, ModelChain, Provider};
 use crate::memory::embed::{EmbeddingProvider, LocalEmbedder, OpenAiEmbeddings};
@@ -460,12 +461,14 @@ fn provider(
             base_url: base.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into()),
             api_key: key,
             timeout,
+            cache: Refusable::new(p.cache.breakpoints.then_some(p.cache.ttl)),
         }),
         ProviderKind::Openai => Arc::new(openai::OpenAi {
             http,
             base_url: base.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()),
             api_key: key,
             timeout,
+            cache_key: Refusable::new(p.cache.key.then_some(())),
         }),
         ProviderKind::Gemini => Arc::new(gemini::Gemini {
             http,

@@ -103,10 +103,7 @@ fn start_and_help_need_no_model_and_new_ends_the_session() {
         let reqs = h.llm_requests();
         assert_eq!(reqs.len(), 3, "two texts and one summary reached the model");
         assert!(
-            reqs[1]["system"]
-                .as_str()
-                .unwrap()
-                .contains("conversation that just ended"),
+            support::system_text(&reqs[1]).contains("conversation that just ended"),
             "the summary request"
         );
         assert!(

@@ -83,7 +83,11 @@ fn a_photo_with_a_caption_reaches_an_anthropic_model_as_an_image() {
             content[0],
             json!({"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": b64(JPEG)}})
         );
-        assert_eq!(content[1], json!({"type": "text", "text": "What is this?"}));
+        // The newest turn's last block is marked for the prompt cache.
+        assert_eq!(
+            content[1],
+            json!({"type": "text", "text": "What is this?", "cache_control": {"type": "ephemeral"}})
+        );
         assert_eq!(h.sent_texts(), vec!["A tiny jpeg."]);
         // The largest size was fetched, not the thumbnail.
         assert_eq!(h.calls("getFile")[0]["file_id"], "p1");
@@ -422,7 +426,7 @@ fn a_pdf_goes_to_a_model_that_reads_pdfs_and_is_refused_plainly_otherwise() {
             .await;
         assert_eq!(
             h.llm_requests()[0]["messages"][0]["content"][0],
-            json!({"type": "document", "title": "a.pdf", "source": {"type": "base64", "media_type": "application/pdf", "data": b64(&pdf)}})
+            json!({"type": "document", "title": "a.pdf", "source": {"type": "base64", "media_type": "application/pdf", "data": b64(&pdf)}, "cache_control": {"type": "ephemeral"}})
         );
 
         // The OpenAI harness talks to a compatible server, not OpenAI: no PDFs.

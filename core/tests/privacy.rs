@@ -49,12 +49,14 @@ fn in_group(user: i64, update_id: i64, text: &str) -> Value {
     u
 }
 
-/// The system prompt of the last model call.
+/// The system prompt of the last model call, and the memories recalled for it.
 fn last_system(h: &Harness) -> String {
-    h.llm_requests().pop().unwrap()["system"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    let last = h.llm_requests().pop().unwrap();
+    format!(
+        "{}\n{}",
+        support::system_text(&last),
+        support::recalled(&last)
+    )
 }
 
 /// The tool result the model got in the last model call.

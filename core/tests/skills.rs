@@ -47,7 +47,7 @@ fn harness(env: &[(&str, &str)]) -> Harness {
 
 /// The system prompt of the model's `n`th request.
 fn system(h: &Harness, n: usize) -> String {
-    h.llm_requests()[n]["system"].as_str().unwrap().to_owned()
+    support::system_text(&h.llm_requests()[n])
 }
 
 #[test]
@@ -336,7 +336,7 @@ fn an_agent_without_the_skill_tool_gets_no_skills_and_pays_no_listing() {
         h.script(200, anthropic_text("Hi."));
         h.deliver("private_text", 1).await;
         let req = &h.llm_requests()[0];
-        assert!(!req["system"].as_str().unwrap().contains("## Skills"));
+        assert!(!support::system_text(req).contains("## Skills"));
         assert!(req["tools"]
             .as_array()
             .unwrap()

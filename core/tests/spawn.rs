@@ -44,7 +44,7 @@ fn a_child_runs_with_the_narrower_tool_set_and_its_answer_is_the_tool_result() {
         assert!(tool_names(&requests[0]).contains(&"spawn".to_owned()));
         let child = &requests[1];
         assert_eq!(tool_names(child), ["current_time", "web_fetch"]);
-        assert_eq!(child["system"], "You research things.");
+        assert_eq!(support::system_text(child), "You research things.");
         // A fresh history: only the task.
         let messages = child["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 1, "{messages:?}");
@@ -368,7 +368,7 @@ fn an_agent_exposed_as_a_named_tool_runs_that_agent() {
             .unwrap()
             .clone();
         assert_eq!(research["description"], "Researches a question.");
-        assert_eq!(requests[1]["system"], "You research things.");
+        assert_eq!(support::system_text(&requests[1]), "You research things.");
         // The parent has no spawn, so neither does the child.
         assert!(!tool_names(&requests[1]).contains(&"spawn".to_owned()));
         assert_eq!(

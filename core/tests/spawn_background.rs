@@ -59,7 +59,7 @@ fn a_background_child_runs_as_its_own_job_and_posts_to_the_chat_once() {
         let requests = h.llm_requests();
         assert_eq!(requests.len(), 3);
         let child = &requests[2];
-        assert_eq!(child["system"], "You research things.");
+        assert_eq!(support::system_text(child), "You research things.");
         assert_eq!(tool_names(child), ["web_fetch"]);
         assert!(child["messages"]
             .to_string()

@@ -21,6 +21,7 @@ fn replay(response: ChatResponse) {
         messages: vec![ChatMessage::user_text("hi"), response.message],
         tools: Default::default(),
         max_tokens: 16,
+        ..Default::default()
     };
     for body in [
         anthropic::request_body(&request),

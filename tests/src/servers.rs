@@ -433,11 +433,14 @@ where
         1,
         "a new session: no history"
     );
-    let system = asked["system"].as_str().unwrap();
+    // Recalled at the end of the request, after the question: the instructions stay the same
+    // from turn to turn, the prefix the provider's prompt cache reads back.
+    let last = asked["messages"][0].to_string();
     assert!(
-        system.contains("Relevant memories") && system.contains("Lisbon"),
-        "{system}"
+        last.contains("Relevant memories") && last.contains("Lisbon"),
+        "{last}"
     );
+    assert!(!asked["system"].to_string().contains("Relevant memories"));
 }
 
 /// Milliseconds since the epoch, now.

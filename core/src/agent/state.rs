@@ -44,8 +44,14 @@ impl Verdict {
 /// another process (the `RunState` of the OpenAI Agents SDK; Cloudflare's `waitForApproval`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
-    /// The system prompt with the memories recalled at the start of the turn.
+    /// The system prompt, with the skills offered (a turn kept by an earlier release has the
+    /// memories it recalled here too).
     pub system: String,
+    /// The memories recalled at the start of the turn: sent after the newest message of each
+    /// request ([`crate::llm::ChatRequest::context`]), not in `system`, whose bytes each
+    /// request repeats for the prompt cache.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub recall: String,
     /// This turn's messages so far, the user's first. The history before it is the session's.
     pub messages: Vec<ChatMessage>,
     /// Model calls made.

@@ -124,6 +124,7 @@ fn a_gemini_link_calls_the_native_api_at_its_base_url() {
         messages: vec![ChatMessage::user_text("hi")],
         tools: Default::default(),
         max_tokens: 64,
+        ..Default::default()
     };
     let answer = block_on(links[0].provider.chat(&request)).unwrap();
     assert_eq!(answer.message.text(), "hello");

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::Price;
 #[cfg(feature = "yaml")]
 use super::{err, ConfigError};
+use crate::llm::cache::PromptCache;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -46,6 +47,10 @@ pub struct ProviderConfig {
     /// Models of this provider that do not see images.
     #[serde(default)]
     pub no_vision: Vec<String>,
+    /// Prompt caching: Anthropic's breakpoints and their TTL, OpenAI's `prompt_cache_key`
+    /// (see [`crate::llm::cache`]).
+    #[serde(default)]
+    pub cache: PromptCache,
 }
 
 fn default_timeout() -> u64 {

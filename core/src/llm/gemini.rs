@@ -70,6 +70,19 @@ pub fn request_body(req: &ChatRequest) -> Value {
             _ => contents.push(json!({"role": role, "parts": parts})),
         }
     }
+    // What changes from one request to the next comes last: the prefix before it is the
+    // next request's, which Gemini's implicit cache reads.
+    if !req.context.is_empty() {
+        let part = json!({"text": req.context});
+        match contents.last_mut() {
+            Some(last) if last["role"] == "user" => {
+                if let Some(parts) = last["parts"].as_array_mut() {
+                    parts.push(part);
+                }
+            }
+            _ => contents.push(json!({"role": "user", "parts": [part]})),
+        }
+    }
     let mut body = json!({
         "contents": contents,
         "generationConfig": {"maxOutputTokens": req.max_tokens},

@@ -9,6 +9,7 @@
 //!   wire format (Anthropic, OpenAI, Gemini) assembled into the same [`ChatResponse`].
 
 pub mod anthropic;
+pub mod cache;
 pub mod chain;
 mod cost;
 pub mod gemini;
@@ -149,14 +150,23 @@ pub struct ToolSpec {
     pub input_schema: Value,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChatRequest {
     pub model: String,
+    /// The instructions, the same for each request of an agent in a conversation: with the
+    /// tools, the prefix the provider's prompt cache keeps (see [`cache`]).
     pub system: String,
     pub messages: Vec<ChatMessage>,
     /// Shared: an agent builds its tools' specs once and every request refers to them.
     pub tools: std::sync::Arc<[ToolSpec]>,
     pub max_tokens: u32,
+    /// What changes from one request to the next (the memories recalled for the turn): sent
+    /// last, after the newest message and every cache breakpoint; empty: nothing.
+    pub context: String,
+    /// The conversation the request belongs to (its memory scope): a provider that keeps a
+    /// conversation's requests on one cache gets a keyed hash of it
+    /// ([`cache::conversation_key`]); empty: none.
+    pub conversation: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest};
 use serde_json::{json, Value};
 
+use super::cache::{conversation_key, Refusable};
 use super::stream::receive;
 use super::{Block, ChatMessage, ChatRequest, ChatResponse, LlmError, OnText, Provider, Role};
 use crate::secret::Secret;
@@ -24,6 +25,8 @@ pub struct OpenAi {
     pub base_url: String,
     pub api_key: Secret,
     pub timeout: Duration,
+    /// Whether requests carry `prompt_cache_key` (see [`super::cache`]).
+    pub cache_key: Refusable<()>,
 }
 
 /// The request body for `POST /chat/completions`.
@@ -83,6 +86,7 @@ pub fn request_body(req: &ChatRequest) -> Value {
             }
         }
     }
+    push_context(&mut messages, &req.context);
     let mut body = json!({"model": req.model, "max_tokens": req.max_tokens, "messages": messages});
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req
@@ -93,6 +97,28 @@ pub fn request_body(req: &ChatRequest) -> Value {
         body["tools"] = json!(tools);
     }
     body
+}
+
+/// `context` at the very end, so that every request of a conversation begins with the bytes
+/// of the one before (the prefix OpenAI caches): joined to the last message's text, a user's
+/// or a tool result's (some compatible servers refuse a user message right after tool
+/// results), or else a user message of its own.
+fn push_context(messages: &mut Vec<Value>, context: &str) {
+    if context.is_empty() {
+        return;
+    }
+    let Some(last) = messages.last_mut().filter(|m| m["role"] != "assistant") else {
+        messages.push(json!({"role": "user", "content": context}));
+        return;
+    };
+    match &mut last["content"] {
+        Value::String(text) => {
+            text.push_str("\n\n");
+            text.push_str(context);
+        }
+        Value::Array(parts) => parts.push(json!({"type": "text", "text": context})),
+        _ => messages.push(json!({"role": "user", "content": context})),
+    }
 }
 
 /// Reads a `/chat/completions` response body. Tool arguments that are not valid JSON are
@@ -158,6 +184,48 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
 }
 
 impl OpenAi {
+    /// `req`'s body, with `prompt_cache_key` when this provider takes it.
+    fn body(&self, req: &ChatRequest) -> (Value, bool) {
+        let mut body = request_body(req);
+        let keyed = self.cache_key.get().is_some() && !req.conversation.is_empty();
+        if keyed {
+            let key = conversation_key(self.api_key.expose(), &req.conversation);
+            body["prompt_cache_key"] = json!(key);
+        }
+        (body, keyed)
+    }
+
+    /// `call` with `req`'s body; once more without `prompt_cache_key` if it was refused.
+    async fn with_fallback<F, Fut>(
+        &self,
+        req: &ChatRequest,
+        call: F,
+    ) -> Result<ChatResponse, LlmError>
+    where
+        F: Fn(Value) -> Fut,
+        Fut: std::future::Future<Output = Result<ChatResponse, LlmError>>,
+    {
+        let (body, keyed) = self.body(req);
+        match call(body).await {
+            Err(e) if keyed && self.cache_key.refused_by(&e, "openai", "prompt_cache_key") => {
+                call(request_body(req)).await
+            }
+            answer => answer,
+        }
+    }
+
+    async fn send(&self, body: Value) -> Result<ChatResponse, LlmError> {
+        let resp = self.http.send(self.http_request(&body)).await?;
+        if resp.status != 200 {
+            return Err(LlmError::from_status(
+                resp.status,
+                resp.header("retry-after"),
+                &resp.body,
+            ));
+        }
+        parse_response(&resp.body)
+    }
+
     fn http_request(&self, body: &Value) -> HttpRequest {
         let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
         let http_req = HttpRequest::post_json(url, body, self.timeout);
@@ -171,18 +239,7 @@ impl OpenAi {
 #[async_trait]
 impl Provider for OpenAi {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let resp = self
-            .http
-            .send(self.http_request(&request_body(req)))
-            .await?;
-        if resp.status != 200 {
-            return Err(LlmError::from_status(
-                resp.status,
-                resp.header("retry-after"),
-                &resp.body,
-            ));
-        }
-        parse_response(&resp.body)
+        self.with_fallback(req, |body| self.send(body)).await
     }
 
     /// `"stream": true` with `stream_options.include_usage`, so the last chunk carries the
@@ -192,11 +249,13 @@ impl Provider for OpenAi {
         req: &ChatRequest,
         on_text: OnText<'_>,
     ) -> Result<ChatResponse, LlmError> {
-        let mut body = request_body(req);
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({"include_usage": true});
-        let resp = self.http.send_streaming(self.http_request(&body)).await?;
-        receive(resp, &Format, on_text).await
+        let streamed = |mut body: Value| async move {
+            body["stream"] = json!(true);
+            body["stream_options"] = json!({"include_usage": true});
+            let resp = self.http.send_streaming(self.http_request(&body)).await?;
+            receive(resp, &Format, on_text).await
+        };
+        self.with_fallback(req, streamed).await
     }
 
     /// `GET /models` (every compatible server has it; Ollama's too).

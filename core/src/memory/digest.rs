@@ -146,6 +146,7 @@ pub async fn ask(
         messages: vec![ChatMessage::user_text(input)],
         tools: Default::default(),
         max_tokens: 600,
+        ..Default::default()
     };
     let response = chain.chat(&request).await?;
     Ok(bullets(&response.message.text()))

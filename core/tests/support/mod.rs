@@ -301,6 +301,12 @@ impl Harness {
             .collect()
     }
 
+    /// The text of the system prompt of each request: Anthropic's is blocks once marked for
+    /// its prompt cache.
+    pub fn llm_systems(&self) -> Vec<String> {
+        self.llm_requests().iter().map(system_text).collect()
+    }
+
     /// The last tool result the model was shown, in its last request.
     pub fn last_tool_result(&self) -> Value {
         let requests = self.llm_requests();
@@ -347,5 +353,33 @@ impl clawless_platform::Exec for Ran {
             status: Some(0),
             ..clawless_platform::ExecOutput::default()
         })
+    }
+}
+
+/// The system prompt of a request as text: a string, or the texts of its blocks (Anthropic's,
+/// marked for its prompt cache).
+pub fn system_text(req: &Value) -> String {
+    match &req["system"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The memories recalled for a request: the last block of its last message when it is them
+/// (they come after everything the prompt cache keeps), else `""`.
+pub fn recalled(req: &Value) -> String {
+    let last = req["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_array())
+        .and_then(|c| c.last());
+    match last.and_then(|b| b["text"].as_str()) {
+        Some(text) if text.starts_with("## Relevant memories") => text.to_owned(),
+        _ => String::new(),
     }
 }

@@ -155,11 +155,12 @@ async fn the_persona_answers_with_the_notes_and_the_conversation() {
     let asked = f.llm_requests.lock().unwrap().last().unwrap().clone();
     let system = asked["system"].to_string();
     assert!(system.contains("Jarvis"), "the persona answers: {system}");
-    assert!(
-        system.contains("7391"),
-        "the migrated note is recalled: {system}"
-    );
+    // Recalled after the question, out of the instructions (the prompt cache's prefix).
     let history = asked["messages"].to_string();
+    assert!(
+        history.contains("7391"),
+        "the migrated note is recalled: {history}"
+    );
     assert!(
         history.contains("Platform 7"),
         "the conversation goes on: {history}"

@@ -57,6 +57,7 @@ fn request(messages: Vec<ChatMessage>) -> ChatRequest {
         }]
         .into(),
         max_tokens: 512,
+        ..Default::default()
     }
 }
 

@@ -11,6 +11,7 @@ use futures::executor::block_on;
 use serde_json::{json, Value};
 
 use crate::llm::anthropic::Anthropic;
+use crate::llm::cache::{Refusable, Ttl};
 use crate::llm::chain::{Link, ModelChain};
 use crate::llm::gemini::Gemini;
 use crate::llm::openai::OpenAi;
@@ -42,6 +43,7 @@ fn anthropic(http: &Arc<FakeHttp>) -> Anthropic {
         base_url: ANTHROPIC_URL.into(),
         api_key: Secret::new("sk-ant-test"),
         timeout: Duration::from_secs(30),
+        cache: Refusable::new(Some(Ttl::FiveMinutes)),
     }
 }
 
@@ -51,6 +53,7 @@ fn openai(http: &Arc<FakeHttp>) -> OpenAi {
         base_url: OPENAI_URL.into(),
         api_key: Secret::new("sk-test"),
         timeout: Duration::from_secs(30),
+        cache_key: Refusable::new(None),
     }
 }
 
@@ -70,6 +73,7 @@ fn request() -> ChatRequest {
         messages: vec![ChatMessage::user_text("What's the weather in Paris?")],
         tools: Default::default(),
         max_tokens: 100,
+        ..Default::default()
     }
 }
 
