@@ -194,7 +194,12 @@ fn the_persona_recalls_the_notes_and_continues_the_conversation() {
         let asked = h.llm_requests().last().unwrap().clone();
         let system = asked["system"].to_string();
         assert!(system.contains("Jarvis"), "the persona answers: {system}");
-        assert!(system.contains("7391"), "the note is recalled: {system}");
+        // Recalled memory may come in the system prompt or beside the question.
+        let recalled = asked.to_string();
+        assert!(
+            recalled.contains("7391"),
+            "the note is recalled: {recalled}"
+        );
         let history = asked["messages"].to_string();
         assert!(
             history.contains("Platform 7"),

@@ -201,7 +201,7 @@ mod tests {
         let text = "# head\ndefault_agent: a\nconnectors:\n  main: a   # the bot\n  other: b\n# rules:\n#   - {kind: private}\n";
         assert_eq!(
             with_entry(text, "main", entry).unwrap(),
-            "# head\ndefault_agent: a\nconnectors:\n  main: {agent: \"a\", agents: [\"a\", \"openclaw\"]}   # the bot\n  other: b\n# rules:\n#   - {kind: private}\n"
+            "# head\ndefault_agent: a\nconnectors:\n  main: {agent: \"a\", agents: [\"a\", \"openclaw\"]} # the bot\n  other: b\n# rules:\n#   - {kind: private}\n"
         );
         let block = "connectors:\n    main:\n      agent: a\n      agents: [a, c]\nrules: []\n";
         assert_eq!(
