@@ -36,6 +36,9 @@ pub struct Session {
     pub tainted: Option<String>,
 }
 
+/// The history's cut moves by a quarter of its window at a time (see [`trim`]).
+pub const TRIM_STEP: usize = 4;
+
 /// How many applied update ids a session remembers: more than a lane can have in flight.
 pub const APPLIED_KEPT: usize = 64;
 
@@ -177,10 +180,17 @@ pub async fn clear(kv: &dyn Kv, session: &SessionKey) -> Result<(), PortError> {
 }
 
 /// Keeps at most `window` messages, dropping from the front until the history starts with a
-/// plain user message (never an orphaned tool result or an assistant turn).
+/// plain user message (never an orphaned tool result or an assistant turn). Past the window
+/// the oldest go in steps of [`TRIM_STEP`] of it, counted from the front, not one turn at a
+/// time: the history then begins with the same messages for the next several turns, and the
+/// provider's prompt cache keeps reading it (a cut moved each turn would make every request
+/// pay its whole history again).
 pub fn trim(messages: &mut Vec<ChatMessage>, window: usize) {
     if messages.len() > window {
-        messages.drain(..messages.len() - window);
+        let step = (window / TRIM_STEP).max(1);
+        let over = messages.len() - window;
+        let drop = over.div_ceil(step).saturating_mul(step);
+        messages.drain(..drop.min(messages.len()));
     }
     let start = messages
         .iter()
@@ -215,6 +225,63 @@ mod tests {
         trim(&mut m, 4);
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].text(), "d");
+    }
+
+    /// A conversation past its window, a turn at a time (a tool round every third turn): the
+    /// history's first message, where the prompt cache's prefix of messages begins, moves
+    /// once in several turns, not at each.
+    #[test]
+    fn the_cut_moves_in_steps_keeping_the_history_start_for_several_turns() {
+        let window = 40;
+        let mut stored: Vec<ChatMessage> = Vec::new();
+        let (mut moves, mut turns, mut shortest) = (0, 0, usize::MAX);
+        let mut first: Option<ChatMessage> = None;
+        for turn in 0..120 {
+            stored.push(ChatMessage::user_text(format!("question {turn}")));
+            if turn % 3 == 2 {
+                stored.push(ChatMessage::assistant_text(format!("calling {turn}")));
+                stored.push(ChatMessage {
+                    role: Role::User,
+                    content: vec![Block::ToolResult {
+                        tool_use_id: format!("t{turn}"),
+                        content: "done".into(),
+                        is_error: false,
+                    }],
+                });
+            }
+            stored.push(ChatMessage::assistant_text(format!("answer {turn}")));
+            trim(&mut stored, window);
+            assert!(stored.len() <= window);
+            assert!(stored[0].role == Role::User && !stored[0].has_tool_results());
+            if turn >= 30 {
+                turns += 1;
+                shortest = shortest.min(stored.len());
+                moves += usize::from(first.as_ref() != stored.first());
+            }
+            first = stored.first().cloned();
+        }
+        assert!(moves * 3 <= turns, "{moves} moves in {turns} turns");
+        assert!(shortest >= window - window / TRIM_STEP - 4, "{shortest}");
+        // Read through a wider stored session (compaction on keeps twice the window), the
+        // window's cut moves in the same steps.
+        let mut wide: Vec<ChatMessage> = (0..60)
+            .flat_map(|i| {
+                [
+                    ChatMessage::user_text(format!("q{i}")),
+                    ChatMessage::assistant_text(format!("a{i}")),
+                ]
+            })
+            .collect();
+        wide.truncate(80);
+        let starts: Vec<String> = (41..=60)
+            .map(|len| {
+                let mut seen = wide[..len].to_vec();
+                trim(&mut seen, window);
+                seen[0].text()
+            })
+            .collect();
+        let distinct: std::collections::BTreeSet<&String> = starts.iter().collect();
+        assert_eq!(distinct.len(), 2, "{starts:?}");
     }
 
     #[test]
