@@ -153,7 +153,10 @@ impl Admin<'_> {
                 tracing::warn!(key, error = %e, "adopted metrics not removed");
             }
         }
-        tracing::info!(instances = adopted.len(), "took over the counts of earlier processes");
+        tracing::info!(
+            instances = adopted.len(),
+            "took over the counts of earlier processes"
+        );
         adopted.len()
     }
 

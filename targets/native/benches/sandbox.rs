@@ -84,14 +84,20 @@ async fn main() {
         let t = Instant::now();
         let program = exec.start(&argv, &[], &reach).await.unwrap();
         assert_eq!(
-            program.next_line(Duration::from_secs(10), 100).await.unwrap(),
+            program
+                .next_line(Duration::from_secs(10), 100)
+                .await
+                .unwrap(),
             "ready"
         );
         let started = t.elapsed().as_secs_f64() * 1000.0;
         let trip = timed(async {
             program.send("ping").await.unwrap();
             assert_eq!(
-                program.next_line(Duration::from_secs(10), 100).await.unwrap(),
+                program
+                    .next_line(Duration::from_secs(10), 100)
+                    .await
+                    .unwrap(),
                 "ping"
             );
         })

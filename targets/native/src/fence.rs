@@ -81,7 +81,11 @@ pub fn argv(program: &str, args: &[String], limits: &Limits) -> Vec<std::ffi::Os
     let mut out: Vec<std::ffi::OsString> = Vec::new();
     if let Fence::Namespace { user } = fence() {
         out.push("unshare".into());
-        out.extend(unshare_args(user, limits.network).into_iter().map(Into::into));
+        out.extend(
+            unshare_args(user, limits.network)
+                .into_iter()
+                .map(Into::into),
+        );
     }
     match sandbox::helper() {
         Some(helper) => {

@@ -280,7 +280,11 @@ mod tests {
         // Many lines, one very long: the last few kept, each cut.
         let p = sh("seq 1 100 >&2; printf '%05000d\\n' 0 >&2; exit 1");
         let e = p.next_line(WAIT, 100).await.unwrap_err();
-        assert!(e.message.contains("«97 / 98 / 99 / 100 / 000"), "{}", e.message);
+        assert!(
+            e.message.contains("«97 / 98 / 99 / 100 / 000"),
+            "{}",
+            e.message
+        );
         assert!(e.message.len() < 1500, "{}", e.message.len());
         // Writing to it fails once the pipe is gone (perhaps not on the first write).
         let mut sent = Ok(());

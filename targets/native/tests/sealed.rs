@@ -54,8 +54,10 @@ fn setup(test: &str) -> (PathBuf, PathBuf, ShellExec) {
     std::fs::create_dir_all(&workspace).unwrap();
     // `.ci/run` runs this file again as an unprivileged user, with a copy of the binary that
     // user may run.
-    let exe = std::env::var_os("CLAWLESS_TEST_HELPER")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_clawless")), PathBuf::from);
+    let exe = std::env::var_os("CLAWLESS_TEST_HELPER").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_clawless")),
+        PathBuf::from,
+    );
     sandbox::set_exe(exe);
     let exec = ShellExec::new(&files);
     (root, workspace, exec)
@@ -153,7 +155,10 @@ async fn a_command_ends_when_the_bot_is_gone_and_at_its_deadline_whoever_keeps_t
         .stderr(std::process::Stdio::null());
     let out = cmd.output().await.unwrap();
     assert_eq!(out.status.code(), Some(sandbox::DEADLINE.into()), "{out:?}");
-    assert!(until(|| running(&tag) == 0).await, "the deadline left processes");
+    assert!(
+        until(|| running(&tag) == 0).await,
+        "the deadline left processes"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -205,8 +210,8 @@ async fn a_command_changes_no_file_outside_its_workspace_and_holds_no_privilege(
         "cat /etc/gshadow".to_owned(),
         "dmesg".to_owned(),
     ];
-    let dmesg_restricted = std::fs::read_to_string("/proc/sys/kernel/dmesg_restrict")
-        .is_ok_and(|v| v.trim() == "1");
+    let dmesg_restricted =
+        std::fs::read_to_string("/proc/sys/kernel/dmesg_restrict").is_ok_and(|v| v.trim() == "1");
     let mut refused = 0;
     for attempt in &attempts {
         let (status, out) = run(&exec, attempt, false).await;
@@ -228,7 +233,12 @@ async fn a_command_changes_no_file_outside_its_workspace_and_holds_no_privilege(
         host,
         "the host name changed"
     );
-    let (_, caps) = run(&exec, "grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status", false).await;
+    let (_, caps) = run(
+        &exec,
+        "grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status",
+        false,
+    )
+    .await;
     assert_eq!(caps.lines().count(), 4, "{caps}");
     assert!(
         caps.lines().all(|l| l.ends_with("0000000000000000")),
@@ -242,7 +252,10 @@ async fn a_command_changes_no_file_outside_its_workspace_and_holds_no_privilege(
     )
     .await;
     assert_eq!((status, out.trim()), (Some(0), "0"), "{out}");
-    eprintln!("{refused} of {} changes outside the workspace or privileged calls refused", attempts.len());
+    eprintln!(
+        "{refused} of {} changes outside the workspace or privileged calls refused",
+        attempts.len()
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -280,7 +293,10 @@ async fn a_command_has_no_terminal_to_type_into() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("probe-done"), "{said}");
     assert!(!said.contains("OPENED-TTY"), "/dev/tty opened: {said}");
-    assert!(!said.contains("INJECTED"), "typed into the terminal: {said}");
+    assert!(
+        !said.contains("INJECTED"),
+        "typed into the terminal: {said}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -299,10 +315,16 @@ async fn without_the_network_no_unix_socket_is_reached_by_its_path() {
     );
     let (status, out) = run(&exec, &connect, false).await;
     assert_ne!(status, Some(0), "{out}");
-    assert!(listener.accept().is_err(), "reached without the network: {out}");
+    assert!(
+        listener.accept().is_err(),
+        "reached without the network: {out}"
+    );
     let (status, out) = run(&exec, &connect, true).await;
     assert_eq!(status, Some(0), "with the network: {out}");
-    assert!(listener.accept().is_ok(), "the network allowed, the socket is reached");
+    assert!(
+        listener.accept().is_ok(),
+        "the network allowed, the socket is reached"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -329,9 +351,16 @@ async fn a_program_is_refused_paths_the_sandbox_cannot_give_it() {
         };
         let e = exec.start(&argv, &[], &reach).await.err().expect("refused");
         assert_eq!(e.kind, clawless_platform::ErrorKind::Invalid, "{e}");
-        assert!(e.message.contains(why) && e.message.contains(&path.display().to_string()), "{e}");
+        assert!(
+            e.message.contains(why) && e.message.contains(&path.display().to_string()),
+            "{e}"
+        );
     }
-    eprintln!("{} of {} paths the sandbox cannot honour refused", cases.len(), cases.len());
+    eprintln!(
+        "{} of {} paths the sandbox cannot honour refused",
+        cases.len(),
+        cases.len()
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -349,16 +378,26 @@ async fn doctor_names_each_missing_part_and_here_none_is() {
         };
         assert_eq!(lacks, expected, "this machine must hold the whole sandbox");
     }
-    assert_eq!(lacks.is_empty(), check.status == clawless_core::doctor::Status::Ok);
+    assert_eq!(
+        lacks.is_empty(),
+        check.status == clawless_core::doctor::Status::Ok
+    );
     for part in &lacks {
-        assert!(check.detail.contains(part.as_str()), "{part} not named: {}", check.detail);
+        assert!(
+            check.detail.contains(part.as_str()),
+            "{part} not named: {}",
+            check.detail
+        );
     }
 }
 
 #[test]
 fn a_killed_bots_cgroups_and_what_runs_in_them_are_swept_at_the_next_start() {
     if !sandbox::PidsGroup::available() {
-        assert!(!required() || !is_root(), "root here must be able to make a pids cgroup");
+        assert!(
+            !required() || !is_root(),
+            "root here must be able to make a pids cgroup"
+        );
         eprintln!("NOTE: no pids cgroup can be made here: the sweep is not checked");
         return;
     }
@@ -374,7 +413,10 @@ fn a_killed_bots_cgroups_and_what_runs_in_them_are_swept_at_the_next_start() {
     let group = base.join(format!("clawless-{dead}-0"));
     std::fs::create_dir(&group).unwrap();
     // A command the dead bot left running in its group.
-    let mut left = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+    let mut left = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
     std::fs::write(group.join("cgroup.procs"), left.id().to_string()).unwrap();
     // A live bot's group (this process's) is left alone.
     let mine = sandbox::PidsGroup::new().unwrap();

@@ -124,7 +124,14 @@ pub fn likely_cause(words: &str) -> Option<&'static str> {
     ]) {
         return Some("it has no network (its entry says `network: false`, the default): a program that downloads itself, such as `npx -y`, needs `network: true`");
     }
-    if any(&["eacces", "permission denied", "eperm", "operation not permitted", "read-only file system", "erofs"]) {
+    if any(&[
+        "eacces",
+        "permission denied",
+        "eperm",
+        "operation not permitted",
+        "read-only file system",
+        "erofs",
+    ]) {
         return Some("the sandbox refused it a file: a local program reads only the system's directories and writes only files/ and its `paths:` (one installed under a home directory, such as /root, needs that directory in `paths:`)");
     }
     if any(&["not found", "no such file"]) {

@@ -151,8 +151,12 @@ mod tests {
         assert!(parse(&["--rw".into()]).is_err());
         assert!(parse(&["--rw".into(), "/a".into()]).is_err(), "no program");
         assert!(parse(&["--bogus".into(), "--".into(), "true".into()]).is_err());
-        let no_number = ["--deadline".into(), "soon".into(), "--".into(), "true".into()];
+        let no_number = [
+            "--deadline".into(),
+            "soon".into(),
+            "--".into(),
+            "true".into(),
+        ];
         assert!(parse(&no_number).is_err());
     }
-
 }

@@ -10,8 +10,8 @@ use rustix::thread::{CapabilitySet, CapabilitySets};
 /// set-uid or file-capability program, even as root), the ambient set, and the thread's own
 /// sets.
 pub fn drop_capabilities() -> Result<(), String> {
-    let held = rustix::thread::capabilities(None)
-        .map_err(|e| format!("reading the capabilities: {e}"))?;
+    let held =
+        rustix::thread::capabilities(None).map_err(|e| format!("reading the capabilities: {e}"))?;
     // An unprivileged process outside a user namespace holds none and may not change the
     // bounding set; no new privileges (set next) keeps an `exec` from gaining any.
     if held.permitted.is_empty() && held.effective.is_empty() {

@@ -47,12 +47,7 @@ pub fn seal(writable: &[PathBuf], hidden: &[&str]) -> Result<(), String> {
             // Covered by a later mount (the fence's own /proc over the machine's): out of
             // reach, and its path now names a directory of the mount above it, or nothing.
             Err(Errno::INVAL | Errno::NOENT | Errno::ACCESS) => {}
-            Err(e) => {
-                return Err(format!(
-                    "making {} read-only: {e}",
-                    mount.point.display()
-                ))
-            }
+            Err(e) => return Err(format!("making {} read-only: {e}", mount.point.display())),
         }
     }
     // The working directory was entered before its writable mount was made: entered again
