@@ -222,7 +222,7 @@ pub(super) async fn openai(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) 
         .cloned()
         .unwrap_or(Value::Null);
     let text = match &last["content"] {
-        Value::String(s) => s.clone(),
+        Value::String(s) => said(s).to_owned(),
         other => text_of(&json!({ "content": other })),
     };
     Json(crate::llm::openai_text(&format!("You said: {text}")))
@@ -243,7 +243,7 @@ pub(super) async fn gemini(State(f): State<Arc<Fakes>>, Json(req): Json<Value>) 
     let text: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
     Json(crate::llm::gemini_text(&format!(
         "You said: {}",
-        text.join("\n")
+        said(&text.join("\n"))
     )))
 }
 
@@ -281,8 +281,20 @@ pub(super) async fn list(headers: axum::http::HeaderMap) -> (axum::http::StatusC
 fn text_of(message: &Value) -> String {
     let blocks = message["content"].as_array().cloned().unwrap_or_default();
     let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
-    texts.join("\n")
+    said(&texts.join("\n")).to_owned()
 }
+
+/// What the person said in a message's text: the memories recalled for the turn, which the
+/// request carries after it, left out.
+fn said(text: &str) -> &str {
+    match text.find(RECALLED) {
+        Some(at) => text[..at].trim_end(),
+        None => text,
+    }
+}
+
+/// How the memories recalled for a turn begin, after the newest message.
+const RECALLED: &str = "## Relevant memories\n";
 
 /// What the scripted model answers to the last message.
 fn answer(last: &Value) -> Value {
