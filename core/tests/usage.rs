@@ -61,6 +61,37 @@ fn usage_shows_tokens_and_cost_of_both_wire_formats() {
 }
 
 #[test]
+fn cache_reads_and_writes_are_priced_and_shown_with_the_hit_rate() {
+    block_on(async {
+        let h = Harness::with_config(Wire::Anthropic, with_caps(None, None));
+        let mut answer = anthropic_text("Hi.");
+        answer["usage"] = json!({"input_tokens": 100, "cache_creation_input_tokens": 1000,
+            "cache_read_input_tokens": 8900, "output_tokens": 5});
+        h.script(200, answer);
+        h.deliver_raw(&message(1, "hello")).await;
+        h.deliver_raw(&message(2, "/usage")).await;
+        let report = h.sent_texts().last().unwrap().clone();
+        // 100 × $3 + 1,000 × $3.75 + 8,900 × $0.30 + 5 × $15 per million = $0.006795;
+        // 8,900 of the 10,000 input tokens came from the cache.
+        assert!(
+            report.contains(
+                "Today: you 10005 tokens ($0.0068), 89 % of the input from the prompt cache."
+            ),
+            "{report}"
+        );
+        assert!(
+            report.contains("Today on anthropic/claude-sonnet-4-5: 10005 tokens ($0.0068), 89 %"),
+            "{report}"
+        );
+        let metrics = h.app.admin().metrics_text().await;
+        let hit = r#"clawless_model_input_tokens_total{model="anthropic/claude-sonnet-4-5",cache="hit"} 8900"#;
+        let miss = r#"clawless_model_input_tokens_total{model="anthropic/claude-sonnet-4-5",cache="miss"} 1100"#;
+        assert!(metrics.contains(hit) && metrics.contains(miss), "{metrics}");
+        assert!(metrics.contains(r#"clawless_tokens_total{direction="cached_input"} 8900"#));
+    });
+}
+
+#[test]
 fn a_reached_cap_gets_a_clear_reply_and_no_model_call() {
     block_on(async {
         // $0.0001 a day for everyone: the first answer ($0.000105) uses it up.

@@ -169,8 +169,11 @@ const tabs = {
   },
   async usage() {
     const u = await api("GET", "/api/usage");
-    const table = el("table", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "calls"), el("th", {}, "tokens in"), el("th", {}, "tokens out"), el("th", {}, "cost")));
-    const line = (name, t) => table.append(el("tr", {}, el("td", {}, name), el("td", {}, t.calls), el("td", {}, t.input), el("td", {}, t.output), el("td", {}, dollars(t.cost_micros))));
+    // Input counts what the prompt cache held (cached_input) and what it did not (input).
+    const tokensIn = (t) => t.input + (t.cached_input || 0);
+    const cached = (t) => (tokensIn(t) ? Math.round((100 * (t.cached_input || 0)) / tokensIn(t)) + " %" : "–");
+    const table = el("table", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "calls"), el("th", {}, "tokens in"), el("th", {}, "from cache"), el("th", {}, "tokens out"), el("th", {}, "cost")));
+    const line = (name, t) => table.append(el("tr", {}, el("td", {}, name), el("td", {}, t.calls), el("td", {}, tokensIn(t)), el("td", {}, cached(t)), el("td", {}, t.output), el("td", {}, dollars(t.cost_micros))));
     line("You, today", u.today);
     line("You, this month", u.month);
     if (u.everyone) {
@@ -178,23 +181,26 @@ const tabs = {
       line("Everyone, this month", u.everyone.month);
     }
     const days = (await api("GET", "/api/usage/days?days=14")).days;
-    const chart = bars(days.map((d) => ({ label: d.day.slice(5), value: (d.everyone || d.you).cost_micros, tokens: (d.everyone || d.you).input + (d.everyone || d.you).output })));
-    const split = (title, rows) => {
+    const chart = bars(days.map((d) => ({ label: d.day.slice(5), value: (d.everyone || d.you).cost_micros, tokens: tokensIn(d.everyone || d.you) + (d.everyone || d.you).output })));
+    const split = (title, rows, sorted = true) => {
       const sums = new Map();
       for (const [name, t] of rows) {
-        const s = sums.get(name) || { calls: 0, tokens: 0, cost: 0 };
-        s.calls += t.calls; s.tokens += t.input + t.output; s.cost += t.cost_micros;
+        const s = sums.get(name) || { calls: 0, input: 0, cached_input: 0, output: 0, cost_micros: 0 };
+        s.calls += t.calls; s.input += t.input; s.cached_input += t.cached_input || 0;
+        s.output += t.output; s.cost_micros += t.cost_micros;
         sums.set(name, s);
       }
       if (!sums.size) return [];
-      const lines = [...sums.entries()].sort((a, b) => b[1].cost - a[1].cost || b[1].tokens - a[1].tokens)
-        .map(([name, s]) => el("tr", {}, el("td", {}, name), el("td", {}, s.calls), el("td", {}, s.tokens), el("td", {}, dollars(s.cost))));
+      const all = [...sums.entries()];
+      const order = sorted ? all.sort((a, b) => b[1].cost_micros - a[1].cost_micros || tokensIn(b[1]) - tokensIn(a[1])) : all;
+      const lines = order.map(([name, s]) => el("tr", {}, el("td", {}, name), el("td", {}, s.calls), el("td", {}, tokensIn(s) + s.output), el("td", {}, cached(s)), el("td", {}, dollars(s.cost_micros))));
       return [el("h2", {}, title + ", last 14 days"),
-        el("table", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "calls"), el("th", {}, "tokens"), el("th", {}, "cost")), ...lines)];
+        el("table", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "calls"), el("th", {}, "tokens"), el("th", {}, "input from cache"), el("th", {}, "cost")), ...lines)];
     };
     const each = (f) => days.flatMap((d) => (f(d) || []));
     show(el("h2", {}, "Usage"), table,
       el("h2", {}, (days[0] && days[0].everyone ? "Everyone" : "You") + ", last 14 days"), chart,
+      ...split("Per day", days.filter((d) => (d.everyone || d.you).calls).map((d) => [d.day, d.everyone || d.you]), false),
       ...split("Per person", each((d) => d.people && d.people.map((p) => [String(p.id), p.tally]))),
       ...split("Per agent", each((d) => d.models && d.models.map((m) => [m.agent, m.tally]))),
       ...split("Per model", each((d) => d.models && d.models.map((m) => [m.model, m.tally]))));

@@ -13,6 +13,17 @@ use crate::telegram::Message;
 const MEMORY_LISTED: usize = 30;
 const MEMORY_SHOWN_CHARS: usize = 160;
 
+/// How many models `/usage` lists for the owner.
+const MODELS_SHOWN: usize = 8;
+
+/// `, 81 % of the input from the prompt cache` when any input came from it, else nothing.
+fn from_cache(t: &crate::usage::Tally) -> String {
+    match t.cache_hit_percent() {
+        Some(p) if t.cached_input > 0 => format!(", {p} % of the input from the prompt cache"),
+        _ => String::new(),
+    }
+}
+
 /// How far back `/audit` looks, and how many steps it shows.
 const AUDIT_WINDOW_MS: u64 = 24 * 3_600_000;
 const AUDIT_SHOWN: usize = 15;
@@ -106,8 +117,9 @@ pub(super) async fn audit_reply(
     Ok(format!("Last steps in this chat:\n{}", lines.join("\n")))
 }
 
-/// `/usage`: today's and this month's tokens and cost for the person and the chat, and
-/// what the nearest cap leaves.
+/// `/usage`: today's and this month's tokens and cost for the person and the chat, with the
+/// share of input read from the prompt cache, today's per model for the owner, and what the
+/// nearest cap leaves.
 pub(super) async fn usage_reply(
     app: &App,
     conn: &Connector,
@@ -125,6 +137,7 @@ pub(super) async fn usage_reply(
             you.tokens(),
             dollars(you.cost_micros)
         );
+        let mut total = you;
         if !msg.is_private() {
             let here = ledger.get(&conn.id, period, Who::Chat(chat)).await?;
             line.push_str(&format!(
@@ -132,8 +145,28 @@ pub(super) async fn usage_reply(
                 here.tokens(),
                 dollars(here.cost_micros)
             ));
+            total = here;
         }
-        lines.push(line + ".");
+        lines.push(line + &from_cache(&total) + ".");
+    }
+    let from = msg.from.as_ref().map(|u| u.id.0);
+    if from.is_some() && from == conn.owner {
+        let models = ledger.models_on_day(&conn.id, ledger.today()).await?;
+        let mut by_model: Vec<(String, crate::usage::Tally)> = Vec::new();
+        for (_, model, t) in models {
+            match by_model.iter_mut().find(|(m, _)| *m == model) {
+                Some((_, sum)) => sum.add(t),
+                None => by_model.push((model, t)),
+            }
+        }
+        for (model, t) in by_model.iter().take(MODELS_SHOWN) {
+            lines.push(format!(
+                "Today on {model}: {} tokens ({}){}.",
+                t.tokens(),
+                dollars(t.cost_micros),
+                from_cache(t)
+            ));
+        }
     }
     match ledger
         .left(&conn.id, user, &app.config.limits.caps())
