@@ -3,13 +3,21 @@
 
 use clap::{Parser, Subcommand};
 
+/// `clawless --version`: the release and the commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CLAWLESS_COMMIT"),
+    ")"
+);
+
 /// The clawless assistant: a Telegram bot with memory and tools, on this machine.
 ///
 /// Environment: TELEGRAM_BOT_TOKEN, one provider key (ANTHROPIC_API_KEY, OPENAI_API_KEY,
 /// GEMINI_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY, …; and *_BASE_URL),
 /// TELEGRAM_ALLOWED_USERS, TELEGRAM_WEBHOOK_SECRET (serve), CLAWLESS_CONFIG, CLAWLESS_DATA.
 #[derive(Debug, Parser)]
-#[command(name = "clawless", version)]
+#[command(name = "clawless", version = VERSION)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -202,6 +202,28 @@ async fn missing_token_and_key_are_named() {
 }
 
 #[test]
+fn the_version_names_the_release_and_its_commit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_clawless"))
+        .env_clear()
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8(out.stdout).unwrap();
+    let rest = said
+        .trim_end()
+        .strip_prefix(&format!("clawless {} (commit ", env!("CARGO_PKG_VERSION")))
+        .unwrap_or_else(|| panic!("{said}"));
+    let commit = rest.strip_suffix(')').unwrap_or_else(|| panic!("{said}"));
+    // A checkout's short hash, or "unknown" where the build had no git (a copied tree).
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{said}"
+    );
+}
+
+#[test]
 fn every_command_has_help_and_usage_errors_exit_with_2() {
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_clawless"))
