@@ -20,14 +20,21 @@ fn main() {
         .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]))
         .unwrap_or_else(|| "unknown".to_owned());
     println!("cargo:rustc-env=CLAWLESS_COMMIT={commit}");
-    // HEAD, and the branch it points at (loose or packed), so a new commit rebuilds this.
+    // HEAD, and the branch it points at (loose or packed), so a new commit rebuilds this. Only
+    // files that exist: cargo runs a build script again on every build for one that does not.
+    let mut watched = Vec::new();
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
+        watched.push(format!("{dir}/HEAD"));
     }
     if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
-        println!("cargo:rerun-if-changed={common}/packed-refs");
+        watched.push(format!("{common}/packed-refs"));
         if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!("cargo:rerun-if-changed={common}/{branch}");
+            watched.push(format!("{common}/{branch}"));
+        }
+    }
+    for path in watched {
+        if std::path::Path::new(&path).exists() {
+            println!("cargo:rerun-if-changed={path}");
         }
     }
 }
