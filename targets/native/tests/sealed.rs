@@ -20,6 +20,10 @@ fn dir() -> PathBuf {
     d
 }
 
+/// The system's Python (a virtualenv's, first on a CI's PATH, lives where Landlock lets no
+/// command read).
+const PYTHON: &str = "/usr/bin/python3";
+
 fn required() -> bool {
     std::env::var_os("CLAWLESS_REQUIRE_SANDBOX").is_some()
 }
@@ -196,7 +200,7 @@ async fn a_command_changes_no_file_outside_its_workspace_and_holds_no_privilege(
         format!("chgrp 1234 {f}"),
         format!("touch -d 2001-01-01 {f}"),
         format!("touch -a {f}"),
-        format!("python3 -c \"import os; os.setxattr('{f}', 'user.x', b'1')\""),
+        format!("{PYTHON} -c \"import os; os.setxattr('{f}', 'user.x', b'1')\""),
         format!("truncate -s 0 {f}"),
         format!("mv {f} {f}.moved"),
         format!("ln {f} {d}/hard"),
@@ -222,6 +226,10 @@ async fn a_command_changes_no_file_outside_its_workspace_and_holds_no_privilege(
         } else {
             let may_pass = attempt == "dmesg" && !dmesg_restricted;
             assert!(status != Some(0) || may_pass, "{attempt} succeeded: {out}");
+            // The interpreter ran and the kernel said no (not: it did not start).
+            if attempt.starts_with(PYTHON) {
+                assert!(out.contains("Errno"), "{attempt}: {out}");
+            }
         }
         refused += 1;
     }
@@ -268,10 +276,15 @@ async fn a_command_has_no_terminal_to_type_into() {
     // Started as from an operator's shell: `script` gives the fence a terminal of its own,
     // controlling it, as the bot's would be.
     std::fs::write(
+        workspace.join("tiocsti.py"),
+        "import fcntl, termios\n\
+         try:\n    fcntl.ioctl(1, termios.TIOCSTI, b'x')\n    print('INJECTED')\n\
+         except OSError as e:\n    print('TIOCSTI-REFUSED', e.errno)\n",
+    )
+    .unwrap();
+    std::fs::write(
         workspace.join("probe.sh"),
-        "( : </dev/tty ) 2>/dev/null && echo OPENED-TTY\n\
-         python3 -c 'import fcntl, termios; fcntl.ioctl(1, termios.TIOCSTI, b\"x\")' 2>/dev/null && echo INJECTED\n\
-         echo probe-done\n",
+        format!("( : </dev/tty ) 2>/dev/null && echo OPENED-TTY\n{PYTHON} tiocsti.py\necho probe-done\n"),
     )
     .unwrap();
     let argv = fence::argv(
@@ -297,6 +310,10 @@ async fn a_command_has_no_terminal_to_type_into() {
         !said.contains("INJECTED"),
         "typed into the terminal: {said}"
     );
+    assert!(
+        said.contains("TIOCSTI-REFUSED"),
+        "the probe did not run: {said}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -310,11 +327,15 @@ async fn without_the_network_no_unix_socket_is_reached_by_its_path() {
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     listener.set_nonblocking(true).unwrap();
     let connect = format!(
-        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); s.send(b'hi')\"",
+        "{PYTHON} -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); s.send(b'hi')\"",
         path.display()
     );
     let (status, out) = run(&exec, &connect, false).await;
     assert_ne!(status, Some(0), "{out}");
+    assert!(
+        out.contains("Errno 13"),
+        "refused by the filter, not otherwise: {out}"
+    );
     assert!(
         listener.accept().is_err(),
         "reached without the network: {out}"
