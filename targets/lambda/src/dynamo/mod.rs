@@ -16,7 +16,7 @@ pub mod kv;
 pub mod text;
 pub mod vectors;
 
-pub use files::{DynamoFiles, MAX_FILE};
+pub use files::{DynamoFiles, MAX_FILE, PART};
 pub use kv::DynamoKv;
 pub use text::DynamoText;
 pub use vectors::DynamoVectors;
