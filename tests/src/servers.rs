@@ -21,7 +21,7 @@ mod media;
 mod models;
 mod telegram;
 
-pub use media::{IMAGE_REFUSED, SPEECH_EMPTY};
+pub use media::{IMAGE_REFUSED, PICTURE_BYTES, SPEECH_EMPTY};
 
 use crate::fixtures;
 

@@ -256,7 +256,7 @@ super::scenarios! {
     }
 
     /// "draw: …" has `generate_image` make a picture, sent once with `sendPhoto` (its bytes as
-    /// made, the model's caption) before the text, its cost in `/usage`; a prompt the service
+    /// made, 512 KB, the model's caption) before the text, its cost in `/usage`; a prompt the service
     /// refuses is told and no photo goes out; `/imagine` draws without the model.
     fn a_picture_is_drawn_and_sent_once(c) {
         let prompt = format!("a lighthouse for {}", c.user);
@@ -267,6 +267,8 @@ super::scenarios! {
         assert_eq!(photos.len(), 1, "one photo");
         assert!(photos[0].1.starts_with(b"\xff\xd8\xff"), "a JPEG body");
         assert!(String::from_utf8_lossy(&photos[0].1).contains(&prompt));
+        // Whole, though past a DynamoDB item's size (kept in parts on the Lambda).
+        assert_eq!(photos[0].1.len(), crate::servers::PICTURE_BYTES);
         let call = &c.calls_to("sendPhoto", c.user)[0];
         assert_eq!(call["caption"], format!("Drawn: {prompt}"));
 

@@ -55,8 +55,11 @@ pub(super) async fn speak(
 /// In a prompt: the image service refuses it as its content policy does.
 pub const IMAGE_REFUSED: &str = "refuse this picture";
 
-/// `POST /images/generations`: a "JPEG" of the prompt (the JPEG signature and the words), in
-/// base64, or a content-policy refusal for [`IMAGE_REFUSED`].
+/// How big a picture the fake image service makes.
+pub const PICTURE_BYTES: usize = 512 * 1024;
+
+/// `POST /images/generations`: a "JPEG" of the prompt (the JPEG signature and the words,
+/// padded to [`PICTURE_BYTES`]), in base64, or a content-policy refusal for [`IMAGE_REFUSED`].
 pub(super) async fn paint(Json(body): Json<Value>) -> (axum::http::StatusCode, Json<Value>) {
     use base64::Engine as _;
     let prompt = body["prompt"].as_str().unwrap_or("");
@@ -69,6 +72,8 @@ pub(super) async fn paint(Json(body): Json<Value>) -> (axum::http::StatusCode, J
     }
     let mut jpeg = b"\xff\xd8\xff\xe0".to_vec();
     jpeg.extend_from_slice(prompt.as_bytes());
+    // As big as a real one: past a DynamoDB item's 400 KB, so the Lambda keeps it in parts.
+    jpeg.resize(PICTURE_BYTES.max(jpeg.len()), b' ');
     let b64 = base64::engine::general_purpose::STANDARD.encode(jpeg);
     (
         axum::http::StatusCode::OK,
