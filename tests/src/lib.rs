@@ -8,6 +8,8 @@
 //! - [`llm`]: provider responses in the Anthropic and OpenAI wire formats.
 //! - [`injection`]: a prompt-injection corpus (pages ordering tools), for the core and every shell.
 //! - [`repo`]: the repository's root and Rust files, for the checks that read them.
+//! - [`markdown`]: enough Markdown for the checks that read the book and the README.
+//! - [`commands`]: the `clawless` and `cargo` command lines they show, checked against what exists.
 //! - [`mcp`]: a small MCP server (Streamable HTTP) as a function, for every shell's tests.
 //! - `servers` (feature `servers`): fake Bot API and model servers on 127.0.0.1.
 //! - `tmux` (feature `servers`): a terminal UI driven in tmux, and the remote cockpit's check.
@@ -18,10 +20,12 @@
 
 #[cfg(feature = "servers")]
 pub mod browser;
+pub mod commands;
 pub mod fixtures;
 pub mod injection;
 pub mod limits;
 pub mod llm;
+pub mod markdown;
 pub mod mcp;
 #[cfg(feature = "servers")]
 pub mod miniflare;
