@@ -402,6 +402,7 @@ impl Agent {
                                     false => format!("{}:{}:{id}", ctx.call, state.round),
                                 },
                                 tainted: state.tainted.clone(),
+                                allowance: opts.allowance.cloned(),
                                 ..ctx.clone()
                             };
                             // The ledger entry of a call that must not run twice: kept

@@ -7,7 +7,8 @@
 //! `turn/progress.rs`) and the lane is handed on ([`crate::Drained::HandOff`]) for the shell
 //! to drain at once in a fresh invocation. A model call still under way near the end is given
 //! up and made again there (it has no effect to repeat). Typing and previews spend only what
-//! the steps leave. Native has no limits.
+//! the steps leave. Native has no limits. A sub-agent's steps ask the same allowance (it
+//! reaches the `spawn` tool in its `ToolContext`), so a child stops as its parent would.
 //!
 //! Requests are counted at the Http port ([`Counted`]) for the whole app: invocations that
 //! share an isolate count each other's too, so a bounded drain errs towards handing on early.
@@ -66,8 +67,9 @@ impl Work<'_> {
 }
 
 /// What one invocation may still spend (see the module documentation). Shared by everything
-/// its drain does; [`Allowance::unbounded`] where there are no limits.
-#[derive(Debug)]
+/// its drain does, sub-agents included: a clone is the same allowance (it reaches a tool in
+/// its [`crate::tools::ToolContext`]); [`Allowance::unbounded`] where there are no limits.
+#[derive(Debug, Clone)]
 pub struct Allowance {
     /// The instant (Clock ms) the invocation ends.
     until_ms: Option<u64>,
@@ -77,10 +79,19 @@ pub struct Allowance {
     /// The counter when it began.
     start: u64,
     /// Whether a piece of work has begun: the first always may, so each invocation gets on.
-    begun: AtomicBool,
+    begun: Arc<AtomicBool>,
     /// The longest each kind of work took so far in this invocation (ms; "" = model calls).
-    took: Mutex<BTreeMap<String, u64>>,
+    took: Arc<Mutex<BTreeMap<String, u64>>>,
 }
+
+/// Two allowances are equal when they are the same one (clones of it).
+impl PartialEq for Allowance {
+    fn eq(&self, other: &Allowance) -> bool {
+        Arc::ptr_eq(&self.begun, &other.begun)
+    }
+}
+
+impl Eq for Allowance {}
 
 impl Default for Allowance {
     fn default() -> Self {
@@ -103,8 +114,8 @@ impl Allowance {
             requests: limits.requests,
             counter: counter.clone(),
             start: counter.load(Ordering::Relaxed),
-            begun: AtomicBool::new(false),
-            took: Mutex::default(),
+            begun: Arc::default(),
+            took: Arc::default(),
         }
     }
 

@@ -120,6 +120,7 @@ impl App {
             budget: None,
             call: String::new(),
             tainted: None,
+            allowance: None,
         };
         let agent = conn.default_agent();
         let Some(approve) = approve else {

@@ -71,6 +71,7 @@ fuzz_target!(|data: &[u8]| {
         budget: None,
         call: "main/1/1:1:fuzz".into(),
         tainted: None,
+        allowance: None,
     };
 
     // Every built-in this platform offers (`exec` needs a shell that runs commands).

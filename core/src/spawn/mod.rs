@@ -16,6 +16,11 @@
 //! - bounds: `spawn.timeout_secs` (raced against the Clock port), `spawn.max_tokens` (no
 //!   model call starts once spent: the child answers with what it has and a note), and its
 //!   own `max_rounds`.
+//! - the invocation: the child's model and tool calls ask the parent's run's
+//!   [`crate::allowance::Allowance`] (it comes in [`crate::tools::ToolContext::allowance`]).
+//!   A child that cannot begin its next step stops, and its parent is told what it found; the
+//!   parent's turn then pauses at its own next step, kept in its job, and goes on in a fresh
+//!   invocation, whose model may run the task again.
 //!
 //! The child's model calls and audit steps are reported as they happen ([`crate::tools::Report`])
 //! into the parent's run, so spend caps, `/usage` and the audit trail see them (its steps

@@ -12,15 +12,19 @@ use futures::future::{select, Either};
 use serde_json::{json, Value};
 
 use super::{spawn_tool_names, spawn_tools, Directory, Parent, SpawnDeps};
-use crate::agent::{Agent, RunOptions, Step, Verdict};
+use crate::agent::{Agent, RunOptions, RunState, Step, Verdict};
 use crate::config::{AgentConfig, AgentTool};
-use crate::llm::{ChatMessage, ToolSpec};
+use crate::llm::{Block, ChatMessage, Role, ToolSpec};
 use crate::tools::{Level, Report, Tool, ToolContext, ToolError};
 
 /// A task is at most this many characters.
 pub const MAX_TASK_CHARS: usize = 16_000;
 /// A call names at most this many tools.
 const MAX_NAMED_TOOLS: usize = 64;
+/// At most this much of each result a stopped child found is passed to its parent.
+const FOUND_CHARS: usize = 1_000;
+/// At most this much of what a stopped child found, in all.
+const FOUND_TOTAL: usize = 8_000;
 /// How much longer than a child's timeout the agent loop waits for the tool, so the child's
 /// own timeout answers first.
 const MARGIN: Duration = Duration::from_secs(5);
@@ -196,6 +200,8 @@ impl Spawn {
             report: Some(&own),
             max_tokens: Some(spawn.max_tokens),
             budget: ctx.budget,
+            // The invocation's allowance holds for the child's steps as for its parent's.
+            allowance: ctx.allowance.as_ref(),
             ..Default::default()
         };
         let ctx = ToolContext {
@@ -216,9 +222,9 @@ impl Spawn {
             Either::Left((Ok(Step::Ask { .. }), _)) => Err(refuse(format!(
                 "The sub-agent {id} stopped for an approval nobody can give here."
             ))),
-            // A sub-agent's run is not kept between steps and has no allowance: nothing
-            // can take it over or pause it.
-            Either::Left((Ok(Step::Lost | Step::Pause(_)), _)) => Err(refuse(format!(
+            Either::Left((Ok(Step::Pause(state)), _)) => Err(refuse(paused(id, &state))),
+            // A sub-agent's run is not kept between steps: nothing can take it over.
+            Either::Left((Ok(Step::Lost), _)) => Err(refuse(format!(
                 "The sub-agent {id} was stopped."
             ))),
             Either::Left((Err(failed), _)) => Err(refuse(format!(
@@ -231,6 +237,53 @@ impl Spawn {
             ))),
         }
     }
+}
+
+/// What the parent is told of a child that could not begin its next step within the
+/// invocation's allowance (see [`crate::allowance`]): that it did not finish, and what it
+/// found so far. Its spend and steps are in the parent's books already; its state is not
+/// kept: the parent's own turn pauses at its next step, is kept in its job and goes on in a
+/// fresh invocation, where its model sees this and may run the task again.
+fn paused(id: &str, state: &RunState) -> String {
+    let mut out = format!(
+        "The sub-agent {id} did not finish: this invocation's time or requests ran out after its {} model calls, so it stopped before its next step. What it did took effect; to go on, run it again with what it found.",
+        state.round
+    );
+    let names: std::collections::BTreeMap<&str, &str> = state
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_uses().map(|(id, name, _)| (id, name)))
+        .collect();
+    let kept = state.messages.iter().flat_map(|m| &m.content);
+    let mut found = String::new();
+    for block in kept.chain(&state.results) {
+        let Block::ToolResult {
+            tool_use_id,
+            content,
+            is_error: false,
+        } = block
+        else {
+            continue;
+        };
+        let name = names.get(tool_use_id.as_str()).copied().unwrap_or("a tool");
+        let cut: String = content.chars().take(FOUND_CHARS).collect();
+        found.push_str(&format!("\n- {name}: {cut}"));
+    }
+    let said = state
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && !m.text().trim().is_empty())
+        .map(ChatMessage::text);
+    if let Some(said) = said {
+        let cut: String = said.chars().take(FOUND_CHARS).collect();
+        found.push_str(&format!("\n- its last words: {cut}"));
+    }
+    if !found.is_empty() {
+        out.push_str("\nWhat it found so far:");
+        out.extend(found.chars().take(FOUND_TOTAL));
+    }
+    out
 }
 
 #[async_trait]

@@ -177,6 +177,7 @@ mod tests {
             budget: None,
             call: String::new(),
             tainted: None,
+            allowance: None,
         }
     }
 

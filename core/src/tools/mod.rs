@@ -99,6 +99,10 @@ pub struct ToolContext {
     /// each call: a sub-agent run now starts with it (see [`Tool::brings_untrusted`]). Left
     /// `None` where a context is built.
     pub tainted: Option<String>,
+    /// What the invocation may still spend, set by the agent loop for each call from its run's
+    /// (`None`: no limits): a sub-agent begins no model or tool call past it (see
+    /// [`crate::allowance`]).
+    pub allowance: Option<crate::allowance::Allowance>,
 }
 
 /// A context for unit tests: the owner's scope, nothing granted, no chat.
@@ -112,6 +116,7 @@ pub(crate) fn tests_ctx() -> ToolContext {
         budget: None,
         call: String::new(),
         tainted: None,
+        allowance: None,
     }
 }
 

@@ -47,6 +47,7 @@ pub(super) async fn background_task(
         // A task run again after a crash: its keyed tools find what the first run did.
         call: format!("{}/task{id}", conn.id),
         tainted: None,
+        allowance: None,
     };
     tracing::info!(connector = %conn.id, task = id, agent, "background task runs");
     let (answer, reported) =

@@ -197,6 +197,7 @@ impl Turn<'_> {
                 None => format!("{}/{}/{}", conn.id, msg.chat.id.0, msg.message_id),
             },
             tainted: None,
+            allowance: None,
         };
         let budget = budget.map_err(Failure::storage)?;
         let recorded = run.recorded;

@@ -27,6 +27,7 @@ fn ctx() -> ToolContext {
         budget: None,
         call: String::new(),
         tainted: None,
+        allowance: None,
     }
 }
 
@@ -179,6 +180,7 @@ fn workspaces_are_per_scope() {
         budget: None,
         call: String::new(),
         tainted: None,
+        allowance: None,
     };
     let read = block_on(ReadFile(ws.clone()).call(&other, json!({"path": "a.md"})));
     assert!(read.unwrap_err().0.contains("does not exist"));

@@ -66,6 +66,7 @@ fn ctx() -> ToolContext {
         budget: None,
         call: String::new(),
         tainted: None,
+        allowance: None,
     }
 }
 

@@ -26,6 +26,7 @@ fn ctx() -> ToolContext {
         budget: None,
         call: String::new(),
         tainted: None,
+        allowance: None,
     }
 }
 
