@@ -5,115 +5,26 @@
 //! model is then told is unknown), the model call that finished before the kill is not made
 //! again, and the answer arrives once.
 //!
-//! The kill: the first port call matching a pattern never completes, and the drain is dropped
-//! there, as a killed process stops; its lease stays behind until it lapses.
+//! The kill (`support/kill.rs`): the first port call matching a pattern never completes, and
+//! the drain is dropped there, as a killed process stops; its lease stays behind until it
+//! lapses.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 
-use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clawless_core::agent::UNKNOWN_OUTCOME;
 use clawless_core::inbox::LEASE_TTL;
 use clawless_core::{Config, Lane};
-use clawless_platform::kv::tap::{KvCall, Tapped, Verdict};
-use clawless_platform::{async_trait, Clock, Http, HttpRequest, HttpResponse};
+use clawless_platform::Clock;
 use clawless_testkit::llm::{anthropic_text, anthropic_tool_use};
 use futures::executor::block_on;
 use serde_json::{json, Value};
+use support::kill::Kill;
 use support::{Harness, Wire, LLM};
-
-/// Where the process dies: the first port call whose description (`get <key>`, `put <key>`,
-/// `http <url> <body>`) contains the pattern hangs, after doing its work when `after`.
-#[derive(Default)]
-struct Kill {
-    at: Mutex<Option<(String, bool)>>,
-    hit: AtomicBool,
-}
-
-impl Kill {
-    fn arm(&self, pattern: &str, after: bool) {
-        *self.at.lock().unwrap() = Some((pattern.to_owned(), after));
-        self.hit.store(false, Ordering::SeqCst);
-    }
-
-    /// `Some(after)` when `what` is the kill point (disarming it).
-    fn hits(&self, what: &str) -> Option<bool> {
-        let mut at = self.at.lock().unwrap();
-        let after = match &*at {
-            Some((pattern, after)) if what.contains(pattern.as_str()) => *after,
-            _ => return None,
-        };
-        *at = None;
-        Some(after)
-    }
-
-    /// Stops the process here: the drain unwinds from this point, nothing after it runs (a
-    /// sleep would not do: on the fake clock every timeout beside it fires at once).
-    fn die(&self) -> ! {
-        self.hit.store(true, Ordering::SeqCst);
-        std::panic::panic_any(Killed)
-    }
-
-    /// Runs `work` until it finishes (`false`) or reaches the kill point (`true`), where it is
-    /// dropped.
-    async fn run<F: Future>(&self, work: F) -> bool {
-        quiet_kills();
-        let mut work = std::pin::pin!(work);
-        std::future::poll_fn(|cx| {
-            let polled =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.as_mut().poll(cx)));
-            match polled {
-                Ok(Poll::Ready(_)) => Poll::Ready(false),
-                Ok(Poll::Pending) => Poll::Pending,
-                Err(e) if e.is::<Killed>() => Poll::Ready(true),
-                Err(e) => std::panic::resume_unwind(e),
-            }
-        })
-        .await
-    }
-}
-
-/// The payload of a kill.
-struct Killed;
-
-/// Kills are not reported as panics; anything else is, as before.
-fn quiet_kills() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let report = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !info.payload().is::<Killed>() {
-                report(info);
-            }
-        }));
-    });
-}
-
-struct KillHttp {
-    inner: Arc<dyn Http>,
-    kill: Arc<Kill>,
-}
-
-#[async_trait]
-impl Http for KillHttp {
-    async fn send(&self, req: HttpRequest) -> clawless_platform::Result<HttpResponse> {
-        let what = format!("http {} {}", req.url, String::from_utf8_lossy(&req.body));
-        match self.kill.hits(&what) {
-            None => self.inner.send(req).await,
-            Some(false) => self.kill.die(),
-            Some(true) => {
-                let _ = self.inner.send(req).await;
-                self.kill.die()
-            }
-        }
-    }
-}
 
 fn harness(kill: &Arc<Kill>) -> Harness {
     let mut config = Config::load(&clawless_core::config::embedded()).unwrap();
@@ -121,26 +32,7 @@ fn harness(kill: &Arc<Kill>) -> Harness {
     agent.tools.push("message".into());
     let kill = kill.clone();
     Harness::with_ports(Wire::Anthropic, config, move |platform, _, _| {
-        platform.http = Arc::new(KillHttp {
-            inner: platform.http.clone(),
-            kill: kill.clone(),
-        });
-        platform.kv = Arc::new(Tapped::new(platform.kv.clone(), move |call| {
-            let what = match call {
-                KvCall::Get { key } => format!("get {key}"),
-                KvCall::Put { key, .. } => format!("put {key}"),
-                _ => return Verdict::Run,
-            };
-            match kill.hits(&what) {
-                None => Verdict::Run,
-                // A read dies before it is answered.
-                Some(after) if !after || what.starts_with("get ") => kill.die(),
-                Some(_) => {
-                    let kill = kill.clone();
-                    Verdict::Then(Box::new(move || kill.die()))
-                }
-            }
-        }));
+        support::kill::install(platform, &kill)
     })
 }
 

@@ -1,11 +1,15 @@
 //! Voice replies, whole flow: a voice note is answered with a voice note (its body checked
 //! as OGG) and the text; `/voice off` and `/voice on` change that per chat; the speech's cost
-//! joins the person's spend; a speech service that fails, answers with no audio or with
-//! something else, or a voice note Telegram refuses, each end in one short line and the text.
+//! joins the person's spend, checked against the cap before it is spoken; a process killed
+//! while the voice note is sent sends it once after its restart, spoken and paid once; a speech
+//! service that fails, answers with no audio or with something else, or a voice note Telegram
+//! refuses, each end in one short line and the text.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
+
+use std::sync::Arc;
 
 use clawless_core::Config;
 use clawless_platform::HttpResponse;
@@ -20,19 +24,20 @@ const STT: &str = "http://stt.test";
 const TTS: &str = "http://tts.test";
 const OGG: &[u8] = b"OggS\x00\x02\x00\x00 an opus stream \xff\xfe";
 
+const SERVICES: [(&str, &str); 3] = [
+    ("TRANSCRIBE_BASE_URL", STT),
+    ("SPEECH_BASE_URL", TTS),
+    ("SPEECH_API_KEY", "tts-key"),
+];
+
 /// A harness that transcribes at [`STT`] and speaks at [`TTS`], answering `speech`.
 fn harness(speech: fn() -> HttpResponse) -> Harness {
     let config = Config::load(&clawless_core::config::embedded()).unwrap();
-    let h = Harness::with_env(
-        Wire::Anthropic,
-        config,
-        &[
-            ("TRANSCRIBE_BASE_URL", STT),
-            ("SPEECH_BASE_URL", TTS),
-            ("SPEECH_API_KEY", "tts-key"),
-        ],
-    )
-    .unwrap();
+    let h = Harness::with_env(Wire::Anthropic, config, &SERVICES).unwrap();
+    routes(h, speech)
+}
+
+fn routes(h: Harness, speech: fn() -> HttpResponse) -> Harness {
     h.http.route(STT, |_| {
         Ok(HttpResponse::json(
             200,
@@ -226,5 +231,77 @@ fn a_voice_note_telegram_refuses_ends_in_a_short_line_and_the_text() {
         assert_eq!(texts.len(), 2, "{texts:?}");
         assert!(texts[0].contains("did not take this answer as a voice note"));
         assert_eq!(texts[1], "Text anyway.");
+    });
+}
+
+/// The voice note's upload dies before Telegram has it (the process is killed): after the
+/// restart the kept audio is sent, once, without speaking it again or counting it twice, and
+/// then it is no longer kept.
+#[test]
+fn a_voice_note_cut_by_a_kill_is_sent_once_spoken_and_paid_once() {
+    block_on(async {
+        let kill = Arc::new(support::kill::Kill::default());
+        let config = Config::load(&clawless_core::config::embedded()).unwrap();
+        let armed = kill.clone();
+        let h = Harness::with_ports_env(Wire::Anthropic, config, &SERVICES, move |p, _, _| {
+            support::kill::install(p, &armed)
+        });
+        let h = routes(h, ogg);
+        h.script(200, anthropic_text("Cloudy, then sun."));
+        let reply = h
+            .app
+            .handle_webhook(
+                "main",
+                Some(support::SECRET),
+                voice_note(&h, 1).to_string().as_bytes(),
+            )
+            .await;
+        let lane = reply.lane.unwrap();
+        kill.arm("/sendVoice", false);
+        assert!(kill.run(h.app.drain(&lane)).await, "killed at sendVoice");
+        assert_eq!(speech_requests(&h).len(), 1);
+        assert!(voices(&h).is_empty());
+        h.clock
+            .advance(clawless_core::inbox::LEASE_TTL + std::time::Duration::from_secs(1));
+        h.drain(&lane).await;
+
+        assert_eq!(speech_requests(&h).len(), 1, "not spoken again");
+        assert_eq!(voices(&h), vec![("answer.ogg".to_owned(), OGG.to_vec())]);
+        assert_eq!(h.sent_texts(), ["Cloudy, then sun."]);
+        let kept = h.platform.files.list("spoken").await.unwrap();
+        assert!(
+            kept.is_empty(),
+            "the kept audio is gone once sent: {kept:?}"
+        );
+        // 17 characters spoken at $15 a million: $0.000255 once, beside the model's $0.000105.
+        h.deliver_raw(&text(2, "/usage")).await;
+        let report = h.sent_texts().last().unwrap().clone();
+        assert!(report.contains("($0.0004)"), "{report}");
+    });
+}
+
+/// Speech the spend cap has no room for is not asked for: one line says so, the text goes.
+#[test]
+fn speech_past_the_spend_cap_is_not_made() {
+    block_on(async {
+        let mut config = Config::load(&clawless_core::config::embedded()).unwrap();
+        // Room for the model's answer ($0.000105), not for speaking 399 characters ($0.006).
+        config.limits.daily_usd_per_user = Some(0.001);
+        let h = routes(
+            Harness::with_env(Wire::Anthropic, config, &SERVICES).unwrap(),
+            ogg,
+        );
+        h.script(200, anthropic_text(&"Sunny and **warm**. ".repeat(25)));
+        h.deliver_raw(&voice_note(&h, 1)).await;
+        assert!(speech_requests(&h).is_empty(), "no speech asked for");
+        assert!(voices(&h).is_empty());
+        let texts = h.sent_texts();
+        assert_eq!(texts.len(), 2, "{texts:?}");
+        assert!(
+            texts[0].starts_with("(Not said aloud: speaking it would pass your daily spend cap."),
+            "{texts:?}"
+        );
+        assert!(texts[1].starts_with("Sunny and <b>warm</b>."));
+        h.assert_spec_clean();
     });
 }

@@ -71,6 +71,10 @@ impl Whom {
     /// Whether the file at `path` (on the Files port) is this export's: for a person, their
     /// memory and workspace (`memory/<agent>/<conn>/u<user>/…`, `workspace/…` alike).
     pub fn has_file(&self, path: &str) -> bool {
+        // Spoken answers waiting for their send are no one's to carry.
+        if path.split('/').next() == Some(crate::turn::SPOKEN_DIR) {
+            return false;
+        }
         let Whom::Person { connector, user } = self else {
             return true;
         };

@@ -51,4 +51,7 @@ fn a_person_holds_their_own_and_nothing_of_others() {
     assert!(!me.has_file("memory/assistant/main/g42/MEMORY.md"));
     assert!(!me.has_file("skills/x/SKILL.md"));
     assert!(Whom::Bot.has_file("skills/x/SKILL.md"));
+    // Spoken answers waiting for their send are transient: no export carries them.
+    assert!(!Whom::Bot.has_file("spoken/main/42/7-0a1b2c3d4e5f6a7b"));
+    assert!(Whom::Bot.has_file("spokenword/notes.md"));
 }

@@ -78,6 +78,9 @@ pub trait Speaker: Send + Sync {
     fn name(&self) -> &str;
     /// The model, as the usage pages name it.
     fn model(&self) -> &str;
+    /// What speaking `text` will cost, in millionths of a dollar (checked against the spend
+    /// cap before it is spoken).
+    fn price_micros(&self, text: &str) -> u64;
     /// `text` spoken, checked by [`check`].
     async fn speak(&self, text: &str) -> Result<Speech, LlmError>;
 }
@@ -223,6 +226,10 @@ impl Speaker for OpenAiSpeaker {
         &self.model
     }
 
+    fn price_micros(&self, text: &str) -> u64 {
+        (text.chars().count() as u64).saturating_mul(price_per_char_micros(&self.model))
+    }
+
     async fn speak(&self, text: &str) -> Result<Speech, LlmError> {
         let url = format!("{}/audio/speech", self.base_url.trim_end_matches('/'));
         let body = json!({
@@ -243,9 +250,7 @@ impl Speaker for OpenAiSpeaker {
                 &resp.body,
             ));
         }
-        let chars = text.chars().count() as u64;
-        let cost = chars.saturating_mul(price_per_char_micros(&self.model));
-        check(&self.name, resp.body, cost)
+        check(&self.name, resp.body, self.price_micros(text))
     }
 }
 

@@ -22,6 +22,7 @@ mod reports;
 mod run;
 mod tap;
 mod voice;
+pub(crate) use voice::SPOKEN_DIR;
 
 use clawless_platform::PortError;
 

@@ -13,6 +13,7 @@ use clawless_testkit::fixtures::{self, BOT_ID, BOT_USERNAME, OWNER_ID};
 use clawless_testkit::spec::{call_body, method_of, spec};
 use serde_json::{json, Value};
 
+pub mod kill;
 pub mod spawn;
 
 pub const TOKEN: &str = "123456:TEST-TOKEN";

@@ -99,6 +99,14 @@ impl Transcriber for WorkersAiWhisper {
 /// The text-to-speech model: `{prompt, lang}` → `{audio}`, base64 MP3.
 pub const MELOTTS: &str = "@cf/myshell-ai/melotts";
 
+/// What MeloTTS charges for `text`: $0.0002 an audio minute, at about 900 characters a
+/// minute.
+fn melotts_price(text: &str) -> u64 {
+    (text.chars().count() as u64)
+        .saturating_mul(200)
+        .div_ceil(900)
+}
+
 /// Voice replies spoken by Workers AI MeloTTS.
 pub struct WorkersAiSpeech {
     ai: SendWrapper<JsValue>,
@@ -134,11 +142,7 @@ impl WorkersAiSpeech {
         let audio = base64::engine::general_purpose::STANDARD
             .decode(encoded.trim())
             .map_err(|_| LlmError::Fatal("workers-ai: the speech was not audio".into()))?;
-        // $0.0002 an audio minute, at about 900 characters a minute.
-        let cost = (text.chars().count() as u64)
-            .saturating_mul(200)
-            .div_ceil(900);
-        check("workers-ai", audio, cost)
+        check("workers-ai", audio, melotts_price(text))
     }
 }
 
@@ -150,6 +154,10 @@ impl Speaker for WorkersAiSpeech {
 
     fn model(&self) -> &str {
         MELOTTS
+    }
+
+    fn price_micros(&self, text: &str) -> u64 {
+        melotts_price(text)
     }
 
     async fn speak(&self, text: &str) -> Result<Speech, LlmError> {
