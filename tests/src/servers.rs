@@ -72,7 +72,8 @@ pub struct Fakes {
     pub note_hang: AtomicBool,
     /// While set, a model request that answers a tool result is held (then answered).
     pub llm_hang_on_result: AtomicBool,
-    /// What has been held so far: "note", "model", "send", "speech" (see the hang switches).
+    /// What has been held so far: "note", "model", "send", "speech", "paint", "upload" (see
+    /// the hang switches).
     pub held: Mutex<Vec<&'static str>>,
     /// Files uploaded to the Bot API, in order.
     pub uploads: Mutex<Vec<Upload>>,
@@ -80,6 +81,13 @@ pub struct Fakes {
     pub speech_asked: Mutex<Vec<String>>,
     /// While set, a speech request is held (then refused): the kill tests cut a turn there.
     pub speech_hang: AtomicBool,
+    /// Prompts asked to be drawn at `/images/generations`, in order.
+    pub images_asked: Mutex<Vec<String>>,
+    /// While set, a picture request is held (then refused): the kill tests cut a turn there.
+    pub paint_hang: AtomicBool,
+    /// While set, an upload (`sendVoice`, `sendPhoto`) is held before it is taken (then
+    /// refused): the kill tests cut a turn there.
+    pub upload_hang: AtomicBool,
 }
 
 /// A file uploaded to the fake Bot API.

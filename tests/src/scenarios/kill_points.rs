@@ -1,7 +1,8 @@
 //! A turn with a tool cut at each point by killing the shell, for a shell started on the
-//! asking config. Two tools: the MCP `slow__note`, an effect that must not happen twice (not
-//! read-only, so not run again after a crash: at most once), and `schedule`, made idempotent by
-//! the call's id (exactly once). The shell's harness posts [`KillPoint::question`], waits for
+//! asking config. Three tools: the MCP `slow__note`, an effect that must not happen twice (not
+//! read-only, so not run again after a crash: at most once), `schedule`, made idempotent by
+//! the call's id (exactly once), and `generate_image`, paid for (at most once; its picture
+//! sent exactly once); and a spoken answer, cut while spoken and while sent. The shell's harness posts [`KillPoint::question`], waits for
 //! [`KillPoint::reached`], kills itself (kill -9, the Lambda's process, workerd), calls
 //! [`KillPoint::disarm`], restarts, nudges its sweep until the answer arrives, and calls
 //! [`KillPoint::check`]; for a reminder it then posts [`LISTING`] and, once it is answered,
@@ -28,16 +29,25 @@ pub enum KillPoint {
     RemindedSending,
     /// A voice note's answer is checkpointed; its speech is being made (before `sendVoice`).
     Speaking,
+    /// A voice note's answer has been spoken; the voice note is being sent.
+    VoiceSending,
+    /// The model asked for a picture; the image service is making it.
+    Drawing,
+    /// A picture has been made and kept; it is being sent (`sendPhoto`).
+    PictureSending,
 }
 
 /// Every point, in the order the harnesses try them.
-pub const KILL_POINTS: [KillPoint; 6] = [
+pub const KILL_POINTS: [KillPoint; 9] = [
     KillPoint::ToolRuns,
     KillPoint::AfterResult,
     KillPoint::Sending,
     KillPoint::RemindedAfterResult,
     KillPoint::RemindedSending,
     KillPoint::Speaking,
+    KillPoint::VoiceSending,
+    KillPoint::Drawing,
+    KillPoint::PictureSending,
 ];
 
 /// What the harness posts after a reminder's point, for [`KillPoint::check_listing`].
@@ -48,7 +58,7 @@ impl KillPoint {
     /// [`question`](KillPoint::question) as text or, for [`KillPoint::Speaking`], as a voice
     /// note (its file served by `f`), which is answered with one.
     pub fn update(self, id: i64, f: &Fakes) -> Value {
-        if self != KillPoint::Speaking {
+        if !self.speaks() {
             return crate::servers::text_update(id, &self.question());
         }
         let file = format!("kill-voice-{id}");
@@ -74,7 +84,8 @@ impl KillPoint {
                 let at = crate::servers::now_ms() / 1000 + 200 * 86_400;
                 crate::servers::reminder_at(at, &self.marker())
             }
-            false if self == KillPoint::Speaking => format!("say: {}", self.marker()),
+            false if self.speaks() => format!("say: {}", self.marker()),
+            false if self.draws() => format!("draw: {}", self.marker()),
             false => format!("note: {}", self.marker()),
         }
     }
@@ -92,12 +103,24 @@ impl KillPoint {
         )
     }
 
+    /// Whether this point's turn answers a voice note with one.
+    fn speaks(self) -> bool {
+        matches!(self, KillPoint::Speaking | KillPoint::VoiceSending)
+    }
+
+    /// Whether this point's tool is `generate_image`.
+    fn draws(self) -> bool {
+        matches!(self, KillPoint::Drawing | KillPoint::PictureSending)
+    }
+
     fn tag(self) -> &'static str {
         match self {
             KillPoint::ToolRuns => "note",
             KillPoint::AfterResult | KillPoint::RemindedAfterResult => "model",
             KillPoint::Sending | KillPoint::RemindedSending => "send",
             KillPoint::Speaking => "speech",
+            KillPoint::Drawing => "paint",
+            KillPoint::VoiceSending | KillPoint::PictureSending => "upload",
         }
     }
 
@@ -108,6 +131,8 @@ impl KillPoint {
             "note" => f.note_hang.store(true, Ordering::SeqCst),
             "model" => f.llm_hang_on_result.store(true, Ordering::SeqCst),
             "speech" => f.speech_hang.store(true, Ordering::SeqCst),
+            "paint" => f.paint_hang.store(true, Ordering::SeqCst),
+            "upload" => f.upload_hang.store(true, Ordering::SeqCst),
             _ => f.send_hang.store(true, Ordering::SeqCst),
         }
     }
@@ -123,6 +148,8 @@ impl KillPoint {
         f.llm_hang_on_result.store(false, Ordering::SeqCst);
         f.send_hang.store(false, Ordering::SeqCst);
         f.speech_hang.store(false, Ordering::SeqCst);
+        f.paint_hang.store(false, Ordering::SeqCst);
+        f.upload_hang.store(false, Ordering::SeqCst);
     }
 
     /// After the answer arrived in `chat`, which had `before` messages sent to it: answered
@@ -147,8 +174,7 @@ impl KillPoint {
             _ => 0,
         };
         assert_eq!(noted, expected, "{shell} {self:?}: the note's effect");
-        if self == KillPoint::Speaking {
-            // Spoken again after the restart (the audio is never stored), sent once.
+        if self.speaks() {
             let voices: Vec<_> = f
                 .uploads_to("sendVoice", chat)
                 .into_iter()
@@ -158,12 +184,32 @@ impl KillPoint {
             assert!(voices[0].1.starts_with(b"OggS"));
             let spoken = f.speech_asked.lock().unwrap();
             let spoken = spoken.iter().filter(|t| t.contains(&said)).count();
-            assert!(
-                spoken >= 2,
-                "{shell}: spoken before and after the kill ({spoken})"
-            );
+            if self == KillPoint::Speaking {
+                // Cut while spoken: no audio came back, so it is spoken again.
+                assert!(
+                    spoken >= 2,
+                    "{shell}: spoken before and after the kill ({spoken})"
+                );
+            } else {
+                // Cut while sent: the kept audio is sent, not spoken (and paid) again.
+                assert_eq!(spoken, 1, "{shell} {self:?}: spoken once");
+            }
         }
-        if self == KillPoint::ToolRuns {
+        if self.draws() {
+            let photos = f
+                .uploads_to("sendPhoto", chat)
+                .into_iter()
+                .filter(|(_, jpeg)| String::from_utf8_lossy(jpeg).contains(&said))
+                .count();
+            let drawn = f.images_asked.lock().unwrap();
+            let drawn = drawn.iter().filter(|p| p.contains(&said)).count();
+            // Paid for once: the picture request cut by the kill is not made again.
+            assert_eq!(drawn, 1, "{shell} {self:?}: drawn once");
+            // Made and kept before the kill: sent once; cut while made: none.
+            let expected = usize::from(self == KillPoint::PictureSending);
+            assert_eq!(photos, expected, "{shell} {self:?}: photos");
+        }
+        if matches!(self, KillPoint::ToolRuns | KillPoint::Drawing) {
             let answer = sent.last().map(String::as_str).unwrap_or("");
             assert!(
                 answer.contains("unknown"),

@@ -59,10 +59,25 @@ pub const IMAGE_REFUSED: &str = "refuse this picture";
 pub const PICTURE_BYTES: usize = 512 * 1024;
 
 /// `POST /images/generations`: a "JPEG" of the prompt (the JPEG signature and the words,
-/// padded to [`PICTURE_BYTES`]), in base64, or a content-policy refusal for [`IMAGE_REFUSED`].
-pub(super) async fn paint(Json(body): Json<Value>) -> (axum::http::StatusCode, Json<Value>) {
+/// padded to [`PICTURE_BYTES`]), in base64, or a content-policy refusal for [`IMAGE_REFUSED`];
+/// held while [`Fakes::paint_hang`] is set.
+pub(super) async fn paint(
+    State(f): State<Arc<Fakes>>,
+    Json(body): Json<Value>,
+) -> (axum::http::StatusCode, Json<Value>) {
     use base64::Engine as _;
     let prompt = body["prompt"].as_str().unwrap_or("");
+    f.images_asked.lock().unwrap().push(prompt.to_owned());
+    if f.paint_hang.load(Ordering::SeqCst) {
+        f.held.lock().unwrap().push("paint");
+        while f.paint_hang.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        return (
+            axum::http::StatusCode::BAD_GATEWAY,
+            Json(json!({"error": {"message": "held"}})),
+        );
+    }
     if prompt.contains(IMAGE_REFUSED) {
         return (
             axum::http::StatusCode::BAD_REQUEST,

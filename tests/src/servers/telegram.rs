@@ -89,8 +89,20 @@ pub(super) async fn bot_api(
         f.calls.lock().unwrap().push((method, body));
         return (ok, Json(json!({"ok": true, "result": ready})));
     }
-    // An upload that passed the spec check is taken (recorded).
-    if let Some((name, bytes)) = crate::spec::multipart_file_bytes(content_type, &raw) {
+    // An upload that passed the spec check is taken (recorded), unless held: then it counts
+    // as lost with the process the tests kill while it hangs.
+    let upload = crate::spec::multipart_file_bytes(content_type, &raw);
+    if upload.is_some() && f.upload_hang.load(Ordering::SeqCst) {
+        f.held.lock().unwrap().push("upload");
+        while f.upload_hang.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        return (
+            axum::http::StatusCode::BAD_GATEWAY,
+            Json(json!({"ok": false, "error_code": 502, "description": "Bad Gateway"})),
+        );
+    }
+    if let Some((name, bytes)) = upload {
         let chat = body["chat_id"].as_i64().unwrap_or(0);
         f.uploads.lock().unwrap().push(super::Upload {
             method: method.clone(),
