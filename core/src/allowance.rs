@@ -10,8 +10,27 @@
 //! the steps leave. Native has no limits. A sub-agent's steps ask the same allowance (it
 //! reaches the `spawn` tool in its `ToolContext`), so a child stops as its parent would.
 //!
-//! Requests are counted at the Http port ([`Counted`]) for the whole app: invocations that
+//! Requests are counted at the Http port ([`Counted`]), storage calls at the Kv, Files,
+//! Vectors and TextIndex ports ([`count_storage`]), both for the whole app: invocations that
 //! share an isolate count each other's too, so a bounded drain errs towards handing on early.
+//! A step's audit entry is written when its turn pauses or answers: each step owes one storage
+//! call from its start, and a pause writes the books of its invocation's steps, so the last
+//! invocation of a long turn does not write every step's.
+//!
+//! Storage calls count on a Worker. Cloudflare's Workers limits
+//! (<https://developers.cloudflare.com/workers/platform/limits/#subrequests>, updated
+//! 2026-02-11) call a subrequest "any request that a Worker makes to either Internet
+//! resources using the Fetch API or requests to other Cloudflare services like R2, KV, or
+//! D1"; the free plan allows 50 a invocation to the Internet, 1,000 to Cloudflare's services.
+//! D1's own limits (<https://developers.cloudflare.com/d1/platform/limits/>) allow 50 "queries
+//! per Worker invocation" on the free plan, 1,000 on Workers Paid. So a Worker's D1 queries
+//! have a limit of their own ([`Limits::storage`]), apart from its fetches ([`Limits::requests`]).
+//! Each port call is counted as one query: the D1 adapters make one round trip a call (a
+//! batch being one), but for a Vectors upsert on D1 (two, made when memory is indexed) and
+//! TextIndex `texts` (one per group of ids: one for a turn's recall); a Vectorize call is
+//! counted too, though it falls in the 1,000, which errs early. The reserves are measured in
+//! `core/tests/storage_allowance.rs`.
+//! Lambda limits neither; native has no limits.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,6 +40,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clawless_platform::{Http, HttpRequest, HttpResponse, HttpStreamResponse, PortError};
 
+mod stored;
+
+pub use stored::count_storage;
+
 /// What a shell's invocation may spend from the moment it starts draining.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Limits {
@@ -28,6 +51,9 @@ pub struct Limits {
     pub wall: Option<Duration>,
     /// Outbound requests left (`None`: no limit).
     pub requests: Option<u64>,
+    /// Storage calls left (`None`: no limit): a Worker's D1 queries (see the module
+    /// documentation).
+    pub storage: Option<u64>,
 }
 
 /// Time kept back after the last step: saving, sending the answer, releasing the lane.
@@ -43,6 +69,16 @@ pub const TOOL_GUESS: Duration = Duration::from_secs(10);
 const MODEL_REQUESTS: u64 = 3;
 /// Requests a tool call may make (an MCP session, a redirect, …).
 const TOOL_REQUESTS: u64 = 4;
+/// Storage calls kept back after the last step: the answer's checkpoint, the session, the
+/// books, the job's end and the lane's release (a plain text turn makes 29 after its model
+/// call, `core/tests/storage_allowance.rs`), or the books and the kept state of a pause.
+pub const RESERVE_STORAGE: u64 = 30;
+/// Storage calls a model call's step may make: its progress kept, the lease renewed and its
+/// audit entry (owed from its start, see [`Allowance::storage_left`]).
+const MODEL_STORAGE: u64 = 3;
+/// Storage calls a tool call's step may make: its ledger entry, its result kept, the lease
+/// renewed, the tool's own (memory, files, reminders) and its audit entry.
+const TOOL_STORAGE: u64 = 7;
 /// The stretch over which previews spread the requests they may make.
 const PREVIEW_HORIZON: Duration = Duration::from_secs(120);
 
@@ -78,6 +114,13 @@ pub struct Allowance {
     counter: Arc<AtomicU64>,
     /// The counter when it began.
     start: u64,
+    /// Storage calls it may make in all.
+    storage: Option<u64>,
+    /// The storage calls counted (see [`count_storage`]) and their count when it began.
+    stored: (Arc<AtomicU64>, u64),
+    /// Storage calls the current job's steps owe: each step's audit entry, written when its
+    /// turn pauses or answers.
+    owed: Arc<AtomicU64>,
     /// Whether a piece of work has begun: the first always may, so each invocation gets on.
     begun: Arc<AtomicBool>,
     /// The longest each kind of work took so far in this invocation (ms; "" = model calls).
@@ -114,13 +157,35 @@ impl Allowance {
             requests: limits.requests,
             counter: counter.clone(),
             start: counter.load(Ordering::Relaxed),
+            storage: limits.storage,
+            stored: (Arc::default(), 0),
+            owed: Arc::default(),
             begun: Arc::default(),
             took: Arc::default(),
         }
     }
 
+    /// The same, its storage calls counted on `stored` (see [`count_storage`]).
+    pub fn counting_storage(mut self, stored: &Arc<AtomicU64>) -> Allowance {
+        self.stored = (stored.clone(), stored.load(Ordering::Relaxed));
+        self
+    }
+
     pub fn is_bounded(&self) -> bool {
-        self.until_ms.is_some() || self.requests.is_some()
+        self.until_ms.is_some() || self.requests.is_some() || self.storage.is_some()
+    }
+
+    /// Storage calls made since it began (by anything in this app).
+    pub fn storage_used(&self) -> u64 {
+        let (count, start) = &self.stored;
+        count.load(Ordering::Relaxed).saturating_sub(*start)
+    }
+
+    /// Storage calls it may still make, less those the current job's steps owe.
+    pub fn storage_left(&self) -> Option<u64> {
+        let owed = self.owed.load(Ordering::Relaxed);
+        self.storage
+            .map(|n| n.saturating_sub(self.storage_used()).saturating_sub(owed))
     }
 
     /// Requests made since it began (by anything in this app).
@@ -149,7 +214,7 @@ impl Allowance {
     }
 
     /// What `work` is expected to take: the longest of its kind seen so far, else a guess.
-    fn expected(&self, work: Work<'_>) -> (Duration, u64) {
+    fn expected(&self, work: Work<'_>) -> (Duration, u64, u64) {
         let seen = self
             .took
             .lock()
@@ -158,10 +223,11 @@ impl Allowance {
             .copied()
             .map(Duration::from_millis);
         match work {
-            Work::Job | Work::Model => (seen.unwrap_or(MODEL_GUESS), MODEL_REQUESTS),
+            Work::Job | Work::Model => (seen.unwrap_or(MODEL_GUESS), MODEL_REQUESTS, MODEL_STORAGE),
             Work::Tool { timeout, .. } => (
                 seen.unwrap_or(TOOL_GUESS.min(timeout)).min(timeout),
                 TOOL_REQUESTS,
+                TOOL_STORAGE,
             ),
         }
     }
@@ -170,17 +236,34 @@ impl Allowance {
     /// later work when it is expected to end with [`RESERVE_TIME`] and [`RESERVE_REQUESTS`]
     /// to spare.
     pub fn may_begin(&self, now_ms: u64, work: Work<'_>) -> bool {
+        if let Work::Job = work {
+            // A job begins owing nothing: the one before it answered, or was handed on.
+            self.owed.store(0, Ordering::Relaxed);
+        }
+        let may = self.fits(now_ms, work);
+        if may && !matches!(work, Work::Job) {
+            // The step's audit entry, written when its turn pauses or answers.
+            self.owed.fetch_add(1, Ordering::Relaxed);
+        }
+        may
+    }
+
+    /// Whether `work` fits what is left (see [`Allowance::may_begin`]).
+    fn fits(&self, now_ms: u64, work: Work<'_>) -> bool {
         if !self.begun.swap(true, Ordering::Relaxed) || !self.is_bounded() {
             return true;
         }
-        let (time, requests) = self.expected(work);
+        let (time, requests, storage) = self.expected(work);
         let time_ok = self
             .time_left(now_ms)
             .is_none_or(|left| left >= time + RESERVE_TIME);
         let requests_ok = self
             .requests_left()
             .is_none_or(|left| left >= requests + RESERVE_REQUESTS);
-        time_ok && requests_ok
+        let storage_ok = self
+            .storage_left()
+            .is_none_or(|left| left >= storage + RESERVE_STORAGE);
+        time_ok && requests_ok && storage_ok
     }
 
     /// Notes that `work` took `ms`, for what later work of its kind is expected to take.
@@ -246,6 +329,7 @@ mod tests {
         let limits = Limits {
             wall: Some(Duration::from_secs(30)),
             requests: Some(50),
+            ..Limits::default()
         };
         Allowance::new(limits, 1_000, counter)
     }
@@ -288,6 +372,40 @@ mod tests {
     }
 
     #[test]
+    fn storage_calls_are_counted_and_kept_back() {
+        let requests = Arc::default();
+        let stored = Arc::new(AtomicU64::new(100));
+        let limits = Limits {
+            storage: Some(50),
+            ..Limits::default()
+        };
+        let a = Allowance::new(limits, 0, &requests).counting_storage(&stored);
+        assert!(a.is_bounded());
+        assert!(a.may_begin(0, Work::Job));
+        stored.fetch_add(50 - MODEL_STORAGE - RESERVE_STORAGE, Ordering::Relaxed);
+        assert!(
+            a.may_begin(0, Work::Model),
+            "what a model step and the reserve need"
+        );
+        let left = MODEL_STORAGE + RESERVE_STORAGE - 1;
+        assert_eq!(
+            a.storage_left(),
+            Some(left),
+            "the step owes its audit entry"
+        );
+        assert!(!a.may_begin(0, Work::Model));
+        assert_eq!(
+            a.storage_left(),
+            Some(left),
+            "a step not begun owes nothing"
+        );
+        // The next job owes nothing: the turn before it wrote its steps, or was handed on.
+        assert!(a.may_begin(0, Work::Job));
+        assert_eq!(a.storage_left(), Some(left + 1));
+        assert_eq!(a.requests_left(), None, "requests are not limited here");
+    }
+
+    #[test]
     fn previews_spread_what_is_spare() {
         let counter = Arc::default();
         let a = thirty_seconds(&counter);
@@ -303,6 +421,7 @@ mod tests {
             Limits {
                 wall: None,
                 requests: Some(23),
+                ..Limits::default()
             },
             0,
             &counter,

@@ -73,6 +73,8 @@ pub struct App {
     pub(crate) journal_seq: AtomicU64,
     /// Outbound requests sent so far (see [`crate::allowance`]).
     pub(crate) outbound: Arc<AtomicU64>,
+    /// Storage calls made so far (see [`crate::allowance`]).
+    pub(crate) stored: Arc<AtomicU64>,
     /// The earliest reminder written since the runner last asked (see [`App::due_written`]).
     pub(crate) wake: Arc<crate::schedule::Wake>,
 }
@@ -133,9 +135,15 @@ impl App {
         self.outbound.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Storage calls this app has made so far (every Kv, Files, Vectors and TextIndex call).
+    pub fn storage_calls(&self) -> u64 {
+        self.stored.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// What an invocation with `limits` may spend from now (see [`crate::allowance`]).
     pub fn allowance(&self, limits: crate::allowance::Limits) -> crate::allowance::Allowance {
         crate::allowance::Allowance::new(limits, self.platform.clock.now_ms(), &self.outbound)
+            .counting_storage(&self.stored)
     }
 
     /// The event bus: subscribe to see what happens (see [`crate::events`]).

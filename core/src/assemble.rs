@@ -26,14 +26,20 @@ use crate::telegram::{api, BotApi};
 use crate::tools::skill::SkillTool;
 use crate::tools::{ToolDeps, ToolRegistry};
 
-/// `platform` with every outbound request counted (see [`crate::allowance`]), and the count.
-fn counted(mut platform: Platform) -> (Platform, Arc<std::sync::atomic::AtomicU64>) {
-    let outbound = Arc::new(std::sync::atomic::AtomicU64::new(0));
+/// The counts of outbound requests and of storage calls (see [`crate::allowance`]).
+type Counts = (Arc<AtomicU64>, Arc<AtomicU64>);
+
+/// `platform` with every outbound request and every storage call counted (see
+/// [`crate::allowance`]), and the counts.
+fn counted(mut platform: Platform) -> (Platform, Counts) {
+    let outbound = Arc::new(AtomicU64::new(0));
     platform.http = Arc::new(crate::allowance::Counted {
         inner: platform.http,
         count: outbound.clone(),
     });
-    (platform, outbound)
+    let stored = Arc::new(AtomicU64::new(0));
+    crate::allowance::count_storage(&mut platform, &stored);
+    (platform, (outbound, stored))
 }
 
 impl App {
@@ -45,9 +51,9 @@ impl App {
         env: &Env,
         instance: impl Into<String>,
     ) -> Result<App, ConfigError> {
-        let (platform, outbound) = counted(platform);
+        let (platform, counts) = counted(platform);
         let embedder = embedder_from_config(&platform, &config, env)?;
-        Self::assemble(platform, outbound, config, env, instance, (embedder, None))
+        Self::assemble(platform, counts, config, env, instance, (embedder, None))
     }
 
     /// Whether voice notes can be transcribed (a service is set).
@@ -87,20 +93,13 @@ impl App {
             Option<Arc<dyn crate::media::image::Painter>>,
         ),
     ) -> Result<App, ConfigError> {
-        let (platform, outbound) = counted(platform);
-        Self::assemble(
-            platform,
-            outbound,
-            config,
-            env,
-            instance,
-            (embedder, painter),
-        )
+        let (platform, counts) = counted(platform);
+        Self::assemble(platform, counts, config, env, instance, (embedder, painter))
     }
 
     fn assemble(
         platform: Platform,
-        outbound: Arc<std::sync::atomic::AtomicU64>,
+        (outbound, stored): Counts,
         config: Config,
         env: &Env,
         instance: impl Into<String>,
@@ -335,6 +334,7 @@ impl App {
             usage_written: Default::default(),
             journal_seq: Default::default(),
             outbound,
+            stored,
             wake,
         })
     }

@@ -102,6 +102,7 @@ fn six_ten_second_tools_fit_in_thirty_second_invocations() {
         let limits = Limits {
             wall: Some(Duration::from_secs(30)),
             requests: None,
+            ..Limits::default()
         };
         let done = invocations(&h, &lane, limits).await;
         let ends: Vec<Drained> = done.iter().map(|i| i.ended).collect();
@@ -143,6 +144,7 @@ fn requests_are_counted_per_invocation_and_never_pass_the_limit() {
         let limits = Limits {
             wall: None,
             requests: Some(20),
+            ..Limits::default()
         };
         let done = invocations(&h, &lane, limits).await;
         assert!(done.len() >= 2, "twenty requests do not hold six rounds");

@@ -79,6 +79,7 @@ fn a_sub_agent_stops_at_the_invocations_end_and_its_parent_goes_on_in_the_next()
         let limits = Limits {
             wall: Some(Duration::from_secs(30)),
             requests: None,
+            ..Limits::default()
         };
         let done = invocations(&h, &lane, limits).await;
         let ends: Vec<Drained> = done.iter().map(|d| d.0).collect();

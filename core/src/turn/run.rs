@@ -79,6 +79,26 @@ pub(super) async fn keep_books(
     }
 }
 
+/// Writes the books of `state`'s steps not written yet (its spend since the last books, its
+/// audit entries), and marks them written in `state`, for a turn that goes on elsewhere: a
+/// retry after a failure, an invocation after a pause. A crash before `state` is kept again
+/// writes them again (the same audit keys; the spend counted twice).
+async fn keep_books_so_far(
+    app: &App,
+    conn: &crate::connector::Routed<'_>,
+    msg: &Message,
+    state: &mut RunState,
+) {
+    let steps = std::mem::take(&mut state.log);
+    let first_seq = state.logged;
+    let logged = first_seq.saturating_add(steps.len() as u32);
+    let spent = state.usage.since(&state.recorded);
+    let books = books(msg, &conn.agent.config.id, spent, first_seq, steps);
+    keep_books(app, conn, books).await;
+    state.recorded = state.usage;
+    state.logged = logged;
+}
+
 /// The checkpoint of a finished agent turn.
 pub(super) fn turn_reply(
     app: &App,
@@ -248,20 +268,9 @@ impl Turn<'_> {
                 // The turn fails (and is retried); what this attempt spent and did, the
                 // failed call included, is kept now, as no delivery will carry it.
                 let Failed { error, mut state } = *failed;
-                let steps = std::mem::take(&mut state.log);
-                let logged = first_seq.saturating_add(steps.len() as u32);
-                let books = books(
-                    msg,
-                    &conn.agent.config.id,
-                    state.usage.since(&recorded),
-                    first_seq,
-                    steps,
-                );
-                keep_books(app, conn, books).await;
+                keep_books_so_far(app, conn, msg, &mut state).await;
                 // The retry goes on from the last step, its books starting after these.
                 if let Some(p) = progress {
-                    state.recorded = state.usage;
-                    state.logged = logged;
                     p.keep(state);
                 }
                 // The chain as the chat ordered it: its last link is the one that failed last.
@@ -269,11 +278,14 @@ impl Turn<'_> {
                 return Err(Answer::Failed(Failure::model(&error, &chain)));
             }
         };
-        if let AgentStep::Pause(state) = step {
-            // Its steps stay in the state, unwritten, for the invocation that goes on (their
-            // books are written with the answer, once).
+        if let AgentStep::Pause(mut state) = step {
+            // Its books so far are written now, not with the answer: each invocation writes
+            // its own steps' entries, within its storage calls (see `crate::allowance`), and
+            // the invocation that goes on starts after them.
             return match progress {
                 Some(p) => {
+                    tell_owner_of_leaks(conn, msg, &state.log).await;
+                    keep_books_so_far(app, conn, msg, &mut state).await;
                     p.keep(*state);
                     Err(Answer::HandOff)
                 }

@@ -236,11 +236,12 @@ impl Shell {
 }
 
 /// What an invocation ending at `deadline_ms` may spend from `now_ms`: the time to its
-/// deadline; Lambda counts no requests.
+/// deadline; Lambda limits neither requests nor DynamoDB calls per invocation.
 pub fn limits(deadline_ms: Option<u64>, now_ms: u64) -> Limits {
     Limits {
         wall: deadline_ms.map(|d| Duration::from_millis(d.saturating_sub(now_ms))),
         requests: None,
+        storage: None,
     }
 }
 

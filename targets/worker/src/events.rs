@@ -124,6 +124,7 @@ async fn panel(mut req: Request, env: &Env, path: &str, ctx: Context) -> Result<
             return Response::error("not configured", 500);
         }
     };
+    let start = spent(&shell);
     let header = |name: &str| req.headers().get(name).ok().flatten();
     let (authorization, cookie, csrf) = (
         header("authorization"),
@@ -156,7 +157,7 @@ async fn panel(mut req: Request, env: &Env, path: &str, ctx: Context) -> Result<
     if let Some(lane) = reply.lane.clone() {
         let shell = shell.clone();
         ctx.wait_until(async move {
-            let limits = limits(&shell, WAIT_UNTIL, 0);
+            let limits = limits(&shell, WAIT_UNTIL, start);
             invocation(&shell, "panel", drain(&shell, lane, limits)).await;
         });
     }
@@ -182,6 +183,8 @@ async fn webhook(mut req: Request, connector: &str, env: &Env, ctx: Context) -> 
         }
     };
     let secret = req.headers().get(SECRET_HEADER).ok().flatten();
+    // The ack's D1 queries are the invocation's too.
+    let start = spent(&shell);
     #[cfg(feature = "test-routes")]
     let before = crate::d1::STATEMENTS.load(std::sync::atomic::Ordering::Relaxed);
     let reply = shell
@@ -193,7 +196,7 @@ async fn webhook(mut req: Request, connector: &str, env: &Env, ctx: Context) -> 
     if let Some(lane) = reply.lane {
         let shell = shell.clone();
         ctx.wait_until(async move {
-            let limits = limits(&shell, WAIT_UNTIL, 0);
+            let limits = limits(&shell, WAIT_UNTIL, start);
             invocation(&shell, "webhook", drain(&shell, lane, limits)).await;
         });
     }
@@ -240,13 +243,28 @@ async fn read_capped(req: &mut Request, cap: usize) -> std::result::Result<Vec<u
     Ok(body)
 }
 
-/// What an invocation of `wall` may spend, `used` requests of it already made: the test
-/// build's cut shortens it as it shortens the invocation.
-fn limits(shell: &Shell, wall: Duration, used: u64) -> Limits {
+/// The outbound requests and the storage calls (D1 queries) the app has made so far.
+fn spent(shell: &Shell) -> (u64, u64) {
+    (shell.app.outbound_requests(), shell.app.storage_calls())
+}
+
+/// What an invocation of `wall` may spend, what the app made since `start` ([`spent`])
+/// already made in it: the test build's cut shortens it as it shortens the invocation.
+fn limits(shell: &Shell, wall: Duration, start: (u64, u64)) -> Limits {
     let wall = shell.cut.map_or(wall, |cut| wall.min(cut));
+    let (requests, storage) = spent(shell);
     Limits {
         wall: Some(wall),
-        requests: Some(shell.subrequests.saturating_sub(used)),
+        requests: Some(
+            shell
+                .subrequests
+                .saturating_sub(requests.saturating_sub(start.0)),
+        ),
+        storage: Some(
+            shell
+                .d1_queries
+                .saturating_sub(storage.saturating_sub(start.1)),
+        ),
     }
 }
 
@@ -322,13 +340,12 @@ async fn queue(batch: MessageBatch<HandOff>, env: Env, _ctx: Context) -> Result<
             return Ok(());
         }
     };
-    let start = js_sys::Date::now();
-    let before = shell.app.outbound_requests();
+    let began = js_sys::Date::now();
+    let start = spent(&shell);
     let work = async {
         for message in messages {
-            let spent = Duration::from_millis((js_sys::Date::now() - start).max(0.0) as u64);
-            let used = shell.app.outbound_requests().saturating_sub(before);
-            let limits = limits(&shell, LONG_INVOCATION.saturating_sub(spent), used);
+            let elapsed = Duration::from_millis((js_sys::Date::now() - began).max(0.0) as u64);
+            let limits = limits(&shell, LONG_INVOCATION.saturating_sub(elapsed), start);
             drain(&shell, Lane::new(&message.body().lane), limits).await;
             message.ack();
         }
@@ -349,7 +366,7 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     let work = async {
         let swept = shell
             .app
-            .scheduled_within(limits(&shell, LONG_INVOCATION, 0))
+            .scheduled_within(limits(&shell, LONG_INVOCATION, spent(&shell)))
             .await;
         for lane in &swept.handed_on {
             hand_on(&shell, lane, 0).await;

@@ -36,6 +36,8 @@ pub struct Shell {
     pub queue: Option<worker::Queue>,
     /// Outbound requests one invocation may make (`CLAWLESS_SUBREQUESTS`, else 50).
     pub subrequests: u64,
+    /// D1 queries one invocation may make ([`crate::d1::queries_per_invocation`]).
+    pub d1_queries: u64,
     /// The test build's cut: every invocation ends this long after it began
     /// (`CLAWLESS_TEST_CUT_MS`), as Cloudflare ends wait-until work; Miniflare does not.
     pub cut: Option<std::time::Duration>,
@@ -169,6 +171,7 @@ pub async fn shell(env: &worker::Env) -> Result<Arc<Shell>, String> {
         app: Arc::new(app),
         queue,
         subrequests,
+        d1_queries: crate::d1::queries_per_invocation(subrequests),
         cut,
     });
     SHELL.with(|s| *s.borrow_mut() = Some(shell.clone()));

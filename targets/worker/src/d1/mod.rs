@@ -70,6 +70,18 @@ fn sent(n: usize) {
     let _ = n;
 }
 
+/// D1 queries one Worker invocation may make where it may make `subrequests` outbound
+/// requests: D1's "Queries per Worker invocation", 50 on the free plan and 1,000 on Workers
+/// Paid (<https://developers.cloudflare.com/d1/platform/limits/>), more subrequests than the
+/// free plan's 50 meaning Workers Paid. Each adapter call is about one query (see
+/// `clawless_core::allowance`, which counts them).
+pub fn queries_per_invocation(subrequests: u64) -> u64 {
+    match subrequests > 50 {
+        false => 50,
+        true => 1_000,
+    }
+}
+
 /// One D1 database shared by the adapters.
 #[derive(Clone)]
 pub struct D1 {
@@ -242,6 +254,13 @@ fn metadata_json(metadata: &BTreeMap<String, String>) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_free_plan_makes_fifty_queries_an_invocation_workers_paid_a_thousand() {
+        assert_eq!(queries_per_invocation(50), 50);
+        assert_eq!(queries_per_invocation(20), 50);
+        assert_eq!(queries_per_invocation(10_000), 1_000);
+    }
 
     #[test]
     fn every_schema_statement_names_what_it_creates() {
