@@ -233,8 +233,9 @@ impl Allowance {
     }
 
     /// Whether `work` may begin at `now_ms`: the first work of an invocation always may;
-    /// later work when it is expected to end with [`RESERVE_TIME`] and [`RESERVE_REQUESTS`]
-    /// to spare.
+    /// later work when it is expected to end with [`RESERVE_TIME`], [`RESERVE_REQUESTS`] and
+    /// [`RESERVE_STORAGE`] to spare. A model or tool call that may begin owes its audit entry
+    /// from then on.
     pub fn may_begin(&self, now_ms: u64, work: Work<'_>) -> bool {
         if let Work::Job = work {
             // A job begins owing nothing: the one before it answered, or was handed on.
@@ -248,11 +249,21 @@ impl Allowance {
         may
     }
 
+    /// Whether `work` would begin now ([`Allowance::may_begin`]), nothing noted.
+    pub fn may_fit(&self, now_ms: u64, work: Work<'_>) -> bool {
+        !self.begun.load(Ordering::Relaxed) || !self.is_bounded() || self.fits_left(now_ms, work)
+    }
+
     /// Whether `work` fits what is left (see [`Allowance::may_begin`]).
     fn fits(&self, now_ms: u64, work: Work<'_>) -> bool {
         if !self.begun.swap(true, Ordering::Relaxed) || !self.is_bounded() {
             return true;
         }
+        self.fits_left(now_ms, work)
+    }
+
+    /// Whether `work` is expected to end with the reserves to spare.
+    fn fits_left(&self, now_ms: u64, work: Work<'_>) -> bool {
         let (time, requests, storage) = self.expected(work);
         let time_ok = self
             .time_left(now_ms)

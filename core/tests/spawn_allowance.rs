@@ -142,3 +142,39 @@ fn without_limits_the_sub_agent_runs_to_its_round_limit() {
         assert_eq!(h.sent_texts(), ["Done."]);
     });
 }
+
+#[test]
+fn a_background_sub_agent_stops_at_the_invocations_end_and_posts_what_it_found() {
+    block_on(async {
+        let h = harness(|c| {
+            c.agents.get_mut("assistant").unwrap().spawn.background = true;
+        });
+        researcher_never_done(&h);
+        let task = json!({"task": "Tell me the time in many places.", "agent": "researcher", "background": true});
+        h.script(200, anthropic_tool_use("s1", "spawn", task));
+        h.script(200, anthropic_text("I'll post it here."));
+        h.deliver("private_text", 1).await;
+        let lanes = h.app.enqueue_due().await;
+        let tasks = lanes
+            .iter()
+            .find(|l| l.task_chat().is_some())
+            .expect("the task's lane")
+            .clone();
+        let limits = Limits {
+            wall: Some(Duration::from_secs(30)),
+            ..Limits::default()
+        };
+        let done = invocations(&h, &tasks, limits).await;
+        for (_, ms) in &done {
+            assert!(*ms <= 30_000, "an invocation ran {ms} ms: {done:?}");
+        }
+        let sent = h.sent_texts();
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert!(
+            sent[1].contains("Background task #1 (researcher) did not finish")
+                && sent[1].contains("ran out")
+                && sent[1].contains("current_time: 2023"),
+            "{sent:?}"
+        );
+    });
+}

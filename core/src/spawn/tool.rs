@@ -246,7 +246,7 @@ impl Spawn {
 /// fresh invocation, where its model sees this and may run the task again.
 fn paused(id: &str, state: &RunState) -> String {
     let mut out = format!(
-        "The sub-agent {id} did not finish: this invocation's time or requests ran out after its {} model calls, so it stopped before its next step. What it did took effect; to go on, run it again with what it found.",
+        "The sub-agent {id} did not finish: what this invocation may spend (time, requests, storage calls) ran out after its {} model calls, so it stopped before its next step. What it did took effect; to go on, run it again with what it found.",
         state.round
     );
     let names: std::collections::BTreeMap<&str, &str> = state

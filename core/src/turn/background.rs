@@ -7,7 +7,8 @@
 //! task's own ([`done_update_id`]), so a task run again after a crash never records its
 //! answer twice.
 
-use super::{Checkpoint, Failure, Reply};
+use super::{Answer, Checkpoint, Failure, Reply};
+use crate::allowance::{Allowance, Work};
 use crate::app::App;
 use crate::connector::Routed;
 use crate::ids::Lane;
@@ -18,8 +19,11 @@ use crate::session;
 use crate::telegram::Message;
 use crate::tools::ToolContext;
 
-/// Runs background task `fire` (agent `agent` on `task`), posts what came of it, and
-/// hands it to the chat's lane for the session.
+/// Runs background task `fire` (agent `agent` on `task`) within the invocation's allowance,
+/// posts what came of it, and hands it to the chat's lane for the session. A task whose first
+/// model call does not fit what the invocation has left is handed on before it begins; one
+/// stopped later by the allowance posts what it found (see [`crate::spawn`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn background_task(
     app: &App,
     conn: &Routed<'_>,
@@ -28,7 +32,11 @@ pub(super) async fn background_task(
     agent: &str,
     task: &str,
     tools: Option<Vec<String>>,
-) -> Result<Reply, Failure> {
+    within: &Allowance,
+) -> Result<Reply, Answer> {
+    if !within.may_fit(app.platform.clock.now_ms(), Work::Model) {
+        return Err(Answer::HandOff);
+    }
     let id = fire.reminder;
     let chat = msg.chat.id.0;
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
@@ -47,7 +55,7 @@ pub(super) async fn background_task(
         // A task run again after a crash: its keyed tools find what the first run did.
         call: format!("{}/task{id}", conn.id),
         tainted: None,
-        allowance: None,
+        allowance: Some(within.clone()),
     };
     tracing::info!(connector = %conn.id, task = id, agent, "background task runs");
     let (answer, reported) =

@@ -150,10 +150,11 @@ impl Turn<'_> {
             What::Prompt(p) => p,
             What::Spawn { agent, task, tools } => {
                 let tools = tools.clone();
-                return Ok(super::background::background_task(
-                    app, conn, msg, fire, agent, task, tools,
+                let within = progress.allowance();
+                return super::background::background_task(
+                    app, conn, msg, fire, agent, task, tools, within,
                 )
-                .await?);
+                .await;
             }
             What::Done {
                 agent,
