@@ -52,6 +52,13 @@ pub enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: String,
     },
+    /// Exit 0 if a `clawless serve` answers GET /healthz at ADDR, else 1 (a container's
+    /// HEALTHCHECK: the image has no curl).
+    Health {
+        /// The address `serve` listens on, as seen from here.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: String,
+    },
     /// A conversation with the agent in this terminal (/new starts over, Ctrl-D quits).
     Chat {
         /// The bot whose agent to talk to (default: the only one).

@@ -19,6 +19,7 @@
 //! - [`conns`]: its open connections: the cap, and idle ones giving way at it.
 //! - [`server`]: the webhook service (`POST /telegram/<connector>`, `GET /healthz`): checks
 //!   before it reads.
+//! - [`health`]: `clawless health`, the client of `GET /healthz` (the image's HEALTHCHECK).
 //! - [`poll`]: long polling with `getUpdates`.
 //! - [`pairing`]: `clawless pairing list|approve|remove` as text for a terminal.
 //! - [`skills`]: `clawless skills list` as text for a terminal.
@@ -36,6 +37,7 @@ pub mod conns;
 pub mod exec;
 pub mod fence;
 pub mod fs;
+pub mod health;
 pub mod index;
 pub mod init;
 pub mod listen;

@@ -113,6 +113,11 @@ async fn dispatch(command: Command) -> Result<()> {
     match command {
         Command::Run => run_polling().await,
         Command::Serve { listen } => serve(&listen).await,
+        Command::Health { addr } => {
+            clawless_native::health::check(&addr).await?;
+            println!("ok");
+            Ok(())
+        }
         Command::Chat { connector } => chat(connector.as_deref()).await,
         Command::Tui {
             connector,
