@@ -244,6 +244,31 @@ impl App {
         vec![heard, spoken, drawn]
     }
 
+    /// Starts every local MCP program (`command:`) the agents use and reads its tool list,
+    /// each waiting up to `wait`, all at once: what a program does at its first start (`npx
+    /// -y` downloading its package) is done before the first turn, which waits only
+    /// [`crate::mcp::LIST_WAIT`]. One line per program: its tools, or why it did not start.
+    pub async fn warm_programs(&self, wait: std::time::Duration) -> Vec<String> {
+        let mut servers: Vec<&Arc<crate::mcp::McpServer>> = Vec::new();
+        for agent in self.connectors.values().flat_map(|c| c.agents_used()) {
+            for server in &agent.mcp {
+                let new = !servers.iter().any(|s| Arc::ptr_eq(s, server));
+                if new && server.is_program() && server.unavailable().is_none() {
+                    servers.push(server);
+                }
+            }
+        }
+        let warmed = futures::future::join_all(servers.iter().map(|s| s.warm(wait))).await;
+        servers
+            .iter()
+            .zip(warmed)
+            .map(|(s, warmed)| match warmed {
+                Ok(n) => format!("MCP program {}: started, {n} tools", s.name()),
+                Err(e) => format!("MCP program {}: did not start: {e}", s.name()),
+            })
+            .collect()
+    }
+
     /// Tools an agent lists that are not offered here (`exec` off native, `web_search` without
     /// a search API), as sentences.
     pub fn unoffered_tools(&self) -> Vec<String> {

@@ -127,7 +127,23 @@ impl McpServer {
             .collect())
     }
 
+    /// Whether it is a local program (`command:`), started by the bot.
+    pub fn is_program(&self) -> bool {
+        self.config.command.is_some()
+    }
+
+    /// Starts it, if it is not running, and reads its tool list, waiting up to `wait` (not
+    /// [`LIST_WAIT`]): a program that fetches itself at its first start (`npx -y`) does that
+    /// before a turn needs it. Returns how many tools it offers.
+    pub async fn warm(&self, wait: Duration) -> Result<usize, McpError> {
+        Ok(self.specs_within(wait).await?.len())
+    }
+
     async fn specs(&self) -> Result<Arc<Vec<Listed>>, McpError> {
+        self.specs_within(LIST_WAIT).await
+    }
+
+    async fn specs_within(&self, wait: Duration) -> Result<Arc<Vec<Listed>>, McpError> {
         let Some(endpoint) = &self.endpoint else {
             return Err(McpError::Down(self.unavailable.clone().unwrap_or_default()));
         };
@@ -145,12 +161,12 @@ impl McpServer {
         }
         let listed = {
             let list = std::pin::pin!(self.list(endpoint));
-            let wait = std::pin::pin!(self.clock.sleep(LIST_WAIT));
-            match select(list, wait).await {
+            let waited = std::pin::pin!(self.clock.sleep(wait));
+            match select(list, waited).await {
                 Either::Left((listed, _)) => listed,
                 Either::Right(_) => Err(McpError::Down(format!(
                     "no tool list within {}s",
-                    LIST_WAIT.as_secs()
+                    wait.as_secs()
                 ))),
             }
         };

@@ -17,6 +17,10 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(15);
 /// over at start are those of instances so named.
 pub const INSTANCE_PREFIX: &str = "native-";
 
+/// How long a local MCP program may take to start when the bot starts (`npx -y` fetching its
+/// package took 16 s here).
+pub const PROGRAM_START: Duration = Duration::from_secs(120);
+
 #[derive(Clone)]
 pub struct Kicker {
     tx: mpsc::UnboundedSender<Lane>,
@@ -80,6 +84,14 @@ impl Runner {
         // Likewise the counts earlier runs kept are this run's to go on from: `/metrics`
         // continues across restarts instead of counting again (see `Admin::adopt_metrics`).
         self.app.admin().adopt_metrics(INSTANCE_PREFIX).await;
+        // Local MCP programs start now, beside everything else, with time to fetch themselves
+        // (not a drain: a stop does not wait for it).
+        let app = self.app.clone();
+        tokio::spawn(async move {
+            for line in app.warm_programs(PROGRAM_START).await {
+                tracing::info!("{line}");
+            }
+        });
         let mut next_sweep = tokio::time::Instant::now();
         // When the next reminder is due, as the last drain, sweep or firing saw it: a turn
         // that set one tells us through its drain.

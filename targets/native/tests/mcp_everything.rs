@@ -3,7 +3,13 @@
 //! server restarted (it forgets every session and answers the old one with HTTP 400), and a
 //! second call that succeeds because the client starts a new session and sends it again.
 //!
-//! Needs `CLAWLESS_NODE` (a Node binary) and `CLAWLESS_NODE_MODULES` (where the package is).
+//! And the book's example of a local program (`docs/src/mcp.md`: `npx -y
+//! @modelcontextprotocol/server-filesystem`), taken from the book as it is written (its
+//! directory a temporary one): it starts in the sandbox, downloading the package from the npm
+//! registry, and answers a call.
+//!
+//! Needs `CLAWLESS_NODE` (a Node binary) and `CLAWLESS_NODE_MODULES` (where the package is),
+//! and, for the book's example, `npx` on `PATH` and the npm registry.
 
 #![cfg(feature = "mcp-everything")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -95,4 +101,90 @@ async fn server_everything_restarted_between_two_calls() {
         "the call after the restart went through a new session"
     );
     let _ = std::fs::remove_dir_all(&config);
+}
+
+/// The `mcp:` entry named `name` of the book's example agent file in `docs/src/mcp.md`.
+fn book_entry(name: &str) -> serde_yaml::Value {
+    let book = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/src/mcp.md");
+    let text = std::fs::read_to_string(book).unwrap();
+    let start = text
+        .find("```yaml\n# config/agents.d/assistant.yaml\n")
+        .expect("the example agent file in the book");
+    let block = &text[start + "```yaml\n".len()..];
+    let block = &block[..block.find("```").unwrap()];
+    let file: serde_yaml::Value = serde_yaml::from_str(block).unwrap();
+    file["mcp"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"].as_str() == Some(name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} server in the book's example"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_books_npx_example_starts_in_the_sandbox_and_answers() {
+    use clawless_core::config::McpServerConfig;
+    use clawless_core::mcp::McpServer;
+    use clawless_core::tools::ToolContext;
+    use clawless_core::{Env, Scope};
+    use std::sync::Arc;
+
+    // The real binary as the sandbox's helper, as the bot runs programs.
+    clawless_native::sandbox::set_exe(env!("CARGO_BIN_EXE_clawless").into());
+    let shared = common::temp_dir("book-npx-shared");
+    std::fs::write(shared.join("hello.txt"), "hi").unwrap();
+    let entry = serde_yaml::to_string(&book_entry("files")).unwrap();
+    assert!(
+        entry.contains("npx") && entry.contains("/srv/shared"),
+        "{entry}"
+    );
+    let entry = entry.replace("/srv/shared", shared.to_str().unwrap());
+    let config: McpServerConfig = serde_yaml::from_str(&entry).unwrap();
+    config.check().unwrap();
+    let files = common::temp_dir("book-npx-files");
+    let env = Env::from_pairs([("FILES_MCP_TOKEN", "token".to_owned())]);
+    let server = Arc::new(McpServer::new(
+        config,
+        Arc::new(clawless_platform::FakeHttp::new()),
+        Some(Arc::new(clawless_native::exec::ShellExec::new(&files))),
+        Arc::new(clawless_platform::native_io::SystemClock),
+        &env,
+    ));
+    assert_eq!(server.unavailable(), None);
+    // As the bot does when it starts (the first start fetches the package), then as a turn does.
+    let started = std::time::Instant::now();
+    server
+        .warm(clawless_native::runner::PROGRAM_START)
+        .await
+        .unwrap();
+    let tools = server.tools().await.unwrap();
+    let names: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
+    let list = tools
+        .iter()
+        .find(|t| t.spec().name == "files__list_directory")
+        .unwrap_or_else(|| panic!("no list_directory in {names:?}"));
+    let ctx = ToolContext {
+        scope: Scope::new("assistant/main/u1"),
+        granted: Default::default(),
+        origin: None,
+        depth: 0,
+        budget: None,
+        call: String::new(),
+        tainted: None,
+        allowance: None,
+    };
+    let listed = list
+        .call(&ctx, serde_json::json!({"path": shared.to_str().unwrap()}))
+        .await
+        .unwrap();
+    assert!(listed.contains("hello.txt"), "{listed}");
+    println!(
+        "the book's npx example: started and answered in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    drop(tools);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&shared);
+    let _ = std::fs::remove_dir_all(&files);
 }

@@ -52,6 +52,7 @@ fn ctx() -> ToolContext {
         budget: None,
         call: String::new(),
         tainted: None,
+        allowance: None,
     }
 }
 
