@@ -118,8 +118,9 @@ pub struct Allowance {
     storage: Option<u64>,
     /// The storage calls counted (see [`count_storage`]) and their count when it began.
     stored: (Arc<AtomicU64>, u64),
-    /// Storage calls the current job's steps owe: each step's audit entry, written when its
-    /// turn pauses or answers.
+    /// Storage calls the steps begun owe: each step's audit entry, written when its turn
+    /// pauses or answers. Never paid back: the entries written are counted too, so a later
+    /// job of the invocation errs towards handing on early (jobs of a sweep run side by side).
     owed: Arc<AtomicU64>,
     /// Whether a piece of work has begun: the first always may, so each invocation gets on.
     begun: Arc<AtomicBool>,
@@ -181,7 +182,7 @@ impl Allowance {
         count.load(Ordering::Relaxed).saturating_sub(*start)
     }
 
-    /// Storage calls it may still make, less those the current job's steps owe.
+    /// Storage calls it may still make, less those its steps owe.
     pub fn storage_left(&self) -> Option<u64> {
         let owed = self.owed.load(Ordering::Relaxed);
         self.storage
@@ -237,10 +238,6 @@ impl Allowance {
     /// [`RESERVE_STORAGE`] to spare. A model or tool call that may begin owes its audit entry
     /// from then on.
     pub fn may_begin(&self, now_ms: u64, work: Work<'_>) -> bool {
-        if let Work::Job = work {
-            // A job begins owing nothing: the one before it answered, or was handed on.
-            self.owed.store(0, Ordering::Relaxed);
-        }
         let may = self.fits(now_ms, work);
         if may && !matches!(work, Work::Job) {
             // The step's audit entry, written when its turn pauses or answers.
@@ -410,9 +407,16 @@ mod tests {
             Some(left),
             "a step not begun owes nothing"
         );
-        // The next job owes nothing: the turn before it wrote its steps, or was handed on.
-        assert!(a.may_begin(0, Work::Job));
-        assert_eq!(a.storage_left(), Some(left + 1));
+        let tool = Work::Tool {
+            name: "t",
+            timeout: Duration::from_secs(1),
+        };
+        assert!(!a.may_fit(0, tool));
+        assert_eq!(
+            a.storage_left(),
+            Some(left),
+            "asking whether it fits notes nothing"
+        );
         assert_eq!(a.requests_left(), None, "requests are not limited here");
     }
 
