@@ -249,15 +249,8 @@ impl App {
     /// -y` downloading its package) is done before the first turn, which waits only
     /// [`crate::mcp::LIST_WAIT`]. One line per program: its tools, or why it did not start.
     pub async fn warm_programs(&self, wait: std::time::Duration) -> Vec<String> {
-        let mut servers: Vec<&Arc<crate::mcp::McpServer>> = Vec::new();
-        for agent in self.connectors.values().flat_map(|c| c.agents_used()) {
-            for server in &agent.mcp {
-                let new = !servers.iter().any(|s| Arc::ptr_eq(s, server));
-                if new && server.is_program() && server.unavailable().is_none() {
-                    servers.push(server);
-                }
-            }
-        }
+        let mut servers = self.mcp_servers();
+        servers.retain(|s| s.is_program());
         let warmed = futures::future::join_all(servers.iter().map(|s| s.warm(wait))).await;
         servers
             .iter()
@@ -267,6 +260,20 @@ impl App {
                 Err(e) => format!("MCP program {}: did not start: {e}", s.name()),
             })
             .collect()
+    }
+
+    /// The MCP servers the agents use and this shell offers, each once.
+    pub(crate) fn mcp_servers(&self) -> Vec<&Arc<crate::mcp::McpServer>> {
+        let mut servers: Vec<&Arc<crate::mcp::McpServer>> = Vec::new();
+        for agent in self.connectors.values().flat_map(|c| c.agents_used()) {
+            for server in &agent.mcp {
+                let new = !servers.iter().any(|s| Arc::ptr_eq(s, server));
+                if new && server.unavailable().is_none() {
+                    servers.push(server);
+                }
+            }
+        }
+        servers
     }
 
     /// Tools an agent lists that are not offered here (`exec` off native, `web_search` without

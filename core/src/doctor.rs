@@ -2,7 +2,8 @@
 //! run here, in the core, so the native command and a Worker's or Lambda's `/admin/doctor`
 //! (for `doctor --remote`) say the same: the bot token (`getMe`), the webhook as Telegram sees
 //! it (URL, pending updates, its last delivery error and when), each model's key (the
-//! provider's cheapest call), storage (a write, read and delete of a probe key), the backlog
+//! provider's cheapest call), each MCP server's tool list (a local program started), storage
+//! (a write, read and delete of a probe key), the backlog
 //! (oldest pending job, retries due) and the settings still missing.
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,9 @@ const STUCK_AFTER_MS: u64 = 10 * 60_000;
 const RECENT_ERROR_SECS: i64 = 3_600;
 /// Lanes looked at for the backlog.
 const LANES_LOOKED_AT: usize = 1_000;
+/// How long an MCP server has to list its tools (a local program to start: a first `npx -y`
+/// fetches its package).
+const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,9 +135,39 @@ impl Admin<'_> {
                 });
             }
         }
+        out.extend(self.mcp_checks().await);
         out.push(self.storage_check().await);
         out.push(self.backlog_check().await);
         out
+    }
+
+    /// Each MCP server's tool list, all at once, each within [`MCP_WAIT`]: a local program is
+    /// started (and stopped with the process), so one that exits says its last words and the
+    /// likely cause in the sandbox. A program that does not start fails; a server that does not
+    /// answer is a warning (the bot answers without it).
+    async fn mcp_checks(self) -> Vec<Check> {
+        let servers = self.app.mcp_servers();
+        let listed = futures::future::join_all(servers.iter().map(|s| s.warm(MCP_WAIT))).await;
+        servers
+            .iter()
+            .zip(listed)
+            .map(|(s, listed)| {
+                let name = format!("mcp {}", s.name());
+                match listed {
+                    Ok(n) => Check::new(name, Status::Ok, format!("{n} tools")),
+                    Err(e) if s.is_program() => Check::new(
+                        name,
+                        Status::Fail,
+                        format!("the program did not start: {e}"),
+                    ),
+                    Err(e) => Check::new(
+                        name,
+                        Status::Warn,
+                        format!("no tool list: {e}; the bot answers without it"),
+                    ),
+                }
+            })
+            .collect()
     }
 
     /// A failed key check of the model `label` (`provider/model`) as a sentence: a refused

@@ -1,9 +1,13 @@
 //! An MCP server run as a local program (stdio), on this machine: the small Python server in
 //! `tests/fixtures/mcp/stdio_server.py` started through the native Exec port. Its tools are
 //! listed and called (lines that are not responses skipped), it gets only the variables the
-//! config passes, and after it exits it is started again.
+//! config passes, and after it exits it is started again. `clawless doctor` starts each
+//! program: one that works is counted, one that exits at start is a failure naming its last
+//! words and the likely cause.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
 
 use std::sync::Arc;
 
@@ -111,4 +115,44 @@ async fn a_program_is_not_offered_where_programs_cannot_run() {
         .unavailable()
         .unwrap()
         .contains("only the native binary"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_starts_each_program_and_shows_the_last_words_of_one_that_exits() {
+    let (_f, tg, llm) = clawless_testkit::servers::fakes().await;
+    let config = common::temp_dir("doctor-mcp-config");
+    clawless_testkit::fixtures::asking_config(&config);
+    let agent = config.join("agents.d/assistant.yaml");
+    let mut yaml = std::fs::read_to_string(&agent).unwrap();
+    // One that works (the system's python: a CI's virtualenv may live where the sandbox does
+    // not reach), and one that does not find what it needs and exits.
+    let server = std::fs::canonicalize(SERVER).unwrap();
+    let fixtures = server.parent().unwrap().to_owned();
+    yaml.push_str(&format!(
+        "  - name: local\n    command: [/usr/bin/python3, {server:?}]\n    paths: [{fixtures:?}]\n  - name: broken\n    command: [/usr/bin/python3, -c, \"import sys; open('/root/.secret-config'); \"]\n"
+    ));
+    std::fs::write(&agent, yaml).unwrap();
+    let data = common::temp_dir("doctor-mcp");
+    let out = common::bot::clawless(&data, &tg, &llm)
+        .env("CLAWLESS_CONFIG", &config)
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("ok   mcp local: 3 tools\n"), "{said}");
+    let broken = said
+        .lines()
+        .find(|l| l.starts_with("FAIL mcp broken: the program did not start:"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        broken.contains("No such file or directory: '/root/.secret-config'"),
+        "its last words: {broken}"
+    );
+    assert!(
+        broken.contains("likely: a program or file it names is not there"),
+        "the likely cause: {broken}"
+    );
+    let _ = std::fs::remove_dir_all(&config);
+    let _ = std::fs::remove_dir_all(&data);
 }

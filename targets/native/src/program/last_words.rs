@@ -112,7 +112,17 @@ async fn skip_line(reader: &mut (impl tokio::io::AsyncBufRead + Unpin)) -> bool 
 /// The sandbox's part in what a program said before it exited, where its words show one.
 pub fn likely_cause(words: &str) -> Option<&'static str> {
     let words = words.to_lowercase();
-    let any = |needles: &[&str]| needles.iter().any(|n| words.contains(n));
+    // A needle counts where a word starts: `FileNotFoundError` holds no `ENOTFOUND`.
+    let any = |needles: &[&str]| {
+        needles.iter().any(|n| {
+            words.match_indices(n).any(|(at, _)| {
+                !words[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric())
+            })
+        })
+    };
     if any(&[
         "enotfound",
         "eai_again",
@@ -138,4 +148,19 @@ pub fn likely_cause(words: &str) -> Option<&'static str> {
         return Some("a program or file it names is not there (is it installed, and on PATH?)");
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::likely_cause;
+
+    #[test]
+    fn each_cause_is_told_by_its_own_words_not_by_part_of_another() {
+        let cause = |w: &str| likely_cause(w).unwrap_or("none");
+        assert!(cause("npm ERR! getaddrinfo ENOTFOUND registry.npmjs.org").contains("no network"));
+        assert!(cause("Error: EACCES: permission denied, open '/root/x'").contains("refused it"));
+        let python = "FileNotFoundError: [Errno 2] No such file or directory: '/root/.config'";
+        assert!(cause(python).contains("is not there"), "{}", cause(python));
+        assert_eq!(cause("all fine, then it quit"), "none");
+    }
 }
