@@ -50,25 +50,7 @@ pub fn contents_due(now_ms: u64, due: Due) -> Contents {
         expires_at_ms: exp,
     };
     let conn = ConnectorId::new("main");
-    let reminder = |id: u64, text: &str, cron: Option<&str>, next_ms: u64| {
-        serde_json::to_string(&Reminder {
-            id,
-            origin: Origin {
-                connector: conn.clone(),
-                chat: PERSON,
-                chat_type: "private".into(),
-                thread: None,
-                user: PERSON,
-                user_name: "Sam".into(),
-            },
-            what: What::Text(text.into()),
-            cron: cron.map(str::to_owned),
-            zone: "UTC".into(),
-            next_ms,
-            created_ms: now_ms,
-        })
-        .unwrap_or_default()
-    };
+    let reminder = |id, text, cron, next_ms| reminder_json(now_ms, id, text, cron, next_ms);
     let usage = serde_json::to_string(&crate::llm::Tally {
         calls: 1,
         input: 10,
@@ -150,6 +132,83 @@ pub fn contents_due(now_ms: u64, due: Due) -> Contents {
     Contents { kv: entries, files }
 }
 
+/// A reminder of [`PERSON`]'s in the sample's chat, as the store keeps it.
+fn reminder_json(now_ms: u64, id: u64, text: &str, cron: Option<&str>, next_ms: u64) -> String {
+    serde_json::to_string(&Reminder {
+        id,
+        origin: Origin {
+            connector: ConnectorId::new("main"),
+            chat: PERSON,
+            chat_type: "private".into(),
+            thread: None,
+            user: PERSON,
+            user_name: "Sam".into(),
+        },
+        what: What::Text(text.into()),
+        cron: cron.map(str::to_owned),
+        zone: "UTC".into(),
+        next_ms,
+        created_ms: now_ms,
+    })
+    .unwrap_or_default()
+}
+
+/// The texts of [`other_bot`]'s reminders.
+pub const OTHER_REMINDERS: [&str; 2] = ["water the plants", "stand up"];
+
+/// Another bot's archive, exported at `now_ms`, holding only two reminders of [`PERSON`]'s,
+/// 200 days ahead, under the ids the sample's reminders have (1 and 2): merged into a store
+/// holding the sample, both collide and are renumbered.
+pub fn other_bot(now_ms: u64) -> Result<Vec<u8>, ArchiveError> {
+    let conn = ConnectorId::new("main");
+    let at = (now_ms / 60_000 + 200 * 24 * 60) * 60_000;
+    let mut kv = Vec::new();
+    for (i, text) in OTHER_REMINDERS.iter().enumerate() {
+        let id = i as u64 + 1;
+        let next_ms = at + id * 60_000;
+        kv.push(KvEntry {
+            key: keys::reminder(&conn, PERSON, id),
+            value: reminder_json(now_ms, id, text, None, next_ms).into_bytes(),
+            expires_at_ms: None,
+        });
+        kv.push(KvEntry {
+            key: keys::due(next_ms, &conn, PERSON, id),
+            value: Vec::new(),
+            expires_at_ms: None,
+        });
+    }
+    kv.push(KvEntry {
+        key: keys::reminder_ids(&conn),
+        value: b"3".to_vec(),
+        expires_at_ms: None,
+    });
+    kv.sort_by(|a, b| a.key.cmp(&b.key));
+    let manifest = Manifest {
+        source: "other".into(),
+        ..manifest(now_ms)
+    };
+    pack(
+        manifest,
+        &Contents {
+            kv,
+            files: BTreeMap::new(),
+        },
+    )
+}
+
+/// The reminders (`sched/` entries) `contents` holds: (id, text).
+pub fn reminders_in(contents: &Contents) -> Vec<(u64, String)> {
+    let mut out: Vec<(u64, String)> = (contents.kv.iter())
+        .filter_map(|e| serde_json::from_slice::<Reminder>(&e.value).ok())
+        .map(|r| match r.what {
+            What::Text(text) => (r.id, text),
+            other => (r.id, format!("{other:?}")),
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// The sample packed, as a shell would have exported it at `now_ms`.
 pub fn archive(now_ms: u64) -> Result<Vec<u8>, ArchiveError> {
     archive_due(now_ms, Due::in_an_hour(now_ms))
@@ -157,7 +216,12 @@ pub fn archive(now_ms: u64) -> Result<Vec<u8>, ArchiveError> {
 
 /// [`archive`] with its reminders due at `due`.
 pub fn archive_due(now_ms: u64, due: Due) -> Result<Vec<u8>, ArchiveError> {
-    let manifest = Manifest {
+    pack(manifest(now_ms), &contents_due(now_ms, due))
+}
+
+/// A manifest of an archive of the whole bot made at `now_ms`.
+fn manifest(now_ms: u64) -> Manifest {
+    Manifest {
         format: FORMAT,
         source: "sample".into(),
         by: "test".into(),
@@ -170,8 +234,7 @@ pub fn archive_due(now_ms: u64, due: Due) -> Result<Vec<u8>, ArchiveError> {
         left_out: Vec::new(),
         next: None,
         reindex: None,
-    };
-    pack(manifest, &contents_due(now_ms, due))
+    }
 }
 
 /// Whether `b` holds what `a` does, but for expiry instants within `slack_ms` (a store counts

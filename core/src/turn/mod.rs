@@ -22,6 +22,7 @@ mod reports;
 mod run;
 mod tap;
 mod voice;
+#[cfg(feature = "archive")]
 pub(crate) use voice::SPOKEN_DIR;
 
 use clawless_platform::PortError;

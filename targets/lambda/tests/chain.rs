@@ -7,6 +7,9 @@
 //! end the memory files are byte-identical, recall answers as it did, the person's `/usage`
 //! reads the same, and each reminder fires once, at its time, after the last move.
 //!
+//! On each shell, too, another bot whose reminders have the sample's ids is merged in: both
+//! are renumbered and all four kept.
+//!
 //! Also: a store a newer release wrote, refused by the Worker and the Lambda.
 //!
 //! Needs the Worker's release build and Node (`CLAWLESS_WORKER_BUILD`, `CLAWLESS_NODE`,
@@ -24,7 +27,7 @@ use std::time::{Duration, Instant};
 use clawless_core::archive::sample::{self, Due, PERSON};
 use clawless_core::archive::{unpack, Contents, Limits};
 use clawless_testkit::miniflare::{bot_vars, Miniflare};
-use clawless_testkit::remote::{local, round_trip, run, Running};
+use clawless_testkit::remote::{clawless, local, round_trip, run, Running};
 use clawless_testkit::servers::{fakes, now_ms, text_update, Fakes};
 use common::emulator::{start_emulator, start_function, start_function_with};
 use serde_json::json;
@@ -97,6 +100,12 @@ async fn a_bot_moves_through_every_shell() {
         tokio::task::spawn_blocking(move || round_trip(&b, &url, ADMIN, &d, &archive))
             .await
             .unwrap();
+    // A merge there of another bot whose reminders have the same ids: nothing lost.
+    let (b, url, d) = (bin.clone(), mf.url.clone(), dir.join("worker"));
+    let merged = tokio::task::spawn_blocking(move || merge_other_bot(&b, &url, ADMIN, &d))
+        .await
+        .unwrap();
+    merged_whole(&merged, "worker");
     drop(mf);
     holds(&from_worker, "worker", &left);
 
@@ -114,6 +123,7 @@ async fn a_bot_moves_through_every_shell() {
         &[("CLAWLESS_ADMIN_TOKEN", ADMIN)],
     );
     let from_lambda = common::archive_round_trip(&emu, ADMIN, &from_worker).await;
+    merged_whole(&common::merge_other_bot(&emu, ADMIN).await, "lambda");
     drop(function);
     holds(&from_lambda, "lambda", &left);
 
@@ -123,6 +133,16 @@ async fn a_bot_moves_through_every_shell() {
     std::fs::write(&last, &from_lambda).unwrap();
     let (ok, said) = local(&bin, &back, &["import", last.to_str().unwrap()]);
     assert!(ok && said.contains("files: 4 added"), "{said}");
+    // And the merge on native, whose reminders (200 days ahead) do not fire below.
+    let other = dir.join("other.tar.gz");
+    std::fs::write(&other, sample::other_bot(now_ms()).unwrap()).unwrap();
+    let (ok, said) = local(&bin, &back, &["import", other.to_str().unwrap()]);
+    assert!(ok && said.contains(" 2 renumbered"), "{said}");
+    let merged = dir.join("merged.tar.gz");
+    let (ok, said) = local(&bin, &back, &["export", merged.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    let (_, held) = unpack(&std::fs::read(&merged).unwrap(), &Limits::default()).unwrap();
+    merged_whole(&sample::reminders_in(&held), "native");
     for (path, bytes) in &left.files {
         assert_eq!(
             &std::fs::read(back.join("files").join(path)).unwrap(),
@@ -164,6 +184,48 @@ async fn a_bot_moves_through_every_shell() {
     tokio::time::sleep(Duration::from_secs(16)).await;
     assert_eq!((fired("tea"), fired("stretch")), (1, 1));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Another bot's archive ([`sample::other_bot`]) merged into the shell at `base`, which holds
+/// the sample, with `clawless import --remote`: it says both its reminders were renumbered;
+/// the reminders the shell then holds.
+fn merge_other_bot(bin: &str, base: &str, token: &str, dir: &Path) -> Vec<(u64, String)> {
+    let file = dir.join("other.tar.gz");
+    std::fs::write(&file, sample::other_bot(now_ms()).unwrap()).unwrap();
+    let (ok, said) = clawless(
+        bin,
+        token,
+        &["import", "--remote", base, file.to_str().unwrap()],
+    );
+    assert!(ok && said.contains(" 2 renumbered"), "{said}");
+    let out = dir.join("merged.tar.gz");
+    let (ok, said) = clawless(
+        bin,
+        token,
+        &["export", "--remote", base, out.to_str().unwrap()],
+    );
+    assert!(ok, "{said}");
+    let (_, held) = unpack(&std::fs::read(&out).unwrap(), &Limits::default()).unwrap();
+    sample::reminders_in(&held)
+}
+
+/// Whether a store that held the sample and had the other bot merged in holds all four
+/// reminders, each under an id of its own.
+fn merged_whole(held: &[(u64, String)], shell: &str) {
+    let mut texts: Vec<&str> = held.iter().map(|(_, t)| t.as_str()).collect();
+    texts.sort();
+    let mut want = vec!["stretch", "tea"];
+    want.extend(sample::OTHER_REMINDERS);
+    want.sort();
+    assert_eq!(
+        texts, want,
+        "{shell}: every reminder after the merge: {held:?}"
+    );
+    let mut ids: Vec<u64> = held.iter().map(|(id, _)| *id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "{shell}: an id each: {held:?}");
+    eprintln!("{shell}: a merge of two bots with colliding reminder ids kept all four: {held:?}");
 }
 
 /// Whether the archive `bytes` was exported by `source` and holds what native's did.

@@ -212,7 +212,7 @@ pub fn admin_event(method: &str, name: &str, token: &str, body: Option<&[u8]>) -
 /// parts, as `clawless import --remote` sends it, twice, the second changing nothing; refuses
 /// a cut-off part and a wrong token; and exports it back part by part: the joined archive.
 pub async fn archive_round_trip(emu: &emulator::Emulator, token: &str, archive: &[u8]) -> Vec<u8> {
-    use clawless_core::archive::{reindex_parts, split, unpack, Joined, Limits};
+    use clawless_core::archive::{reindex_parts, split, unpack, Limits};
     let (manifest, contents) = unpack(archive, &Limits::default()).unwrap();
     let (parts, notes) = split(&manifest, &contents).unwrap();
     let parts: Vec<Vec<u8>> = (parts.into_iter())
@@ -249,7 +249,12 @@ pub async fn archive_round_trip(emu: &emulator::Emulator, token: &str, archive: 
     assert_eq!(r["statusCode"], 401, "{r}");
     let r = emu.invoke(admin_event("GET", "export", token, None)).await;
     assert_eq!(r["statusCode"], 400, "parts only when asked: {r}");
+    archive_export(emu, token).await
+}
 
+/// The function's whole store exported part by part through the admin API, joined.
+pub async fn archive_export(emu: &emulator::Emulator, token: &str) -> Vec<u8> {
+    use clawless_core::archive::{unpack, Joined, Limits};
     let mut joined = Joined::default();
     let mut name = "export?cursor=".to_owned();
     loop {
@@ -267,4 +272,26 @@ pub async fn archive_round_trip(emu: &emulator::Emulator, token: &str, archive: 
         }
     }
     joined.archive(&Limits::default()).unwrap()
+}
+
+/// Another bot's archive ([`clawless_core::archive::sample::other_bot`]) merged into the
+/// function's store, which holds the sample: the import's report (its reminders both
+/// renumbered), and the reminders the store then holds.
+pub async fn merge_other_bot(emu: &emulator::Emulator, token: &str) -> Vec<(u64, String)> {
+    use clawless_core::archive::{sample, split, unpack, Limits};
+    let other = sample::other_bot(clawless_testkit::servers::now_ms()).unwrap();
+    let (manifest, contents) = unpack(&other, &Limits::default()).unwrap();
+    let (parts, _) = split(&manifest, &contents).unwrap();
+    let mut renumbered = 0;
+    for part in &parts {
+        let r = emu
+            .invoke(admin_event("POST", "import", token, Some(part)))
+            .await;
+        assert_eq!(r["statusCode"], 200, "{r}");
+        let report: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+        renumbered += report["reminders"]["renumbered"].as_u64().unwrap_or(0);
+    }
+    assert_eq!(renumbered, 2, "both of the other bot's reminders collide");
+    let (_, held) = unpack(&archive_export(emu, token).await, &Limits::default()).unwrap();
+    sample::reminders_in(&held)
 }
