@@ -260,11 +260,17 @@ fn limits(shell: &Shell, wall: Duration, start: (u64, u64)) -> Limits {
                 .subrequests
                 .saturating_sub(requests.saturating_sub(start.0)),
         ),
-        storage: Some(
+        // Bounded only where handing on is cheap: with a queue bound, the rest of a turn goes
+        // on at once in a fresh invocation. Without one it would wait for the next cron
+        // minute, and a turn with a tool (about 45 to 55 queries, the usage ledger's 7 to 14
+        // among them) is handed on before its tool on the free plan's 50: every such turn
+        // would answer a minute late. There a turn past 50 queries fails its last writes
+        // instead and is finished by the sweep, as before they were counted.
+        storage: shell.queue.is_some().then(|| {
             shell
                 .d1_queries
-                .saturating_sub(storage.saturating_sub(start.1)),
-        ),
+                .saturating_sub(storage.saturating_sub(start.1))
+        }),
     }
 }
 
