@@ -141,13 +141,17 @@ impl Admin<'_> {
         out
     }
 
-    /// Each MCP server's tool list, all at once, each within [`MCP_WAIT`]: a local program is
-    /// started (and stopped with the process), so one that exits says its last words and the
-    /// likely cause in the sandbox. A program that does not start fails; a server that does not
-    /// answer is a warning (the bot answers without it).
+    /// Each MCP server's tool list, all at once: a server's within a turn's wait, a local
+    /// program's within [`MCP_WAIT`] (started, and stopped with the process), so one that
+    /// exits says its last words and the likely cause in the sandbox. A program that does not
+    /// start fails; a server that does not answer is a warning (the bot answers without it).
     async fn mcp_checks(self) -> Vec<Check> {
         let servers = self.app.mcp_servers();
-        let listed = futures::future::join_all(servers.iter().map(|s| s.warm(MCP_WAIT))).await;
+        let wait = |s: &crate::mcp::McpServer| match s.is_program() {
+            true => MCP_WAIT,
+            false => crate::mcp::LIST_WAIT,
+        };
+        let listed = futures::future::join_all(servers.iter().map(|s| s.warm(wait(s)))).await;
         servers
             .iter()
             .zip(listed)
