@@ -77,6 +77,8 @@ pub struct App {
     pub(crate) stored: Arc<AtomicU64>,
     /// The earliest reminder written since the runner last asked (see [`App::due_written`]).
     pub(crate) wake: Arc<crate::schedule::Wake>,
+    /// The incoming webhooks, by name (see [`crate::hooks`]).
+    pub(crate) hooks: BTreeMap<String, crate::hooks::Hook>,
 }
 
 impl std::fmt::Debug for App {

@@ -184,7 +184,9 @@ impl App {
             platform.clock.clone(),
             env.names_set(),
         ));
-        let secrets = env.secrets();
+        // A hook's token is a secret whatever its setting is called.
+        let hook_envs: Vec<&str> = config.hooks.iter().map(|h| h.secret_env.as_str()).collect();
+        let secrets = env.secrets_with(&hook_envs);
         let mut agents: BTreeMap<String, Arc<Agent>> = BTreeMap::new();
         // Filled once every agent is built: the spawn tools look agents up in it.
         let spawn = crate::spawn::SpawnDeps {
@@ -300,6 +302,7 @@ impl App {
                 },
             );
         }
+        let hooks = hooks(&config, &connectors, env)?;
         let inbox = Inbox {
             kv: platform.kv.clone(),
             clock: platform.clock.clone(),
@@ -336,8 +339,49 @@ impl App {
             outbound,
             stored,
             wake,
+            hooks,
         })
     }
+}
+
+/// The configured hooks with their secrets and connectors; a hook whose chat is a person the
+/// bot does not serve is refused here, where `TELEGRAM_ALLOWED_USERS` is known.
+fn hooks(
+    config: &Config,
+    connectors: &BTreeMap<ConnectorId, Connector>,
+    env: &Env,
+) -> Result<BTreeMap<String, crate::hooks::Hook>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for (i, h) in config.hooks.iter().enumerate() {
+        let id = match (&h.connector, connectors.len()) {
+            (Some(c), _) => ConnectorId::new(c.as_str()),
+            (None, 1) => match connectors.keys().next() {
+                Some(only) => only.clone(),
+                None => continue,
+            },
+            (None, _) => ConnectorId::new("main"),
+        };
+        let Some(conn) = connectors.get(&id) else {
+            continue; // the config's check named it
+        };
+        if h.chat > 0 && !conn.allowed.contains(&h.chat) {
+            return Err(ConfigError {
+                file: "main.yaml".into(),
+                field: format!("hooks[{i}].chat"),
+                message: format!(
+                    "{} is not a person bot {id} serves (allowed_users, owner or TELEGRAM_ALLOWED_USERS)",
+                    h.chat
+                ),
+            });
+        }
+        let hook = crate::hooks::Hook {
+            config: h.clone(),
+            secret: env.secret(&h.secret_env),
+            connector: id,
+        };
+        out.insert(h.name.clone(), hook);
+    }
+    Ok(out)
 }
 
 /// Which skills `agent` may be offered: its `skills:`, checked against the tools it is

@@ -62,6 +62,11 @@ pub enum Step {
     Command {
         name: String,
     },
+    /// A hook's delivery (see [`crate::hooks`]): `mode` is `message` or `turn`.
+    Hook {
+        name: String,
+        mode: String,
+    },
     /// The owner let someone in or out (`/pair`, a `/users` button, the command line; the
     /// entry's user is the owner, 0 for the command line).
     Pairing {
@@ -265,6 +270,7 @@ pub fn line(e: &Entry) -> String {
         },
         Step::Command { name } => format!("command /{name}"),
         Step::Pairing { action, person } => format!("pairing of {person}: {action}"),
+        Step::Hook { name, mode } => format!("hook {name} delivered ({mode})"),
     };
     let by = match &e.step {
         Step::Model { agent: Some(a), .. } | Step::Tool { agent: Some(a), .. } => format!("[{a}] "),

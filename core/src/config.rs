@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::store::SearchConfig;
 
+pub mod hooks;
 #[cfg(feature = "yaml")]
 mod load;
 pub mod mcp;
@@ -27,6 +28,7 @@ mod validate;
 
 pub use crate::media::MediaConfig;
 pub use crate::tools::web::WebConfig;
+pub use hooks::{HookConfig, HookMode};
 pub use mcp::McpServerConfig;
 pub use persona::{MAX_EMOJI_BYTES, PERSONA_FILES};
 pub use policy::{ApprovalConfig, AuditConfig, BackupConfig, PolicyConfig, Rule};
@@ -300,6 +302,9 @@ pub struct Config {
     /// Archives of the store on a schedule (native).
     #[serde(default)]
     pub backup: BackupConfig,
+    /// Incoming webhooks (`POST /hooks/<name>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookConfig>,
     /// Which agent answers where (`routing.yaml`).
     pub routing: Routing,
     pub agents: BTreeMap<String, AgentConfig>,

@@ -45,6 +45,11 @@ impl Env {
     /// `*PASSWORD*`): the bot tokens, provider and search keys, the webhook secret, the admin
     /// token, cloud credentials.
     pub fn secrets(&self) -> crate::secret::Secrets {
+        self.secrets_with(&[])
+    }
+
+    /// [`Env::secrets`] and the values of the settings `names`, whatever they are called.
+    pub fn secrets_with(&self, names: &[&str]) -> crate::secret::Secrets {
         let named_like_one = |k: &str| {
             let k = k.to_ascii_uppercase();
             k.ends_with("_KEY")
@@ -55,7 +60,7 @@ impl Env {
         crate::secret::Secrets::new(
             self.0
                 .iter()
-                .filter(|(k, _)| named_like_one(k))
+                .filter(|(k, _)| named_like_one(k) || names.contains(&k.as_str()))
                 .map(|(_, v)| Secret::new(v.trim())),
         )
     }

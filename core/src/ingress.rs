@@ -254,3 +254,155 @@ impl App {
         Ok(Ok((lane, update_id)))
     }
 }
+
+impl App {
+    /// An incoming webhook (`POST /hooks/<name>`, see [`crate::hooks`]), the same on every
+    /// shell: the hook, its secret (constant time) and the body's type are checked before
+    /// `read` reads the body capped at [`crate::hooks::MAX_HOOK_BYTES`]; then the rate, and the
+    /// delivery is stored as a job in its chat's lane. 202 when it is in the inbox (a repeated
+    /// `Idempotency-Key` too, delivered once), 401, 404, 413, 415, 400 (a body that does not
+    /// read as its type says, a bad key), 429 past the hook's `per_minute`, 500 when storage
+    /// failed (the sender should retry). The shell drains the reply's lane after responding.
+    pub async fn serve_hook<F>(
+        &self,
+        req: crate::hooks::HookRequest<'_>,
+        read: impl FnOnce(usize) -> F,
+    ) -> WebhookReply
+    where
+        F: std::future::Future<Output = Result<Vec<u8>, BodyRefused>>,
+    {
+        let Some(hook) = self.hooks.get(req.name) else {
+            self.hook_event("-", "unknown");
+            return WebhookReply::new(404, "unknown hook");
+        };
+        let name = hook.config.name.as_str();
+        let token = crate::hooks::bearer(req.authorization).unwrap_or("");
+        if !hook.secret.matches(token) {
+            tracing::debug!(hook = name, "hook refused: wrong or missing secret");
+            self.hook_event(name, "unauthorized");
+            return WebhookReply::new(401, "unauthorized");
+        }
+        let Some(kind) = crate::hooks::BodyKind::of(req.content_type) else {
+            self.hook_event(name, "unsupported_type");
+            return WebhookReply::new(415, "send JSON, text or a form");
+        };
+        if req
+            .idempotency_key
+            .is_some_and(|k| !crate::hooks::key_ok(k))
+        {
+            self.hook_event(name, "bad_request");
+            return WebhookReply::new(400, "Idempotency-Key: 1 to 255 visible characters");
+        }
+        let body = match read(crate::hooks::MAX_HOOK_BYTES).await {
+            Ok(body) => body,
+            Err(why) => {
+                tracing::warn!(hook = name, ?why, "hook body refused");
+                let (status, result, text) = match why {
+                    BodyRefused::TooLarge => (413, "too_large", "payload too large"),
+                    BodyRefused::Unreadable => (400, "bad_request", "unreadable body"),
+                    BodyRefused::TooSlow => (408, "bad_request", "request timeout"),
+                };
+                self.hook_event(name, result);
+                return WebhookReply::new(status, text);
+            }
+        };
+        if body.len() > crate::hooks::MAX_HOOK_BYTES {
+            self.hook_event(name, "too_large");
+            return WebhookReply::new(413, "payload too large");
+        }
+        let payload = match kind.read(&body) {
+            Ok(p) => p,
+            Err(why) => {
+                self.hook_event(name, "bad_request");
+                return WebhookReply::new(400, why);
+            }
+        };
+        match self.deliver_hook(hook, &req, &payload, &body).await {
+            Ok((result, lane)) => {
+                if result != "delivered" {
+                    self.hook_event(name, result);
+                }
+                match result {
+                    "rate_limited" => WebhookReply::new(429, "too many deliveries this minute"),
+                    "duplicate" => WebhookReply::new(202, "accepted before"),
+                    _ => WebhookReply {
+                        status: 202,
+                        body: "accepted",
+                        lane,
+                    },
+                }
+            }
+            Err(e) => {
+                tracing::error!(hook = name, error = %e, "could not store a hook's delivery");
+                self.hook_event(name, "storage_error");
+                WebhookReply::new(500, "storage unavailable")
+            }
+        }
+    }
+
+    /// The rate counted, then the delivery stored in its chat's lane: its result and the
+    /// lane when it is new.
+    async fn deliver_hook(
+        &self,
+        hook: &crate::hooks::Hook,
+        req: &crate::hooks::HookRequest<'_>,
+        payload: &crate::hooks::Payload,
+        body: &[u8],
+    ) -> Result<(&'static str, Option<Lane>), PortError> {
+        let now = self.platform.clock.now_ms();
+        let kv = &*self.platform.kv;
+        let c = &hook.config;
+        if !crate::hooks::within_rate(kv, &c.name, c.per_minute, now).await? {
+            return Ok(("rate_limited", None));
+        }
+        let Some(conn) = self.connectors.get(&hook.connector) else {
+            return Ok(("unknown", None));
+        };
+        let update_id = crate::hooks::update_id(&c.name, req.idempotency_key, now, body);
+        let text = crate::hooks::template::render(c.template(), payload);
+        let user = match c.chat {
+            chat if chat > 0 => chat,
+            _ => conn.owner.unwrap_or(0),
+        };
+        let origin = crate::schedule::Origin {
+            connector: conn.id.clone(),
+            chat: c.chat,
+            chat_type: crate::hooks::chat_type(c.chat).into(),
+            thread: None,
+            user,
+            user_name: String::new(),
+        };
+        let fire = crate::schedule::Fire {
+            reminder: 0,
+            at_ms: now,
+            what: crate::schedule::What::Hook {
+                hook: c.name.clone(),
+                mode: c.mode,
+                text,
+            },
+        };
+        let job = Job::of_firing(&conn.id, update_id, &origin, fire, now);
+        let lane = Lane::of_chat(&conn.id, c.chat);
+        if !self.inbox.accept(&lane, &job).await? {
+            tracing::info!(hook = %c.name, update_id, "hook delivery accepted before; not again");
+            return Ok(("duplicate", None));
+        }
+        let trace = crate::turn::trace(&job);
+        self.emit_hook(c.name.as_str(), "accepted", trace.into());
+        Ok(("delivered", Some(lane)))
+    }
+
+    /// Publishes a hook request's result ([`Event::HookReceived`]).
+    fn hook_event(&self, hook: &str, result: &'static str) {
+        self.emit_hook(hook, result, compact_str::CompactString::default());
+    }
+
+    fn emit_hook(&self, hook: &str, result: &'static str, trace: compact_str::CompactString) {
+        let now = self.platform.clock.now_ms();
+        let event = Event::HookReceived {
+            hook: hook.into(),
+            result: compact_str::CompactString::const_new(result),
+        };
+        self.events.publish(now, trace, event);
+    }
+}

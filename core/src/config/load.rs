@@ -34,6 +34,8 @@ struct MainFile {
     streaming: StreamingConfig,
     #[serde(default)]
     backup: BackupConfig,
+    #[serde(default)]
+    hooks: Vec<HookConfig>,
 }
 
 impl Config {
@@ -185,6 +187,7 @@ impl Config {
                 "must be between 1 and 50",
             ));
         }
+        check_hooks(&main.hooks, &connectors, &agents)?;
         Ok(Config {
             connectors,
             session: main.session,
@@ -197,10 +200,49 @@ impl Config {
             media: main.media,
             streaming: main.streaming,
             backup: main.backup,
+            hooks: main.hooks,
             routing,
             agents,
             providers,
             skills,
         })
     }
+}
+
+/// `hooks:`: each hook on its own, no name twice, and the connector and agent it names exist.
+fn check_hooks(
+    hooks: &[HookConfig],
+    connectors: &BTreeMap<String, ConnectorConfig>,
+    agents: &BTreeMap<String, AgentConfig>,
+) -> Result<(), ConfigError> {
+    if hooks.len() > hooks::MAX_HOOKS {
+        let most = hooks::MAX_HOOKS;
+        return Err(err("main.yaml", "hooks", format!("at most {most} hooks")));
+    }
+    for (i, h) in hooks.iter().enumerate() {
+        if let Some((field, why)) = h.problem(i) {
+            return Err(err("main.yaml", field, why));
+        }
+        if hooks[..i].iter().any(|o| o.name == h.name) {
+            let why = format!("{:?} is listed twice", h.name);
+            return Err(err("main.yaml", format!("hooks[{i}].name"), why));
+        }
+        if let Some(c) = h
+            .connector
+            .as_deref()
+            .filter(|c| !connectors.contains_key(*c))
+        {
+            let why = format!("no connector {c:?} in connectors:");
+            return Err(err("main.yaml", format!("hooks[{i}].connector"), why));
+        }
+        if h.connector.is_none() && connectors.len() > 1 && !connectors.contains_key("main") {
+            let why = "several connectors and none is `main`: say which one";
+            return Err(err("main.yaml", format!("hooks[{i}].connector"), why));
+        }
+        if let Some(a) = h.agent.as_deref().filter(|a| !agents.contains_key(*a)) {
+            let why = format!("no agent {a:?} in agents.d/");
+            return Err(err("main.yaml", format!("hooks[{i}].agent"), why));
+        }
+    }
+    Ok(())
 }

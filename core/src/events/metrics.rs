@@ -102,6 +102,11 @@ const METRICS: &[(&str, &str, &str)] = &[
         "Answer parts delivered to Telegram.",
     ),
     (
+        "clawless_hooks_received_total",
+        "counter",
+        "Incoming webhook requests, by hook and result (accepted, duplicate, unauthorized, rate_limited, ...).",
+    ),
+    (
         "clawless_reminders_fired_total",
         "counter",
         "Reminders and tasks fired.",
@@ -460,6 +465,12 @@ impl Metrics {
                     scratch,
                 );
             }
+            Event::HookReceived { hook, result } => s.add(
+                "clawless_hooks_received_total",
+                &[("hook", hook), ("result", result)],
+                1.0,
+                scratch,
+            ),
             Event::ReminderFired { .. } => {
                 s.add("clawless_reminders_fired_total", &[], 1.0, scratch)
             }

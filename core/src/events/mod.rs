@@ -83,6 +83,13 @@ pub enum Event {
     /// A turn ended: `answered`, `failed` (the user was told), `waiting` (an approval) or
     /// `nothing` (no reply due); `latency_ms` since its update was accepted.
     TurnEnded { outcome: String, latency_ms: u64 },
+    /// A hook request was answered: `result` is `accepted`, `duplicate`, `unauthorized`,
+    /// `unknown` (hook `-`), `too_large`, `unsupported_type`, `bad_request`, `rate_limited`
+    /// or `storage_error`.
+    HookReceived {
+        hook: CompactString,
+        result: CompactString,
+    },
     /// A reminder or task fired into its chat's inbox.
     ReminderFired { reminder: u64 },
     /// A session's older turns were folded into its summary.
@@ -143,6 +150,7 @@ impl Event {
             Event::ReplySent { .. } => "reply_sent",
             Event::RetryScheduled { .. } => "retry_scheduled",
             Event::TurnEnded { .. } => "turn_ended",
+            Event::HookReceived { .. } => "hook_received",
             Event::ReminderFired { .. } => "reminder_fired",
             Event::Compacted { .. } => "compacted",
         }
@@ -351,6 +359,10 @@ mod tests {
             Event::TurnEnded {
                 outcome: "answered".into(),
                 latency_ms: 5,
+            },
+            Event::HookReceived {
+                hook: "ci".into(),
+                result: "accepted".into(),
             },
             Event::ReminderFired { reminder: 3 },
             Event::Compacted { folded: 4 },

@@ -110,6 +110,13 @@ pub enum What {
         task: String,
         answer: String,
     },
+    /// A hook's delivery (see [`crate::hooks`]): `text` sent as it is, or a turn run on it as
+    /// untrusted text. Never a reminder of its own: only an inbox job.
+    Hook {
+        hook: String,
+        mode: crate::config::HookMode,
+        text: String,
+    },
 }
 
 impl What {
@@ -118,6 +125,7 @@ impl What {
             What::Text(t) | What::Prompt(t) => t,
             What::Spawn { task, .. } => task,
             What::Done { answer, .. } => answer,
+            What::Hook { text, .. } => text,
         }
     }
 }

@@ -12,6 +12,7 @@ mod compact;
 pub mod decide;
 mod deliver;
 mod draft;
+mod hooks;
 mod media;
 mod model;
 pub(crate) mod pairing;
@@ -181,7 +182,10 @@ pub(crate) async fn process(
         return Ok(Step::Done);
     };
     // The agent that answers this conversation, for the rest of the job.
-    let conn = &agents::routed(app, conn, msg).await;
+    let conn = &match hook_agent(app, conn, &job) {
+        Some(agent) => crate::connector::Routed { conn, agent },
+        None => agents::routed(app, conn, msg).await,
+    };
     let target = Target {
         chat_id: msg.chat.id.0,
         thread_id: msg.topic(),
@@ -307,6 +311,23 @@ pub(crate) async fn process(
         }
     }
     step
+}
+
+/// The agent a hook's delivery names (`agent:` of the hook), if it names one.
+fn hook_agent(
+    app: &App,
+    conn: &crate::connector::Connector,
+    job: &Job,
+) -> Option<std::sync::Arc<crate::agent::Agent>> {
+    let Some(crate::schedule::Fire {
+        what: crate::schedule::What::Hook { hook, .. },
+        ..
+    }) = &job.fire
+    else {
+        return None;
+    };
+    let agent = app.hooks.get(hook)?.config.agent.as_deref()?;
+    conn.agent(agent).cloned()
 }
 
 /// Publishes the end of `job`'s turn, with the time since it was accepted.

@@ -135,6 +135,11 @@ impl Turn<'_> {
             tracing::info!(connector = %conn.id, reminder = fire.reminder, "its owner is no longer allowed; not fired");
             return Ok(Reply::Nothing);
         }
+        if let What::Hook { hook, mode, text } = &fire.what {
+            return self
+                .hook_delivery(hook, *mode, text, fire.at_ms, progress)
+                .await;
+        }
         tracing::info!(connector = %conn.id, reminder = fire.reminder, at = fire.at_ms, "reminder fires");
         let prompt = match &fire.what {
             What::Text(text) => {
@@ -165,6 +170,7 @@ impl Turn<'_> {
                     conn, msg, fire, agent, task, answer,
                 ))
             }
+            What::Hook { .. } => return Ok(Reply::Nothing), // delivered above
         };
         let text = format!(
             "[Scheduled task #{}, set earlier to run now: carry it out and answer here.]\n{prompt}",
