@@ -1,9 +1,15 @@
 //! What every shell repeats, written once: the secret header Telegram sends, the size a real
-//! update can have, the routes, and why a webhook body could not be read. The webhook's
+//! update can have, the routes, the headers a hook request is read by, and why a webhook body
+//! could not be read. The webhook's
 //! sequence itself (authorize, read capped, acknowledge) is [`crate::App::serve_webhook`].
 
 /// The header Telegram puts the webhook secret in (`secret_token` of `setWebhook`).
 pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
+
+/// The headers of a hook request ([`crate::hooks::HookRequest`]), lower case.
+pub const AUTHORIZATION: &str = "authorization";
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+pub const CONTENT_TYPE: &str = "content-type";
 
 /// The largest webhook body accepted. A real update is a few KB (a 4096-character message
 /// with its entities and the message it replies to stays far below this); anything larger is
@@ -26,6 +32,8 @@ pub enum BodyRefused {
 pub enum Route<'a> {
     /// `POST /telegram/<connector>`.
     Webhook(&'a str),
+    /// `POST /hooks/<name>`: an incoming webhook ([`crate::App::serve_hook`]).
+    Hook(&'a str),
     /// `GET /healthz`.
     Health,
     /// `/admin/<name>`, any method: [`crate::Admin::serve`] decides (nothing there exists
@@ -59,6 +67,15 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         .filter(|n| !n.is_empty() && !n.contains('/'))
     {
         return Route::Admin(name);
+    }
+    if let Some(name) = path
+        .strip_prefix("/hooks/")
+        .filter(|n| !n.is_empty() && !n.contains('/'))
+    {
+        return match method.eq_ignore_ascii_case("POST") {
+            true => Route::Hook(name),
+            false => Route::MethodNotAllowed,
+        };
     }
     let Some(connector) = path
         .strip_prefix("/telegram/")
@@ -98,5 +115,9 @@ mod tests {
             Route::Panel("/api/reminders/3")
         );
         assert_eq!(route("GET", "/apps"), Route::NotFound);
+        assert_eq!(route("POST", "/hooks/deploys"), Route::Hook("deploys"));
+        assert_eq!(route("GET", "/hooks/deploys"), Route::MethodNotAllowed);
+        assert_eq!(route("POST", "/hooks/"), Route::NotFound);
+        assert_eq!(route("POST", "/hooks/a/b"), Route::NotFound);
     }
 }

@@ -81,6 +81,28 @@ pub fn asking_config(dir: &std::path::Path) {
     if let Err(e) = std::fs::write(&agent, asking) {
         panic!("writing {}: {e}", agent.display());
     }
+    // The hooks of the hooks scenario (`scenarios::hooks_over_http`).
+    let main = dir.join("main.yaml");
+    let text = std::fs::read_to_string(&main).unwrap_or_default();
+    let text = format!("{text}{}", hooks_yaml());
+    if let Err(e) = std::fs::write(&main, text) {
+        panic!("writing {}: {e}", main.display());
+    }
+}
+
+// The hooks of the asking config (the hooks scenario, `scenarios::hooks_over_http`).
+/// The setting holding the test hooks' token (a shell running the asking config sets it to
+/// [`HOOK_SECRET`]).
+pub const HOOK_SECRET_ENV: &str = "CLAWLESS_TEST_HOOK_SECRET";
+pub const HOOK_SECRET: &str = "test-hook-secret-0123456789abcdef";
+/// Where the test hooks deliver: a group no scenario uses.
+pub const HOOK_CHAT: i64 = GROUP_ID - 990;
+
+/// The `hooks:` block the asking config gets.
+pub fn hooks_yaml() -> String {
+    format!(
+        "\nhooks:\n  - name: ci\n    secret_env: {HOOK_SECRET_ENV}\n    chat: {HOOK_CHAT}\n    template: \"CI {{{{status}}}}: {{{{repo.name}}}}\"\n  - name: ask\n    secret_env: {HOOK_SECRET_ENV}\n    chat: {HOOK_CHAT}\n    mode: turn\n"
+    )
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

@@ -196,6 +196,7 @@ impl Shell {
     async fn http(&self, method: &str, path: &str, event: &Value) -> Value {
         let connector = match route(method, path) {
             Route::Webhook(connector) => connector,
+            Route::Hook(name) => return self.hook(name, event).await,
             Route::Health => return response(200, "ok"),
             Route::Admin(name) => return self.admin(method, name, event).await,
             Route::Panel(path) => return self.panel(method, path, event).await,
@@ -213,6 +214,35 @@ impl Shell {
         if let Some(lane) = &reply.lane {
             if let Err(e) = self.invoker.drain_later(lane.as_str()).await {
                 // Stored, so nothing is lost: the scheduled sweep will drain it.
+                tracing::error!(%lane, error = %e, "self-invoke failed; the sweep will pick it up");
+            }
+        }
+        response(reply.status, reply.body)
+    }
+
+    /// An incoming webhook through the core's sequence ([`App::serve_hook`]), then its lane
+    /// drained by a self-invoke, as a Telegram update's is.
+    async fn hook(&self, name: &str, event: &Value) -> Value {
+        use clawless_core::shell::{AUTHORIZATION, CONTENT_TYPE, IDEMPOTENCY_KEY};
+        // Function URLs give header names in lower case.
+        let header = |h: &str| {
+            event
+                .get("headers")
+                .and_then(|hs| hs.get(h))
+                .and_then(Value::as_str)
+        };
+        let req = clawless_core::hooks::HookRequest {
+            name,
+            authorization: header(AUTHORIZATION),
+            idempotency_key: header(IDEMPOTENCY_KEY),
+            content_type: header(CONTENT_TYPE),
+        };
+        let reply = self
+            .app
+            .serve_hook(req, |cap| async move { body(event, cap) })
+            .await;
+        if let Some(lane) = &reply.lane {
+            if let Err(e) = self.invoker.drain_later(lane.as_str()).await {
                 tracing::error!(%lane, error = %e, "self-invoke failed; the sweep will pick it up");
             }
         }

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clawless_testkit::fixtures::OWNER_ID;
+use clawless_testkit::fixtures::{HOOK_SECRET, HOOK_SECRET_ENV, OWNER_ID};
 use clawless_testkit::scenarios::{self, Shell, Status};
 use clawless_testkit::servers::{fakes, text_update, until, Fakes};
 use common::emulator::{start_emulator, start_function, start_function_with, Emulator, SECRET};
@@ -130,6 +130,7 @@ async fn approval_scenarios_on_lambda() {
         env[1],
         ("CLAWLESS_ADMIN_TOKEN", ADMIN_TOKEN),
         ("CLAWLESS_PUBLIC_URL", "https://panel.test"),
+        (HOOK_SECRET_ENV, HOOK_SECRET),
     ];
     let functions = vec![start_function_with(
         &runtime,
@@ -209,6 +210,8 @@ async fn approval_scenarios_on_lambda() {
         async move { common::panel_answer(&invoked.await) }
     };
     scenarios::panel_over_http(&lambda, "77:LAMBDA-E2E", panel).await;
+    // Incoming webhooks through Function URL events; each delivery drained by a self-invoke.
+    scenarios::hooks_over_http(&lambda, panel).await;
 }
 
 const ADMIN_TOKEN: &str = "lambda-admin-token-0123456789";

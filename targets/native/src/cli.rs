@@ -45,7 +45,12 @@ pub enum Command {
         env_file: std::path::PathBuf,
     },
     /// Run the bot with long polling (the default): no public URL needed.
-    Run,
+    Run {
+        /// Also answer HTTP at this address: incoming webhooks (`POST /hooks/<name>`), the
+        /// panel, /healthz and /metrics (Telegram's updates still come by polling).
+        #[arg(long)]
+        listen: Option<String>,
+    },
     /// Serve webhooks at POST /telegram/<connector>.
     Serve {
         /// Address to listen on.

@@ -89,7 +89,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(dispatch(cli.command.unwrap_or(Command::Run))) {
+    match rt.block_on(dispatch(
+        cli.command.unwrap_or(Command::Run { listen: None }),
+    )) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -111,7 +113,7 @@ fn main() -> ExitCode {
 
 async fn dispatch(command: Command) -> Result<()> {
     match command {
-        Command::Run => run_polling().await,
+        Command::Run { listen } => run_polling(listen.as_deref()).await,
         Command::Serve { listen } => serve(&listen).await,
         Command::Health { addr } => {
             clawless_native::health::check(&addr).await?;
@@ -317,11 +319,30 @@ fn require_ready(n: &setup::Native) -> Result<()> {
     Ok(())
 }
 
-async fn run_polling() -> Result<()> {
+async fn run_polling(listen: Option<&str>) -> Result<()> {
     let n = build().await?;
     require_ready(&n)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (kicker, runner) = runner::new(n.app.clone());
+    // Hooks, the panel and /metrics beside polling, when asked.
+    let mut listening = None;
+    if let Some(addr) = listen {
+        let limits = setup::limits(&setup::env()).map_err(|e| ConfigProblem(format!("{e:#}")))?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        tracing::info!(local = %listener.local_addr()?, "answering hooks, the panel and /metrics");
+        let webhook = server::Webhook::new(n.app.clone(), kicker.clone(), limits.body_timeout);
+        let mut rx = stop_rx.clone();
+        listening = Some(tokio::spawn(listen::serve(
+            listener,
+            webhook,
+            limits,
+            async move {
+                let _ = rx.changed().await;
+            },
+        )));
+    }
     let mut pollers = Vec::new();
     for id in n.app.admin().connector_ids() {
         poll::check_no_webhook(&n.app, &id).await?;
@@ -348,6 +369,9 @@ async fn run_polling() -> Result<()> {
     let _ = stop_tx.send(true);
     for p in pollers.into_iter().chain(backups) {
         let _ = p.await;
+    }
+    if let Some(l) = listening {
+        let _ = l.await;
     }
     let _ = run.await;
     Ok(())

@@ -88,6 +88,7 @@ impl Webhook {
             }
             Route::Panel(path) => self.panel(&head, path, body).await,
             Route::Webhook(connector) => self.webhook(connector, &head.headers, body).await,
+            Route::Hook(name) => self.hook(name, &head.headers, body).await,
             Route::MethodNotAllowed => respond(405, "method not allowed"),
             Route::NotFound => respond(404, "not found"),
         }
@@ -144,6 +145,34 @@ impl Webhook {
         let reply = self
             .app
             .serve_webhook(connector, secret, |cap| read_capped(body, cap, timeout))
+            .await;
+        if let Some(lane) = reply.lane {
+            self.kicker.kick(lane);
+        }
+        respond(reply.status, reply.body)
+    }
+}
+
+impl Webhook {
+    /// An incoming webhook: the core's sequence ([`App::serve_hook`]) with this server's
+    /// body reader; then kicks the lane it names.
+    async fn hook<B>(&self, name: &str, headers: &HeaderMap, body: B) -> Reply
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BodyError>,
+    {
+        use clawless_core::shell::{AUTHORIZATION, CONTENT_TYPE as TYPE, IDEMPOTENCY_KEY};
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let req = clawless_core::hooks::HookRequest {
+            name,
+            authorization: header(AUTHORIZATION),
+            idempotency_key: header(IDEMPOTENCY_KEY),
+            content_type: header(TYPE),
+        };
+        let timeout = self.body_timeout;
+        let reply = self
+            .app
+            .serve_hook(req, |cap| read_capped(body, cap, timeout))
             .await;
         if let Some(lane) = reply.lane {
             self.kicker.kick(lane);

@@ -1,5 +1,6 @@
 //! Approvals on the real `clawless` binary: the shared approval scenarios
-//! (`clawless_testkit::scenarios::run_approvals`), and a kill -9 while an approval waits: the
+//! (`clawless_testkit::scenarios::run_approvals`), the panel and incoming webhooks over its
+//! HTTP, and a kill -9 while an approval waits: the
 //! turn waits for the tap in storage, and the tap, posted to the restarted process, resumes it
 //! once.
 
@@ -7,7 +8,7 @@
 
 mod common;
 
-use clawless_testkit::fixtures::OWNER_ID;
+use clawless_testkit::fixtures::{HOOK_SECRET, HOOK_SECRET_ENV, OWNER_ID};
 use clawless_testkit::scenarios;
 use clawless_testkit::servers::{fakes, text_update, until};
 use common::bot::{post_update, start_bot_with, Serve, SECRET, TOKEN};
@@ -50,6 +51,7 @@ async fn approval_scenarios_on_native() {
             ("CLAWLESS_CONFIG", config.to_str().unwrap()),
             ("CLAWLESS_ADMIN_TOKEN", ADMIN),
             ("CLAWLESS_PUBLIC_URL", "https://panel.test"),
+            (HOOK_SECRET_ENV, HOOK_SECRET),
         ],
         ..Serve::default()
     };
@@ -74,6 +76,8 @@ async fn approval_scenarios_on_native() {
     // The control panel over this process's HTTP.
     let base = native.bot.url.clone();
     scenarios::panel_over_http(&native, TOKEN, |c| scenarios::panel_http(&base, c)).await;
+    // Incoming webhooks, over the same HTTP.
+    scenarios::hooks_over_http(&native, |c| scenarios::panel_http(&base, c)).await;
 }
 
 const ADMIN: &str = "native-admin-token-0123456789";

@@ -54,6 +54,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     }
     match route(req.method().as_ref(), &path) {
         Route::Webhook(connector) => webhook(req, connector, &env, ctx).await,
+        Route::Hook(name) => hook(req, name, &env, ctx).await,
         Route::Health => Response::ok("ok"),
         Route::Admin(name) => admin(req, &env, name).await,
         Route::Panel(path) => panel(req, &env, path, ctx).await,
@@ -205,6 +206,44 @@ async fn webhook(mut req: Request, connector: &str, env: &Env, ctx: Context) -> 
     #[cfg(feature = "test-routes")]
     let response = counted(response, before)?;
     Ok(response)
+}
+
+/// `POST /hooks/<name>`: the core's hook sequence ([`App::serve_hook`]) with this shell's
+/// body reader; the lane is drained after the response, as a webhook's is.
+async fn hook(mut req: Request, name: &str, env: &Env, ctx: Context) -> Result<Response> {
+    use clawless_core::shell::{AUTHORIZATION, CONTENT_TYPE, IDEMPOTENCY_KEY};
+    let shell = match shell(env).await {
+        Ok(shell) => shell,
+        Err(e) => {
+            worker::console_error!("start-up failed: {e}");
+            return Response::error("not configured", 500);
+        }
+    };
+    let header = |h: &str| req.headers().get(h).ok().flatten();
+    let (authorization, key, content_type) = (
+        header(AUTHORIZATION),
+        header(IDEMPOTENCY_KEY),
+        header(CONTENT_TYPE),
+    );
+    let start = spent(&shell);
+    let request = clawless_core::hooks::HookRequest {
+        name,
+        authorization: authorization.as_deref(),
+        idempotency_key: key.as_deref(),
+        content_type: content_type.as_deref(),
+    };
+    let reply = shell
+        .app
+        .serve_hook(request, |cap| read_capped(&mut req, cap))
+        .await;
+    if let Some(lane) = reply.lane {
+        let shell = shell.clone();
+        ctx.wait_until(async move {
+            let limits = limits(&shell, WAIT_UNTIL, start);
+            invocation(&shell, "hook", drain(&shell, lane, limits)).await;
+        });
+    }
+    Ok(Response::ok(reply.body)?.with_status(reply.status))
 }
 
 /// `response` with the D1 statements sent since `before` in `x-clawless-d1-statements`.

@@ -20,7 +20,7 @@ mod restarts;
 
 use std::sync::Arc;
 
-use clawless_testkit::fixtures::OWNER_ID;
+use clawless_testkit::fixtures::{HOOK_SECRET, HOOK_SECRET_ENV, OWNER_ID};
 use clawless_testkit::miniflare::{bot_vars, Miniflare, SECRET};
 use clawless_testkit::scenarios::{self, Shell, Status};
 use clawless_testkit::servers::{echo_server, fakes, recall_after_new, text_update, until, Fakes};
@@ -189,6 +189,7 @@ async fn approval_scenarios_in_workerd() {
     vars["TELEGRAM_ALLOWED_USERS"] = json!(scenarios::allowed_users());
     vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN_TOKEN);
     vars["CLAWLESS_PUBLIC_URL"] = json!("https://panel.test");
+    vars[HOOK_SECRET_ENV] = json!(HOOK_SECRET);
     let mf = Miniflare::start("CLAWLESS_WORKER_TEST_BUILD", vars, false);
     let worker = Worker { mf, f };
     scenarios::run_approvals(&worker).await;
@@ -262,6 +263,8 @@ async fn approval_scenarios_in_workerd() {
         scenarios::panel_http(&base, c)
     })
     .await;
+    // Incoming webhooks, each delivery drained under wait-until.
+    scenarios::hooks_over_http(&worker, |c| scenarios::panel_http(&base, c)).await;
 }
 
 const ADMIN_TOKEN: &str = "workerd-admin-token-0123456789";

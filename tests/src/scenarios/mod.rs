@@ -10,12 +10,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approvals;
+mod hooks;
 mod kill_points;
 mod list;
 mod long_turn;
 mod metrics;
 mod panel;
 
+pub use hooks::hooks_over_http;
 pub use kill_points::{KillPoint, KILL_POINTS, LISTING};
 pub use long_turn::{a_long_streamed_answer_is_answered_once, a_long_turn_is_answered_once};
 pub use metrics::{assert_turn_kept, metrics_count_a_scenario};
