@@ -302,7 +302,7 @@ impl App {
                 },
             );
         }
-        let hooks = hooks(&config, &connectors, env)?;
+        let hooks = crate::hooks::build(&config, &connectors, env)?;
         let inbox = Inbox {
             kv: platform.kv.clone(),
             clock: platform.clock.clone(),
@@ -342,46 +342,6 @@ impl App {
             hooks,
         })
     }
-}
-
-/// The configured hooks with their secrets and connectors; a hook whose chat is a person the
-/// bot does not serve is refused here, where `TELEGRAM_ALLOWED_USERS` is known.
-fn hooks(
-    config: &Config,
-    connectors: &BTreeMap<ConnectorId, Connector>,
-    env: &Env,
-) -> Result<BTreeMap<String, crate::hooks::Hook>, ConfigError> {
-    let mut out = BTreeMap::new();
-    for (i, h) in config.hooks.iter().enumerate() {
-        let id = match (&h.connector, connectors.len()) {
-            (Some(c), _) => ConnectorId::new(c.as_str()),
-            (None, 1) => match connectors.keys().next() {
-                Some(only) => only.clone(),
-                None => continue,
-            },
-            (None, _) => ConnectorId::new("main"),
-        };
-        let Some(conn) = connectors.get(&id) else {
-            continue; // the config's check named it
-        };
-        if h.chat > 0 && !conn.allowed.contains(&h.chat) {
-            return Err(ConfigError {
-                file: "main.yaml".into(),
-                field: format!("hooks[{i}].chat"),
-                message: format!(
-                    "{} is not a person bot {id} serves (allowed_users, owner or TELEGRAM_ALLOWED_USERS)",
-                    h.chat
-                ),
-            });
-        }
-        let hook = crate::hooks::Hook {
-            config: h.clone(),
-            secret: env.secret(&h.secret_env),
-            connector: id,
-        };
-        out.insert(h.name.clone(), hook);
-    }
-    Ok(out)
 }
 
 /// Which skills `agent` may be offered: its `skills:`, checked against the tools it is

@@ -16,6 +16,8 @@
 //! checked (constant time); it costs four Kv calls: the rate's count read and swapped, then
 //! the inbox's seen read and put-if-absent.
 
+use std::collections::BTreeMap;
+
 use clawless_platform::{Kv, PortError};
 use sha2::Digest as _;
 
@@ -24,9 +26,7 @@ use crate::ids::ConnectorId;
 use crate::keys;
 use crate::secret::Secret;
 
-pub mod template;
-
-pub use template::Payload;
+pub use crate::template::Payload;
 
 /// The largest body a hook takes: 413 past it.
 pub const MAX_HOOK_BYTES: usize = 64 * 1024;
@@ -60,6 +60,46 @@ impl Hook {
     pub fn has_secret(&self) -> bool {
         !self.secret.is_empty()
     }
+}
+
+/// The configured hooks with their secrets and connectors; a hook whose chat is a person the
+/// bot does not serve is refused here, where `TELEGRAM_ALLOWED_USERS` is known.
+pub(crate) fn build(
+    config: &crate::Config,
+    connectors: &BTreeMap<ConnectorId, crate::connector::Connector>,
+    env: &crate::Env,
+) -> Result<BTreeMap<String, Hook>, crate::ConfigError> {
+    let mut out = BTreeMap::new();
+    for (i, h) in config.hooks.iter().enumerate() {
+        let id = match (&h.connector, connectors.len()) {
+            (Some(c), _) => ConnectorId::new(c.as_str()),
+            (None, 1) => match connectors.keys().next() {
+                Some(only) => only.clone(),
+                None => continue,
+            },
+            (None, _) => ConnectorId::new("main"),
+        };
+        let Some(conn) = connectors.get(&id) else {
+            continue; // the config's check named it
+        };
+        if h.chat > 0 && !conn.allowed.contains(&h.chat) {
+            return Err(crate::ConfigError {
+                file: "main.yaml".into(),
+                field: format!("hooks[{i}].chat"),
+                message: format!(
+                    "{} is not a person bot {id} serves (allowed_users, owner or TELEGRAM_ALLOWED_USERS)",
+                    h.chat
+                ),
+            });
+        }
+        let hook = Hook {
+            config: h.clone(),
+            secret: env.secret(&h.secret_env),
+            connector: id,
+        };
+        out.insert(h.name.clone(), hook);
+    }
+    Ok(out)
 }
 
 /// A hook request's head, as the shell read it.

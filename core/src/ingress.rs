@@ -359,7 +359,7 @@ impl App {
             return Ok(("unknown", None));
         };
         let update_id = crate::hooks::update_id(&c.name, req.idempotency_key, now, body);
-        let text = crate::hooks::template::render(c.template(), payload);
+        let text = crate::template::render(c.template(), payload);
         let user = match c.chat {
             chat if chat > 0 => chat,
             _ => conn.owner.unwrap_or(0),
@@ -377,7 +377,7 @@ impl App {
             at_ms: now,
             what: crate::schedule::What::Hook {
                 hook: c.name.clone(),
-                mode: c.mode,
+                turn: c.mode == crate::config::HookMode::Turn,
                 text,
             },
         };

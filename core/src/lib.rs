@@ -78,6 +78,7 @@ pub mod skills;
 pub mod spawn;
 pub(crate) mod task;
 pub mod telegram;
+pub mod template;
 pub mod tools;
 pub mod turn;
 pub mod upgrade;

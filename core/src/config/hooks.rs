@@ -109,7 +109,7 @@ impl HookConfig {
         if template.trim().is_empty() {
             return Some((at("template"), "is empty".into()));
         }
-        if let Err(why) = crate::hooks::template::check(template) {
+        if let Err(why) = crate::template::check(template) {
             return Some((at("template"), why));
         }
         None

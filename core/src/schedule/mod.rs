@@ -59,11 +59,13 @@
 pub mod cron;
 mod identity;
 mod origin;
+mod what;
 pub mod when;
 pub mod zone;
 
 pub use identity::FIRED_TTL;
 pub use origin::Origin;
+pub use what::What;
 
 use std::time::Duration;
 
@@ -86,49 +88,6 @@ pub const MAX_TASK_RUNS_PER_DAY: usize = 100;
 pub const MAX_AHEAD_MS: u64 = 366 * 86_400_000;
 /// Ids stay below this, so [`fire_update_id`] is unique.
 pub const MAX_ID: u64 = 1 << 30;
-
-/// What a firing does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum What {
-    /// Sends "⏰ text".
-    Text(String),
-    /// Runs an agent turn on the prompt in the chat's session.
-    Prompt(String),
-    /// Runs a sub-agent on a task started in the background (see [`crate::spawn`]) and posts
-    /// its answer: a one-off due at once.
-    Spawn {
-        agent: String,
-        task: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tools: Option<Vec<String>>,
-    },
-    /// A background task's answer, already posted from the task's own lane, joining the
-    /// chat's session in the chat's lane (never a reminder of its own: only an inbox job).
-    Done {
-        agent: String,
-        task: String,
-        answer: String,
-    },
-    /// A hook's delivery (see [`crate::hooks`]): `text` sent as it is, or a turn run on it as
-    /// untrusted text. Never a reminder of its own: only an inbox job.
-    Hook {
-        hook: String,
-        mode: crate::config::HookMode,
-        text: String,
-    },
-}
-
-impl What {
-    pub fn body(&self) -> &str {
-        match self {
-            What::Text(t) | What::Prompt(t) => t,
-            What::Spawn { task, .. } => task,
-            What::Done { answer, .. } => answer,
-            What::Hook { text, .. } => text,
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reminder {

@@ -135,9 +135,13 @@ impl Turn<'_> {
             tracing::info!(connector = %conn.id, reminder = fire.reminder, "its owner is no longer allowed; not fired");
             return Ok(Reply::Nothing);
         }
-        if let What::Hook { hook, mode, text } = &fire.what {
+        if let What::Hook { hook, turn, text } = &fire.what {
+            let mode = match turn {
+                true => crate::config::HookMode::Turn,
+                false => crate::config::HookMode::Message,
+            };
             return self
-                .hook_delivery(hook, *mode, text, fire.at_ms, progress)
+                .hook_delivery(hook, mode, text, fire.at_ms, progress)
                 .await;
         }
         tracing::info!(connector = %conn.id, reminder = fire.reminder, at = fire.at_ms, "reminder fires");

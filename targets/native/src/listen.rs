@@ -53,6 +53,19 @@ const MAX_READ_BUFFER: usize = 16 * 1024;
 /// How long to wait before accepting again after a failed accept (out of descriptors, say).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// Binds `addr` and serves `webhook` there on a task of its own until `stop` resolves: what
+/// `clawless run --listen` adds beside long polling (hooks, the panel, /healthz, /metrics).
+pub async fn beside(
+    addr: &str,
+    webhook: Webhook,
+    limits: Limits,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    let listener = TcpListener::bind(addr).await?;
+    tracing::info!(local = %listener.local_addr()?, "answering hooks, the panel and /metrics");
+    Ok(tokio::spawn(serve(listener, webhook, limits, stop)))
+}
+
 /// Serves `webhook` on `listener` until `stop` resolves, then shuts down within
 /// `limits.shutdown_deadline`.
 pub async fn serve(

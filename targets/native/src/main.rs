@@ -5,20 +5,19 @@
 //! (including an unknown `--connector`); 3 the configuration is invalid or a setting is
 //! missing.
 
-use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use clawless_core::admin::AdminError;
-use clawless_core::SessionKey;
 use clawless_native::{listen, poll, runner, server, setup};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 mod admin_cli;
+mod chat_cli;
 use admin_cli::{audit, config_check, doctor, memory, pairing, skills, webhook};
 
 const GRACE: Duration = Duration::from_secs(20);
@@ -120,7 +119,7 @@ async fn dispatch(command: Command) -> Result<()> {
             println!("ok");
             Ok(())
         }
-        Command::Chat { connector } => chat(connector.as_deref()).await,
+        Command::Chat { connector } => chat_cli::chat(connector.as_deref()).await,
         Command::Tui {
             connector,
             serve,
@@ -328,20 +327,13 @@ async fn run_polling(listen: Option<&str>) -> Result<()> {
     let mut listening = None;
     if let Some(addr) = listen {
         let limits = setup::limits(&setup::env()).map_err(|e| ConfigProblem(format!("{e:#}")))?;
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
-        tracing::info!(local = %listener.local_addr()?, "answering hooks, the panel and /metrics");
         let webhook = server::Webhook::new(n.app.clone(), kicker.clone(), limits.body_timeout);
         let mut rx = stop_rx.clone();
-        listening = Some(tokio::spawn(listen::serve(
-            listener,
-            webhook,
-            limits,
-            async move {
-                let _ = rx.changed().await;
-            },
-        )));
+        let stop = async move {
+            let _ = rx.changed().await;
+        };
+        let bound = listen::beside(addr, webhook, limits, stop).await;
+        listening = Some(bound.with_context(|| format!("binding {addr}"))?);
     }
     let mut pollers = Vec::new();
     for id in n.app.admin().connector_ids() {
@@ -483,36 +475,4 @@ async fn tui(connector: Option<&str>, serve: Option<&str>) -> Result<()> {
         s.stop().await;
     }
     shown
-}
-
-async fn chat(connector: Option<&str>) -> Result<()> {
-    let n = build().await?;
-    if !n.app.admin().has_model() {
-        return Err(ConfigProblem("set ANTHROPIC_API_KEY or OPENAI_API_KEY first".into()).into());
-    }
-    let connector = n.app.admin().connector_id(connector)?;
-    let session = &SessionKey::new("local:terminal");
-    println!("clawless chat — /new starts over, Ctrl-D quits");
-    let stdin = std::io::stdin();
-    loop {
-        print!("> ");
-        std::io::stdout().flush()?;
-        let mut line = String::new();
-        if stdin.lock().read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if line == "/new" {
-            n.app.admin().reset_session(session).await?;
-            println!("(fresh conversation)");
-            continue;
-        }
-        match n.app.chat_local(&connector, session, line).await {
-            Ok(reply) => println!("{reply}\n"),
-            Err(e) => println!("(error: {e})\n"),
-        }
-    }
 }

@@ -1,4 +1,4 @@
-//! A hook's template: text with `{{path}}` placeholders filled from the delivery. `{{body}}`
+//! A hook's template (see [`crate::hooks`]): text with `{{path}}` placeholders filled from the delivery. `{{body}}`
 //! is the whole body (a JSON body as compact JSON); `{{a.b.0.c}}` walks a JSON body's
 //! objects and arrays. A path that leads nowhere fills in as nothing; a string fills in as
 //! itself, anything else as compact JSON. Nothing else is interpreted: no loops, no filters,
