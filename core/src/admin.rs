@@ -1,7 +1,7 @@
 //! What a shell's command line and set-up ask of the app, as methods, so no shell reaches into
 //! `App` or `Connector` fields: which bots there are and what they still lack, their webhooks
-//! (and a serverless deployment's set-up of itself), sessions, long polling, pairings, skills
-//! and housekeeping.
+//! (and a serverless deployment's set-up of itself), the incoming webhooks, sessions, long
+//! polling, pairings, skills and housekeeping.
 
 use clawless_platform::{KvExt, PortError};
 use serde_json::Value;
@@ -38,6 +38,25 @@ pub struct SetupReport {
     pub steps: Vec<String>,
 }
 
+/// One incoming webhook as the operator sees it (`/admin/hooks`, `doctor`, the panel): where
+/// its deliveries land and whether its secret is set, never the secret nor its length.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HookInfo {
+    /// Its URL's last part: `POST /hooks/<name>`.
+    pub name: String,
+    /// The bot whose chat it is.
+    pub connector: String,
+    pub chat: i64,
+    pub mode: crate::config::HookMode,
+    pub per_minute: u32,
+    /// The agent that answers a `turn` (`None`: the chat's).
+    pub agent: Option<String>,
+    /// The setting that holds its secret (a name, not the secret).
+    pub secret_env: String,
+    /// Whether that setting is set: without it every delivery is refused with 401.
+    pub secret_set: bool,
+}
+
 /// Who may talk to a connector, as `clawless pairing list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PairingList {
@@ -53,6 +72,24 @@ impl<'a> Admin<'a> {
     /// The connectors' ids, in order.
     pub fn connector_ids(self) -> Vec<ConnectorId> {
         self.app.connectors.keys().cloned().collect()
+    }
+
+    /// The incoming webhooks (`hooks:`), by name.
+    pub fn hooks(self) -> Vec<HookInfo> {
+        self.app
+            .hooks
+            .values()
+            .map(|h| HookInfo {
+                name: h.config.name.clone(),
+                connector: h.connector.as_str().to_owned(),
+                chat: h.config.chat,
+                mode: h.config.mode,
+                per_minute: h.config.per_minute,
+                agent: h.config.agent.clone(),
+                secret_env: h.config.secret_env.clone(),
+                secret_set: h.has_secret(),
+            })
+            .collect()
     }
 
     /// The configuration of the connector's default agent (`None`: no such connector).

@@ -2,8 +2,9 @@
 //! `/admin/metrics`): `GET /admin/metrics` the Prometheus text of [`Admin::metrics_text`],
 //! `GET /admin/events?after=<cursor>` the kept events ([`Admin::event_page`]) and `GET
 //! /admin/overview` the stores as the cockpit shows them ([`Admin::overview`]), which
-//! `clawless tui --remote` reads,
-//! `GET /admin/audit` answers
+//! `clawless tui --remote` reads, `GET /admin/hooks` the incoming webhooks ([`Admin::hooks`]:
+//! each one's name, bot, chat, mode, rate, agent and whether its secret is set, never the
+//! secret), `GET /admin/audit` answers
 //! the audit trail to `clawless audit --remote URL`, `GET /admin/doctor` the checks of
 //! [`crate::doctor`] to `clawless doctor --remote URL`, and `POST /admin/setup` points
 //! Telegram's webhook at the deployment itself and sets the command menu (see
@@ -153,7 +154,7 @@ impl Admin<'_> {
             return AdminReply::text(404, "not found");
         }
         let method = match req.name {
-            "audit" | "doctor" | "metrics" | "events" | "overview" | "export" => "GET",
+            "audit" | "doctor" | "metrics" | "events" | "overview" | "export" | "hooks" => "GET",
             "setup" | "import" => "POST",
             _ => return AdminReply::text(404, "not found"),
         };
@@ -199,6 +200,7 @@ impl Admin<'_> {
                     AdminReply::text(503, "storage unavailable")
                 }
             },
+            "hooks" => AdminReply::json(200, &json!({ "hooks": self.hooks() })),
             "export" => self.export_reply(req.query, req.shell).await,
             "import" => self.import_reply(req.query, req.body).await,
             "doctor" => {

@@ -4,7 +4,7 @@
 //! request is refused with its status before anything is stored; each delivery is in the
 //! audit trail and `/metrics`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 
