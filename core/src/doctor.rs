@@ -4,7 +4,8 @@
 //! it (URL, pending updates, its last delivery error and when), each model's key (the
 //! provider's cheapest call), each MCP server's tool list (a local program started), storage
 //! (a write, read and delete of a probe key), the backlog
-//! (oldest pending job, retries due) and the settings still missing.
+//! (oldest pending job, retries due), the settings still missing and each incoming webhook's
+//! secret (`hooks.rs`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,6 +13,7 @@ use serde_json::Value;
 use crate::app::Admin;
 use crate::telegram::api::TelegramError;
 
+mod hooks;
 mod security;
 
 /// A pending job older than this is a failure of the backlog check: something stopped
@@ -85,6 +87,7 @@ impl Admin<'_> {
                 format!("{id} has no allowed users and no owner: strangers get a pairing code that only `clawless pairing approve` can approve; set TELEGRAM_ALLOWED_USERS to your id"),
             ));
         }
+        out.extend(self.hook_checks());
         for c in self.app.connectors.values().filter(|c| c.token_set) {
             let name = format!("telegram {}", c.id);
             match c.bot.get_me().await {

@@ -1,5 +1,6 @@
 //! What the operator is told of the incoming webhooks: `/admin/hooks` lists them behind the
-//! admin token (whether each secret is set, never the secret).
+//! admin token (whether each secret is set, never the secret), and `doctor` has one check per
+//! hook (its secret missing, short or fine, and where it lands).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -7,6 +8,7 @@ mod support;
 
 use clawless_core::admin_http::AdminRequest;
 use clawless_core::config::ConfigFiles;
+use clawless_core::doctor::{Delivery, Status};
 use clawless_core::Config;
 use clawless_testkit::fixtures::{GROUP_ID, OWNER_ID};
 use futures::executor::block_on;
@@ -108,5 +110,59 @@ fn admin_hooks_is_absent_without_an_admin_token() {
         let h = Harness::with_env(Wire::Anthropic, config, &[]).unwrap();
         let (status, _) = admin_hooks(&h, "GET", Some("Bearer anything-at-all-here")).await;
         assert_eq!(status, 404);
+    });
+}
+
+#[test]
+fn doctor_checks_each_hook_secret_and_says_where_it_lands() {
+    block_on(async {
+        let h = harness();
+        h.script(200, json!({"data": []})); // the model's key check
+        let checks = h.app.admin().doctor(Delivery::Either).await;
+        let hooks: Vec<_> = checks
+            .iter()
+            .filter(|c| c.name.starts_with("hook "))
+            .map(|c| (c.name.as_str(), c.status, c.detail.as_str()))
+            .collect();
+        assert_eq!(
+            hooks,
+            [
+                (
+                    "hook deploys",
+                    Status::Ok,
+                    &*format!("POST /hooks/deploys sends its message to the private chat of {OWNER_ID} (bot main), at most 30 a minute"),
+                ),
+                (
+                    "hook form",
+                    Status::Warn,
+                    "HOOK_FORM is shorter than 16 characters: anyone who guesses it can post to /hooks/form; set a long random one",
+                ),
+                (
+                    "hook orphan",
+                    Status::Fail,
+                    "set HOOK_ORPHAN (a long random string, e.g. openssl rand -hex 32) or every delivery to /hooks/orphan is refused with 401",
+                ),
+            ]
+        );
+        // Over /admin/doctor: the same checks, no secret in them.
+        h.script(200, json!({"data": []}));
+        let reply = h
+            .app
+            .admin()
+            .serve(AdminRequest {
+                method: "GET",
+                name: "doctor",
+                authorization: Some(&format!("Bearer {ADMIN}")),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(reply.status, 200);
+        let body = reply.body_text();
+        let answer: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(answer["ok"], false, "a hook without its secret fails");
+        assert!(body.contains("hook orphan"), "{body}");
+        for secret in [LONG_SECRET, SHORT_SECRET] {
+            assert!(!body.contains(secret), "a secret in {body}");
+        }
     });
 }
