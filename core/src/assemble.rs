@@ -177,6 +177,7 @@ impl App {
             wake: wake.clone(),
             bots: bots.clone(),
             painter: painter.clone(),
+            watches: config.watches.clone(),
         };
         let catalog = Arc::new(Catalog::new(
             config.skills.clone(),

@@ -28,7 +28,7 @@ mod validate;
 
 pub use crate::media::MediaConfig;
 pub use crate::tools::web::WebConfig;
-pub use hooks::{HookConfig, HookMode};
+pub use hooks::{HookConfig, HookMode, WatchConfig};
 pub use mcp::McpServerConfig;
 pub use persona::{MAX_EMOJI_BYTES, PERSONA_FILES};
 pub use policy::{ApprovalConfig, AuditConfig, BackupConfig, PolicyConfig, Rule};
@@ -302,6 +302,9 @@ pub struct Config {
     /// Archives of the store on a schedule (native).
     #[serde(default)]
     pub backup: BackupConfig,
+    /// The bounds of watches.
+    #[serde(default)]
+    pub watches: WatchConfig,
     /// Incoming webhooks (`POST /hooks/<name>`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<HookConfig>,

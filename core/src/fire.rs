@@ -122,7 +122,7 @@ impl App {
             tracing::info!(%connector, id, at, "firing already in the inbox");
         }
         // Before the one-off's record goes: no import brings back what left a tombstone.
-        if r.cron.is_none() {
+        if !r.repeats() {
             store.mark_fired(&r, at).await?;
         }
         if !store.advance(&r, &read, now).await? {

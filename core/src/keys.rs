@@ -38,6 +38,7 @@
 //! | `panel-link/<token digest>` | a panel sign-in link: whose, whether used (TTL 10 min) | panel |
 //! | `panel-out/<connector>/<user>` | a person's panel sign-outs: the sessions ended one by one, the time of "sign out everywhere" (TTL: a session's life) | panel |
 //! | `schema/store` | the store's layout version and the release that wrote it | upgrade |
+//! | `watch/<connector>/<chat>/<id:010>` | what a watch knows of its page: validators, hash, text, failures (TTL 90 d) | watch |
 //! | `hookrate/<hook>/<minute>` | how many deliveries a hook took in a minute (TTL 2 min) | hooks |
 //! | `call/<turn>:<round>:<call id>` | what a tool call that must happen once did (a reminder's id, then "done"), two days | schedule |
 
@@ -47,7 +48,7 @@ use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
 /// and the tombstones of fired one-offs (`sched-fired/`, last: a cursor of an export in
 /// parts names a prefix by its place here), so no import brings one back. Left out: what the
 /// target rebuilds (`memidx/`, `botinfo/`, `menu/`), what is in flight or short-lived
-/// (`inbox/`, `lease/`, `seen/`, `call/`, `hookrate/`, `pairing/`, `stranger/`, `preview/`, `panel-link/`,
+/// (`inbox/`, `lease/`, `seen/`, `call/`, `hookrate/`, `watch/`, `pairing/`, `stranger/`, `preview/`, `panel-link/`,
 /// `doctor/`, `consolidating/`), an instance's own (`events/`, `metrics/`, `poll/`) and the
 /// store's version. An archive holding any other key is refused.
 pub const EXPORTED: &[&str] = &[
@@ -88,6 +89,11 @@ pub fn lane_jobs(lane: &Lane) -> String {
 
 pub fn seen(connector: &ConnectorId, update_id: i64) -> String {
     format!("seen/{connector}/{update_id}")
+}
+
+/// What watch `id` of `chat` knows of its page (see [`crate::watch`]).
+pub fn watch_state(connector: &ConnectorId, chat: i64, id: u64) -> String {
+    format!("watch/{connector}/{chat}/{id:010}")
 }
 
 /// A hook's delivery count in minute `minute` (since the epoch).

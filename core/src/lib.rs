@@ -83,6 +83,7 @@ pub mod tools;
 pub mod turn;
 pub mod upgrade;
 pub mod usage;
+pub mod watch;
 
 pub use app::App;
 pub use config::{Config, ConfigError, ConfigFiles};

@@ -73,6 +73,7 @@ fn deps(clock: Arc<dyn Clock>) -> crate::tools::ToolDeps {
         exec: None,
         bots: Default::default(),
         painter: None,
+        watches: Default::default(),
         files: p.files,
         kv: p.kv,
     }

@@ -122,7 +122,7 @@ impl<'a> Merging<'a> {
         let held = &mut self.chat(&connector, chat).await?.held;
         // Only a one-off leaves a tombstone.
         let gone: Vec<u64> = (held.iter())
-            .filter(|(_, r, _)| r.cron.is_none() && r.fingerprint() == fingerprint)
+            .filter(|(_, r, _)| !r.repeats() && r.fingerprint() == fingerprint)
             .map(|(_, r, _)| r.id)
             .collect();
         held.retain(|(_, r, _)| !gone.contains(&r.id));
@@ -160,7 +160,7 @@ impl<'a> Merging<'a> {
             )));
         }
         let mut bytes = entry.value.clone();
-        if r.cron.is_some() && r.next_ms < self.now_ms {
+        if r.repeats() && r.next_ms < self.now_ms {
             // Recurring: it goes on from now; the times missed are not fired.
             let Some(next) = r.next_after(self.now_ms) else {
                 return Ok(self.refuse(format!("{shown}: its schedule names no time to come")));
@@ -215,7 +215,7 @@ impl<'a> Merging<'a> {
         };
         held[at].2 = true;
         let (read, ours, _) = &held[at];
-        if r.cron.is_some() && r.next_ms > ours.next_ms {
+        if r.repeats() && r.next_ms > ours.next_ms {
             let next = r.next_after(now_ms).filter(|_| r.next_ms < now_ms);
             let next = next.unwrap_or(r.next_ms);
             if store.move_to(ours, read, next).await? {
@@ -235,7 +235,7 @@ impl<'a> Merging<'a> {
 
     /// Whether the one-off `r` left a tombstone here: from the chat's listing, or asked.
     async fn has_fired(&mut self, r: &Reminder, fingerprint: &str) -> Result<bool, PortError> {
-        if r.cron.is_some() {
+        if r.repeats() {
             return Ok(false); // only one-offs leave tombstones
         }
         let store = self.store;

@@ -36,6 +36,8 @@ struct MainFile {
     backup: BackupConfig,
     #[serde(default)]
     hooks: Vec<HookConfig>,
+    #[serde(default)]
+    watches: WatchConfig,
 }
 
 impl Config {
@@ -188,6 +190,9 @@ impl Config {
             ));
         }
         check_hooks(&main.hooks, &connectors, &agents)?;
+        if let Some((field, why)) = main.watches.problem() {
+            return Err(err("main.yaml", field, why));
+        }
         Ok(Config {
             connectors,
             session: main.session,
@@ -201,6 +206,7 @@ impl Config {
             streaming: main.streaming,
             backup: main.backup,
             hooks: main.hooks,
+            watches: main.watches,
             routing,
             agents,
             providers,

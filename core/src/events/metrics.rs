@@ -107,6 +107,11 @@ const METRICS: &[(&str, &str, &str)] = &[
         "Incoming webhook requests, by hook and result (accepted, duplicate, unauthorized, rate_limited, ...).",
     ),
     (
+        "clawless_watch_checks_total",
+        "counter",
+        "Watch checks, by result (learned, not_modified, unchanged, changed, failed, put_off); only changed runs the model.",
+    ),
+    (
         "clawless_reminders_fired_total",
         "counter",
         "Reminders and tasks fired.",
@@ -468,6 +473,12 @@ impl Metrics {
             Event::HookReceived { hook, result } => s.add(
                 "clawless_hooks_received_total",
                 &[("hook", hook), ("result", result)],
+                1.0,
+                scratch,
+            ),
+            Event::WatchChecked { result } => s.add(
+                "clawless_watch_checks_total",
+                &[("result", result)],
                 1.0,
                 scratch,
             ),

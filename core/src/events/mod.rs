@@ -90,6 +90,10 @@ pub enum Event {
         hook: CompactString,
         result: CompactString,
     },
+    /// A watch checked its page: `result` is `learned` (the first look), `not_modified`
+    /// (304), `unchanged`, `changed` (a turn runs), `failed` or `put_off` (a failing page's
+    /// backoff).
+    WatchChecked { result: CompactString },
     /// A reminder or task fired into its chat's inbox.
     ReminderFired { reminder: u64 },
     /// A session's older turns were folded into its summary.
@@ -151,6 +155,7 @@ impl Event {
             Event::RetryScheduled { .. } => "retry_scheduled",
             Event::TurnEnded { .. } => "turn_ended",
             Event::HookReceived { .. } => "hook_received",
+            Event::WatchChecked { .. } => "watch_checked",
             Event::ReminderFired { .. } => "reminder_fired",
             Event::Compacted { .. } => "compacted",
         }
@@ -363,6 +368,9 @@ mod tests {
             Event::HookReceived {
                 hook: "ci".into(),
                 result: "accepted".into(),
+            },
+            Event::WatchChecked {
+                result: "changed".into(),
             },
             Event::ReminderFired { reminder: 3 },
             Event::Compacted { folded: 4 },

@@ -57,9 +57,21 @@ impl Reminder {
             .collect()
     }
 
+    /// Whether it fires again after a firing: a cron, or a watch's period. A one-off leaves a
+    /// tombstone when it fires.
+    pub fn repeats(&self) -> bool {
+        self.cron.is_some() || matches!(self.what, What::Watch { .. })
+    }
+
     /// The first time its cron names after both `now_ms` and its next time (ms); `None` for a
     /// one-off, or a cron that names no time to come.
     pub fn next_after(&self, now_ms: u64) -> Option<u64> {
+        if let What::Watch { every_secs, .. } = &self.what {
+            // Every period from its first time; after downtime the next one to come, once.
+            let every = every_secs.max(&1).saturating_mul(1000);
+            let periods = now_ms.saturating_sub(self.next_ms) / every + 1;
+            return Some(self.next_ms.saturating_add(periods.saturating_mul(every)));
+        }
         let zone = Zone::find(&self.zone).unwrap_or_else(Zone::utc);
         let from = (now_ms.max(self.next_ms) / 1000) as i64;
         let at = cron::Cron::parse(self.cron.as_deref()?)
@@ -72,7 +84,7 @@ impl Reminder {
     /// tombstone may be gone, so an import does not bring it back.
     pub fn overdue_past_tombstones(&self, now_ms: u64) -> bool {
         let kept = FIRED_TTL.as_millis() as u64;
-        self.cron.is_none() && self.next_ms.saturating_add(kept) < now_ms
+        !self.repeats() && self.next_ms.saturating_add(kept) < now_ms
     }
 }
 

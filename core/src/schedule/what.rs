@@ -1,5 +1,5 @@
 //! What a reminder's firing does ([`What`]): a text, a prompt, a background task, its answer,
-//! or a hook's delivery.
+//! a watch's check, or a hook's delivery.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,13 @@ pub enum What {
         task: String,
         answer: String,
     },
+    /// A watch (see [`crate::watch`]): every `every_secs` its page is fetched, without the
+    /// model; only when its text changed is a turn run on `task` with what changed.
+    Watch {
+        url: String,
+        every_secs: u64,
+        task: String,
+    },
     /// A hook's delivery (see [`crate::hooks`]): `text` sent as it is, or, with `turn`, a
     /// turn run on it as untrusted text. Never a reminder of its own: only an inbox job.
     Hook {
@@ -43,6 +50,7 @@ impl What {
             What::Spawn { task, .. } => task,
             What::Done { answer, .. } => answer,
             What::Hook { text, .. } => text,
+            What::Watch { task, .. } => task,
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod message;
 pub mod schedule;
 pub mod skill;
 pub mod time;
+pub mod watch;
 pub mod web;
 
 use std::collections::BTreeMap;
@@ -55,6 +56,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "list_dir",
     "delete_file",
     "schedule",
+    "watch",
     "message",
     "skill",
     "spawn",
@@ -142,6 +144,8 @@ pub struct ToolDeps {
     pub bots: Arc<BTreeMap<crate::ids::ConnectorId, message::Outbound>>,
     /// Where `generate_image` has pictures made, when a service is set.
     pub painter: Option<Arc<dyn crate::media::image::Painter>>,
+    /// `watches:` of `main.yaml`.
+    pub watches: crate::config::WatchConfig,
 }
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool
@@ -382,6 +386,13 @@ impl ToolRegistry {
                     kv: deps.kv.clone(),
                     clock: deps.clock.clone(),
                     wake: deps.wake.clone(),
+                })),
+                "watch" => reg.register(Arc::new(watch::Watch {
+                    kv: deps.kv.clone(),
+                    clock: deps.clock.clone(),
+                    wake: deps.wake.clone(),
+                    web: deps.web.clone(),
+                    bounds: deps.watches.clone(),
                 })),
                 // Registered by the assembly, which knows the agent's other tools (a skill's
                 // requirements are checked against them).

@@ -181,6 +181,7 @@ pub fn describe(r: &Reminder, zone: &Zone, now_ms: u64, max_chars: usize) -> Str
         What::Spawn { task, .. } => ("background task", task),
         What::Done { answer, .. } => ("background answer", answer),
         What::Hook { text, .. } => ("hook delivery", text),
+        What::Watch { task, .. } => ("watch", task),
     };
     let body: String = match body.chars().nth(max_chars) {
         Some(_) => body.chars().take(max_chars).chain(['…']).collect(),

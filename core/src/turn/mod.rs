@@ -23,6 +23,7 @@ mod reports;
 mod run;
 mod tap;
 mod voice;
+mod watch;
 #[cfg(feature = "archive")]
 pub(crate) use voice::SPOKEN_DIR;
 

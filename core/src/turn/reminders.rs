@@ -144,6 +144,9 @@ impl Turn<'_> {
                 .hook_delivery(hook, mode, text, fire.at_ms, progress)
                 .await;
         }
+        if let What::Watch { .. } = &fire.what {
+            return self.watch_check(fire, progress).await;
+        }
         tracing::info!(connector = %conn.id, reminder = fire.reminder, at = fire.at_ms, "reminder fires");
         let prompt = match &fire.what {
             What::Text(text) => {
@@ -174,7 +177,8 @@ impl Turn<'_> {
                     conn, msg, fire, agent, task, answer,
                 ))
             }
-            What::Hook { .. } => return Ok(Reply::Nothing), // delivered above
+            // Delivered and checked above.
+            What::Hook { .. } | What::Watch { .. } => return Ok(Reply::Nothing),
         };
         let text = format!(
             "[Scheduled task #{}, set earlier to run now: carry it out and answer here.]\n{prompt}",

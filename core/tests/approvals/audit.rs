@@ -36,6 +36,7 @@ async fn trail(h: &Harness) -> Vec<String> {
             clawless_core::audit::Step::Pairing { action, person } => {
                 format!("pairing: {person} {action}")
             }
+            clawless_core::audit::Step::Hook { name, mode } => format!("hook: {name} {mode}"),
         })
         .collect()
 }

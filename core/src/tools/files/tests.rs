@@ -441,6 +441,7 @@ fn the_five_are_built_ins_and_guarded() {
         exec: None,
         bots: Default::default(),
         painter: None,
+        watches: Default::default(),
     };
     let names = [
         "read_file",

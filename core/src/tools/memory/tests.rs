@@ -136,6 +136,7 @@ fn a_write_whose_indexing_outlasts_the_budget_is_reported_saved() {
         exec: None,
         bots: Default::default(),
         painter: None,
+        watches: Default::default(),
         files: p.files.clone(),
         kv: p.kv.clone(),
     };

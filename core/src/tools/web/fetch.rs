@@ -34,23 +34,28 @@ impl WebFetch {
         }
     }
 
-    /// Follows redirects from `target` to a final response, each hop checked.
+    /// Follows redirects from `target` to a final response, each hop checked; `extra`
+    /// headers go with every hop.
     async fn get(
         &self,
         mut target: Checked,
         policy: &Policy,
+        extra: &[(&str, &str)],
     ) -> Result<(Checked, clawless_platform::HttpResponse), ToolError> {
         let outside = Outside {
             max_body: self.config.max_download(),
             allow_private: self.config.allow_private,
         };
         for hop in 0..=MAX_REDIRECTS {
-            let request = HttpRequest::get(target.url.clone(), self.config.timeout())
+            let mut request = HttpRequest::get(target.url.clone(), self.config.timeout())
                 .header(
                     "accept",
                     "text/html,application/xhtml+xml,application/json,text/plain;q=0.9,*/*;q=0.5",
                 )
                 .outside(outside);
+            for (name, value) in extra {
+                request = request.header(name, *value);
+            }
             let resp = self.http.send(request).await.map_err(|e| {
                 let why = match e.kind {
                     ErrorKind::Timeout => {
@@ -80,6 +85,68 @@ impl WebFetch {
             "more than {MAX_REDIRECTS} redirects; stopped at {}",
             shown(&target.url)
         )))
+    }
+}
+
+/// What a conditional fetch ([`WebFetch::conditional`]) found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fetched {
+    /// 304: the page says it has not changed since the validators.
+    NotModified,
+    /// The page's readable text (cut to `web.max_text_kb`) and its new validators.
+    Page {
+        text: String,
+        etag: Option<String>,
+        last_modified: Option<String>,
+    },
+}
+
+impl WebFetch {
+    /// GETs `url` as `web_fetch` does (every hop checked), asking only for a change since
+    /// `etag` and `last_modified` (`If-None-Match`, `If-Modified-Since`): what a watch
+    /// checks without the model. An HTTP error is an `Err` naming the status.
+    pub async fn conditional(
+        &self,
+        url: &str,
+        etag: Option<&str>,
+        last_modified: Option<&str>,
+    ) -> Result<Fetched, ToolError> {
+        let policy = self.policy();
+        let target = guard::check(url.trim(), &policy).map_err(|r| ToolError(r.to_string()))?;
+        let mut extra = Vec::new();
+        if let Some(e) = etag {
+            extra.push(("if-none-match", e));
+        }
+        if let Some(m) = last_modified {
+            extra.push(("if-modified-since", m));
+        }
+        let (target, resp) = self.get(target, &policy, &extra).await?;
+        if resp.status == 304 {
+            return Ok(Fetched::NotModified);
+        }
+        if resp.status >= 400 {
+            let url = shown(&target.url);
+            return Err(ToolError(format!("{url} answered HTTP {}", resp.status)));
+        }
+        let mime = resp
+            .header("content-type")
+            .and_then(|t| t.split(';').next())
+            .map(|t| t.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        let (_, text) = readable(&mime, &resp.body, &target.url);
+        let max = self.config.max_text();
+        let text = head(&text, max).to_owned();
+        let validator = |name| resp.header(name).map(|v| super::clip(v, 200));
+        Ok(Fetched::Page {
+            text,
+            etag: validator("etag"),
+            last_modified: validator("last-modified"),
+        })
+    }
+
+    /// A `web_fetch` for the app's own checks: the Http port and the web settings.
+    pub fn new(http: Arc<dyn Http>, config: WebConfig) -> WebFetch {
+        WebFetch { http, config }
     }
 }
 
@@ -127,7 +194,7 @@ impl Tool for WebFetch {
             .ok_or_else(|| ToolError("url is required (a string)".into()))?;
         let policy = self.policy();
         let target = guard::check(url.trim(), &policy).map_err(|r| ToolError(r.to_string()))?;
-        let (target, resp) = self.get(target, &policy).await?;
+        let (target, resp) = self.get(target, &policy, &[]).await?;
         if resp.status >= 400 {
             return Err(ToolError(format!(
                 "{} answered HTTP {}",
