@@ -28,7 +28,8 @@ mod validate;
 
 pub use crate::media::MediaConfig;
 pub use crate::tools::web::WebConfig;
-pub use hooks::{HookConfig, HookMode, WatchConfig};
+pub use crate::watch::WatchConfig;
+pub use hooks::{HookConfig, HookMode};
 pub use mcp::McpServerConfig;
 pub use persona::{MAX_EMOJI_BYTES, PERSONA_FILES};
 pub use policy::{ApprovalConfig, AuditConfig, BackupConfig, PolicyConfig, Rule};

@@ -39,6 +39,7 @@
 //! | `panel-out/<connector>/<user>` | a person's panel sign-outs: the sessions ended one by one, the time of "sign out everywhere" (TTL: a session's life) | panel |
 //! | `schema/store` | the store's layout version and the release that wrote it | upgrade |
 //! | `watch/<connector>/<chat>/<id:010>` | what a watch knows of its page: validators, hash, text, failures (TTL 90 d) | watch |
+//! | `watch-gate/<connector>/<chat>/<task id:010>` | the changes of its watch a gated task last ran on, and the firing that took them (TTL 400 d) | watch |
 //! | `hookrate/<hook>/<minute>` | how many deliveries a hook took in a minute (TTL 2 min) | hooks |
 //! | `call/<turn>:<round>:<call id>` | what a tool call that must happen once did (a reminder's id, then "done"), two days | schedule |
 
@@ -48,7 +49,7 @@ use crate::ids::{ConnectorId, Lane, Scope, SessionKey};
 /// and the tombstones of fired one-offs (`sched-fired/`, last: a cursor of an export in
 /// parts names a prefix by its place here), so no import brings one back. Left out: what the
 /// target rebuilds (`memidx/`, `botinfo/`, `menu/`), what is in flight or short-lived
-/// (`inbox/`, `lease/`, `seen/`, `call/`, `hookrate/`, `watch/`, `pairing/`, `stranger/`, `preview/`, `panel-link/`,
+/// (`inbox/`, `lease/`, `seen/`, `call/`, `hookrate/`, `watch/`, `watch-gate/`, `pairing/`, `stranger/`, `preview/`, `panel-link/`,
 /// `doctor/`, `consolidating/`), an instance's own (`events/`, `metrics/`, `poll/`) and the
 /// store's version. An archive holding any other key is refused.
 pub const EXPORTED: &[&str] = &[
@@ -94,6 +95,11 @@ pub fn seen(connector: &ConnectorId, update_id: i64) -> String {
 /// What watch `id` of `chat` knows of its page (see [`crate::watch`]).
 pub fn watch_state(connector: &ConnectorId, chat: i64, id: u64) -> String {
     format!("watch/{connector}/{chat}/{id:010}")
+}
+
+/// The watch changes gated task `task` of `chat` last ran on (see [`crate::watch`]).
+pub fn watch_gate(connector: &ConnectorId, chat: i64, task: u64) -> String {
+    format!("watch-gate/{connector}/{chat}/{task:010}")
 }
 
 /// A hook's delivery count in minute `minute` (since the epoch).

@@ -24,6 +24,39 @@ use crate::ids::ConnectorId;
 use crate::keys;
 use crate::schedule::What;
 
+/// `watches:` in `main.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WatchConfig {
+    /// The shortest period a watch may have (seconds).
+    pub min_every_secs: u64,
+    /// The most watches one chat may have.
+    pub max_per_chat: usize,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        Self {
+            min_every_secs: 900,
+            max_per_chat: 20,
+        }
+    }
+}
+
+impl WatchConfig {
+    /// What is wrong with it, as (field, why).
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        if !(10..=604_800).contains(&self.min_every_secs) {
+            let why = "must be between 10 (seconds) and 604800 (a week)".into();
+            return Some(("watches.min_every_secs", why));
+        }
+        if !(1..=100).contains(&self.max_per_chat) {
+            return Some(("watches.max_per_chat", "must be between 1 and 100".into()));
+        }
+        None
+    }
+}
+
 /// The most text of a page kept to compare with the next check (bytes).
 pub const MAX_KEPT_TEXT: usize = 24 * 1024;
 /// The most characters of a change given to the model.
@@ -108,6 +141,67 @@ impl State {
             _ => now_ms.saturating_add(wait),
         };
     }
+}
+
+/// What a gated task last ran on: its watch's [`State::changes`] then, and the firing (its
+/// update id) that took them, so that firing runs its turn even after a crash.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Gate {
+    pub changes: u64,
+    pub by: i64,
+}
+
+impl Gate {
+    const TTL: std::time::Duration = std::time::Duration::from_secs(400 * 86_400);
+
+    pub async fn read(
+        kv: &dyn Kv,
+        connector: &ConnectorId,
+        chat: i64,
+        task: u64,
+    ) -> Result<Option<Gate>, PortError> {
+        kv.get_json(&keys::watch_gate(connector, chat, task)).await
+    }
+
+    pub async fn write(
+        self,
+        kv: &dyn Kv,
+        connector: &ConnectorId,
+        chat: i64,
+        task: u64,
+    ) -> Result<(), PortError> {
+        let key = keys::watch_gate(connector, chat, task);
+        kv.put_json(&key, &self, Some(Self::TTL)).await
+    }
+}
+
+/// Whether gated task `task`'s firing `firing` runs, its watch `watch` having made
+/// `changes` changes: once per change seen, the count kept before the turn.
+pub async fn gate_opens(
+    kv: &dyn Kv,
+    connector: &ConnectorId,
+    chat: i64,
+    (task, watch, firing): (u64, u64, i64),
+) -> Result<bool, PortError> {
+    let (gate, state) = futures::future::join(
+        Gate::read(kv, connector, chat, task),
+        State::read(kv, connector, chat, watch),
+    )
+    .await;
+    let (gate, changes) = (gate?.unwrap_or_default(), state?.changes);
+    if gate.by == firing && firing != 0 {
+        return Ok(true); // taken before a crash: its turn runs
+    }
+    if changes == gate.changes {
+        return Ok(false);
+    }
+    Gate {
+        changes,
+        by: firing,
+    }
+    .write(kv, connector, chat, task)
+    .await?;
+    Ok(true)
 }
 
 /// The hash of a page's text.

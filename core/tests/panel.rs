@@ -1,7 +1,8 @@
 //! The control panel's sign-in and API (`App::panel`): launch data from Telegram (good,
 //! forged, expired, another bot's, after "sign out everywhere"), the one-time browser link
 //! (`browser`: used once, its cookie, the CSRF token on changes, sign-out), and everyone
-//! reaching only their own (an IDOR corpus over every endpoint).
+//! reaching only their own (an IDOR corpus over every endpoint); the owner's list of hooks
+//! (`hooks`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
@@ -9,6 +10,8 @@ mod support;
 
 #[path = "panel/browser.rs"]
 mod browser;
+#[path = "panel/hooks.rs"]
+mod hooks;
 #[path = "panel/idor.rs"]
 mod idor;
 

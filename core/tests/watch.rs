@@ -299,3 +299,62 @@ fn watches_are_bounded() {
         }
     });
 }
+
+#[test]
+fn a_task_gated_by_a_watch_runs_only_after_a_change() {
+    block_on(async {
+        let (h, site) = harness(None);
+        set_watch(&h).await;
+        tick(&h, Duration::from_secs(2)).await;
+        // A daily digest task that runs only when watch #1 saw a change.
+        h.script(
+            200,
+            anthropic_tool_use(
+                "t1",
+                "schedule",
+                json!({"action": "create", "cron": "0 * * * *", "prompt": "summarise the kettle page", "if_changed": 1}),
+            ),
+        );
+        h.script(200, anthropic_text("Set."));
+        assert_eq!(
+            h.deliver_raw(&private(5, "every hour, if it changed, summarise"))
+                .await,
+            200
+        );
+        let result = h.last_tool_result().to_string();
+        assert!(result.contains("when its watch saw a change"), "{result}");
+        let calls = h.llm_requests().len();
+        // Two hours of the same page: neither the watch nor the task calls the model.
+        for _ in 0..8 {
+            tick(&h, PERIOD).await;
+        }
+        assert_eq!(
+            h.llm_requests().len(),
+            calls,
+            "no model call while nothing changed"
+        );
+        // The page changes: the watch's own turn, then the task's at its next hour, once.
+        site.set("<p>Price: 15</p><p>In stock</p>");
+        h.script(200, anthropic_text("Price went up to 15."));
+        h.script(200, anthropic_text("Summary: the kettle costs 15 now."));
+        for _ in 0..8 {
+            tick(&h, PERIOD).await;
+        }
+        let asked: Vec<String> = h.llm_requests()[calls..]
+            .iter()
+            .map(|r| r["messages"].to_string())
+            .collect();
+        assert_eq!(asked.len(), 2, "the watch's turn and the task's: {asked:?}");
+        assert!(
+            asked[1].contains("summarise the kettle page"),
+            "{}",
+            asked[1]
+        );
+        let texts = h.sent_texts();
+        assert_eq!(
+            texts.iter().filter(|t| t.starts_with("Summary:")).count(),
+            1,
+            "{texts:?}"
+        );
+    });
+}

@@ -271,6 +271,16 @@ const tabs = {
     const c = await api("GET", "/api/config");
     show(el("h2", {}, "Configuration (secrets redacted)"), el("pre", {}, JSON.stringify(c, null, 2)));
   },
+  async hooks() {
+    const data = await api("GET", "/api/hooks");
+    const cards = data.hooks.map((x) => el("div", { class: "card" },
+      el("div", {}, "POST /hooks/" + x.name),
+      el("div", { class: "hint" }, (x.mode === "turn" ? "a turn" : "a message") + " in chat " + x.chat),
+      el("div", { class: "hint" }, x.secret_set
+        ? "secret set (" + x.secret_env + ")"
+        : "secret not set: set " + x.secret_env + ", or every delivery is refused with 401")));
+    show(el("h2", {}, "Incoming webhooks"), ...(cards.length ? cards : [el("p", { class: "hint" }, "No hooks. Add them under hooks: in main.yaml.")]));
+  },
   async account() {
     const me = state.me;
     const out = (everywhere) => guarded(async () => {

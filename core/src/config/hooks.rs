@@ -1,6 +1,6 @@
-//! What acts without being asked, in `main.yaml`: `hooks:`, incoming webhooks, each a URL
-//! (`POST /hooks/<name>`) that puts a message or a turn in one chat (see [`crate::hooks`]);
-//! and `watches:`, the bounds of the `watch` tool (see [`crate::watch`]).
+//! `hooks:` in `main.yaml`: incoming webhooks, each a URL
+//! (`POST /hooks/<name>`) that puts a message or a turn in one chat (see [`crate::hooks`]).
+//! `watches:` ([`crate::watch::WatchConfig`]) lives beside the watches.
 
 use serde::{Deserialize, Serialize};
 
@@ -112,39 +112,6 @@ impl HookConfig {
         }
         if let Err(why) = crate::template::check(template) {
             return Some((at("template"), why));
-        }
-        None
-    }
-}
-
-/// `watches:` in `main.yaml`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct WatchConfig {
-    /// The shortest period a watch may have (seconds).
-    pub min_every_secs: u64,
-    /// The most watches one chat may have.
-    pub max_per_chat: usize,
-}
-
-impl Default for WatchConfig {
-    fn default() -> Self {
-        Self {
-            min_every_secs: 900,
-            max_per_chat: 20,
-        }
-    }
-}
-
-impl WatchConfig {
-    /// What is wrong with it, as (field, why).
-    pub fn problem(&self) -> Option<(&'static str, String)> {
-        if !(10..=604_800).contains(&self.min_every_secs) {
-            let why = "must be between 10 (seconds) and 604800 (a week)".into();
-            return Some(("watches.min_every_secs", why));
-        }
-        if !(1..=100).contains(&self.max_per_chat) {
-            return Some(("watches.max_per_chat", "must be between 1 and 100".into()));
         }
         None
     }

@@ -2,7 +2,8 @@
 //! their own: the memory of their private chats (each agent's scope of theirs), their
 //! workspace files, the reminders of their private chat, their usage. Nothing takes an id of another person:
 //! every store is addressed from the signed-in identity, so there is no id to swap. The owner
-//! of the bot also reaches the audit trail, pairing, health and the configuration.
+//! of the bot also reaches the audit trail, pairing, health, the configuration and the
+//! incoming webhooks.
 //!
 //! | method and path | what |
 //! |---|---|
@@ -19,6 +20,7 @@
 //! | `GET /api/pairing`, `POST /api/pairing/approve` (`{"code"}`), `POST /api/pairing/remove` (`{"user"}`) | owner |
 //! | `GET /api/health` | owner: backlog, retries, approvals, reminders, counts, the bot's errors of the last minutes |
 //! | `GET /api/config` | owner: the effective configuration, secrets redacted |
+//! | `GET /api/hooks` | owner: the bot's incoming webhooks (name, mode, chat, whether the secret is set; see [`super::hooks`]) |
 
 use serde_json::{json, Value};
 
@@ -47,6 +49,7 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
             | "/api/pairing/remove"
             | "/api/health"
             | "/api/config"
+            | "/api/hooks"
     );
     if owner_only && !who.owner {
         return PanelReply::error(403, "only the bot's owner sees this");
@@ -93,6 +96,7 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
         ("POST", "/api/pairing/remove") => pairing_change(app, who, req.body, false).await,
         ("GET", "/api/health") => super::history::health(app, who).await,
         ("GET", "/api/config") => Ok(config(app)),
+        ("GET", "/api/hooks") => Ok(super::hooks::list(app, who)),
         (
             _,
             "/api/me"
@@ -111,7 +115,8 @@ pub(crate) async fn answer(app: &App, who: &Who<'_>, req: &PanelRequest<'_>) -> 
             | "/api/pairing/approve"
             | "/api/pairing/remove"
             | "/api/health"
-            | "/api/config",
+            | "/api/config"
+            | "/api/hooks",
         ) => Err(PanelReply::error(405, "method not allowed")),
         _ => Err(PanelReply::error(404, "not found")),
     };

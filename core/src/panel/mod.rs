@@ -5,8 +5,8 @@
 //! Who is asking is settled in [`auth`] (Telegram's signed launch data, or a session cookie
 //! from a one-time link) and checked against who may talk to the bot
 //! (`turn::pairing::may_talk`), the one gate. Everyone sees only their own: their memory,
-//! reminders and usage; the owner of the bot also the audit trail, pairing, health and the
-//! configuration (secrets redacted). See [`api`].
+//! reminders and usage; the owner of the bot also the audit trail, pairing, health, the
+//! configuration (secrets redacted) and the incoming webhooks. See [`api`].
 //!
 //! The pages (`core/panel/app`) are static: embedded here with the `panel-files` feature
 //! (native, Lambda); the Worker serves them as static assets and leaves the feature off, so
@@ -18,6 +18,7 @@ pub mod approvals;
 pub mod auth;
 mod files;
 mod history;
+mod hooks;
 mod signout;
 mod workspace;
 

@@ -26,6 +26,9 @@ pub enum What {
         task: String,
         answer: String,
     },
+    /// A scheduled task gated by watch `watch`: run as [`What::Prompt`], but only when the
+    /// watch saw its page change since the task last ran (see [`crate::watch`]).
+    Gated { prompt: String, watch: u64 },
     /// A watch (see [`crate::watch`]): every `every_secs` its page is fetched, without the
     /// model; only when its text changed is a turn run on `task` with what changed.
     Watch {
@@ -47,6 +50,7 @@ impl What {
     pub fn body(&self) -> &str {
         match self {
             What::Text(t) | What::Prompt(t) => t,
+            What::Gated { prompt, .. } => prompt,
             What::Spawn { task, .. } => task,
             What::Done { answer, .. } => answer,
             What::Hook { text, .. } => text,

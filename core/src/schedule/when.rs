@@ -44,7 +44,7 @@ pub fn task_bounds(
     held: &[Reminder],
     now_ms: u64,
 ) -> Result<(), String> {
-    if !matches!(what, What::Prompt(_)) {
+    if !matches!(what, What::Prompt(_) | What::Gated { .. }) {
         return Ok(());
     }
     let now_s = (now_ms / 1000) as i64;
@@ -67,7 +67,10 @@ pub fn task_bounds(
         }
     }
     let mut total = runs(first.cron.as_deref(), first.next_ms, zone);
-    for r in held.iter().filter(|r| matches!(r.what, What::Prompt(_))) {
+    for r in held
+        .iter()
+        .filter(|r| matches!(r.what, What::Prompt(_) | What::Gated { .. }))
+    {
         let zone = Zone::find(&r.zone).unwrap_or_else(Zone::utc);
         total += runs(r.cron.as_deref(), r.next_ms, &zone);
     }

@@ -145,7 +145,7 @@ pub struct ToolDeps {
     /// Where `generate_image` has pictures made, when a service is set.
     pub painter: Option<Arc<dyn crate::media::image::Painter>>,
     /// `watches:` of `main.yaml`.
-    pub watches: crate::config::WatchConfig,
+    pub watches: crate::watch::WatchConfig,
 }
 
 /// What a tool returns to the model on failure: the message is shown to the model as a tool

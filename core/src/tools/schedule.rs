@@ -51,7 +51,7 @@ impl Tool for Schedule {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "schedule".into(),
-            description: "Reminders and scheduled tasks in this chat. action \"create\" takes exactly one of `at` (an ISO 8601 date-time such as 2026-03-29T09:00, in the chat's time zone unless it carries an offset), `in_minutes`, or `cron` (minute hour day-of-month month day-of-week, in the chat's time zone), and exactly one of `text` (sent as is when due) or `prompt` (a task you carry out when due, with your tools, answering in this chat); `zone` (IANA, e.g. Europe/Berlin) overrides the chat's time zone for this one. \"list\" shows this chat's reminders and its time zone; \"cancel\" removes one by `id`.".into(),
+            description: "Reminders and scheduled tasks in this chat. action \"create\" takes exactly one of `at` (an ISO 8601 date-time such as 2026-03-29T09:00, in the chat's time zone unless it carries an offset), `in_minutes`, or `cron` (minute hour day-of-month month day-of-week, in the chat's time zone), and exactly one of `text` (sent as is when due) or `prompt` (a task you carry out when due, with your tools, answering in this chat); `zone` (IANA, e.g. Europe/Berlin) overrides the chat's time zone for this one. A `prompt` with `if_changed` (a watch's id) runs only when that watch saw its page change since its last run. \"list\" shows this chat's reminders and its time zone; \"cancel\" removes one by `id`.".into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -62,6 +62,7 @@ impl Tool for Schedule {
                     "text": {"type": "string", "description": "the reminder's text"},
                     "prompt": {"type": "string", "description": "the task to run when due"},
                     "zone": {"type": "string", "description": "IANA time zone"},
+                    "if_changed": {"type": "integer", "description": "a watch's id: the prompt runs only when that watch saw its page change since the last run"},
                     "id": {"type": "integer", "description": "the reminder to cancel"}
                 },
                 "required": ["action"],
@@ -128,13 +129,36 @@ impl Tool for Schedule {
                 };
                 let first = sched::when::first(&input, now, &zone).map_err(ToolError)?;
                 let held = store.list(&connector, chat).await.map_err(storage)?;
+                if let What::Gated { watch, .. } = &what {
+                    let is_watch =
+                        |r: &&Reminder| r.id == *watch && crate::watch::parts(&r.what).is_some();
+                    if !held.iter().any(|r| is_watch(&r)) {
+                        return Err(ToolError(format!(
+                            "this chat has no watch #{watch} (see the watch tool)"
+                        )));
+                    }
+                }
                 sched::when::task_bounds(&what, &first, &zone, &held, now).map_err(ToolError)?;
                 // Keyed by the call: made again after a restart, it is one reminder.
+                let gated = match &what {
+                    What::Gated { watch, .. } => Some(*watch),
+                    _ => None,
+                };
                 let r = store
                     .create_once(&ctx.call, origin, what, first, &zone)
                     .await
                     .map_err(storage)?
                     .map_err(ToolError)?;
+                if let Some(watch) = gated {
+                    // Changes from now on open it, not those the watch saw before.
+                    let kv = &*self.kv;
+                    let seen = crate::watch::State::read(kv, &connector, chat, watch);
+                    let changes = seen.await.map_err(storage)?.changes;
+                    let gate = crate::watch::Gate { changes, by: 0 };
+                    gate.write(kv, &connector, chat, r.id)
+                        .await
+                        .map_err(storage)?;
+                }
                 Ok(format!("Scheduled. {}", describe(&r, &zone, now, 200)))
             }
             other => Err(ToolError(format!(
@@ -149,7 +173,16 @@ fn what(input: &Value) -> Result<What, ToolError> {
     let field = |k: &str| input.get(k).and_then(Value::as_str).map(str::trim);
     let (what, body) = match (field("text"), field("prompt")) {
         (Some(t), None) => (What::Text(t.to_owned()), t),
-        (None, Some(p)) => (What::Prompt(p.to_owned()), p),
+        (None, Some(p)) => match input.get("if_changed").filter(|v| !v.is_null()) {
+            None => (What::Prompt(p.to_owned()), p),
+            Some(w) => {
+                let watch = w.as_u64().ok_or_else(|| {
+                    ToolError("if_changed is the id of one of this chat's watches".into())
+                })?;
+                let prompt = p.to_owned();
+                (What::Gated { prompt, watch }, p)
+            }
+        },
         _ => return Err(ToolError("give exactly one of text or prompt".into())),
     };
     if body.is_empty() {
@@ -178,6 +211,7 @@ pub fn describe(r: &Reminder, zone: &Zone, now_ms: u64, max_chars: usize) -> Str
     let (kind, body) = match &r.what {
         What::Text(t) => ("text", t),
         What::Prompt(p) => ("task", p),
+        What::Gated { prompt, .. } => ("task when its watch saw a change", prompt),
         What::Spawn { task, .. } => ("background task", task),
         What::Done { answer, .. } => ("background answer", answer),
         What::Hook { text, .. } => ("hook delivery", text),

@@ -8,10 +8,10 @@ use clawless_platform::{Clock, Kv};
 use serde_json::{json, Value};
 
 use super::{Level, Tool, ToolContext, ToolError};
-use crate::config::WatchConfig;
 use crate::llm::ToolSpec;
 use crate::schedule::{self as sched, Schedules, What};
 use crate::watch;
+use crate::watch::WatchConfig;
 
 pub struct Watch {
     pub kv: Arc<dyn Kv>,

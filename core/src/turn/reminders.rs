@@ -160,6 +160,16 @@ impl Turn<'_> {
                 }))
             }
             What::Prompt(p) => p,
+            What::Gated { prompt, watch } => {
+                let firing = (fire.reminder, *watch, msg.message_id);
+                let opens =
+                    crate::watch::gate_opens(&*app.platform.kv, &conn.id, msg.chat.id.0, firing);
+                if !opens.await.map_err(Failure::storage)? {
+                    tracing::info!(connector = %conn.id, task = fire.reminder, watch, "its watch saw no change; not run");
+                    return Ok(Reply::Nothing);
+                }
+                prompt
+            }
             What::Spawn { agent, task, tools } => {
                 let tools = tools.clone();
                 let within = progress.allowance();

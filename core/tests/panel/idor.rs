@@ -124,6 +124,7 @@ fn a_person_reaches_only_their_own() {
             ("POST", "/api/pairing/remove"),
             ("GET", "/api/health"),
             ("GET", "/api/config"),
+            ("GET", "/api/hooks"),
         ] {
             let r = call(
                 &h,
@@ -151,7 +152,13 @@ fn a_person_reaches_only_their_own() {
         assert!(h.platform.files.read(plans).await.is_err());
         assert_eq!(call(&h, "GET", file, &owner, None).await.status, 404);
         // The owner's own pages answer, and the configuration holds no secret.
-        for p in ["/api/audit", "/api/pairing", "/api/health", "/api/config"] {
+        for p in [
+            "/api/audit",
+            "/api/pairing",
+            "/api/health",
+            "/api/config",
+            "/api/hooks",
+        ] {
             let r = call(&h, "GET", p, &owner, None).await;
             assert_eq!(r.status, 200, "{p}: {}", r.body);
             assert!(!r.body.contains(TOKEN) && !r.body.contains(SECRET), "{p}");
