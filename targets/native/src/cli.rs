@@ -188,6 +188,11 @@ pub enum Command {
         #[arg(long, conflicts_with = "from")]
         remote: Option<String>,
     },
+    /// Incoming webhooks (`hooks:` in main.yaml).
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
     /// The assistant's memory.
     Memory {
         #[command(subcommand)]
@@ -237,6 +242,20 @@ pub enum SkillsAction {
     /// Each skill of config/skills/ and of the data directory's files/skills/, with its
     /// source and whether it is offered (or why not).
     List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Send hook NAME a sample delivery, with its secret from its secret_env, as a caller
+    /// would, and say what the answer means.
+    Test {
+        /// The hook's name (its URL is /hooks/NAME).
+        name: String,
+        /// The running bot's base URL (`clawless serve`, `clawless run --listen`, a Lambda's
+        /// Function URL, a Worker's URL).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

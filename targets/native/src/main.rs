@@ -18,6 +18,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 mod admin_cli;
 mod chat_cli;
+mod hooks_cli;
 use admin_cli::{audit, config_check, doctor, memory, pairing, skills, webhook};
 
 const GRACE: Duration = Duration::from_secs(20);
@@ -32,7 +33,7 @@ const EXIT_CONFIG: u8 = 3;
 #[error("{0}")]
 struct ConfigProblem(String);
 
-use clawless_native::cli::{Cli, Command, ConfigAction, SkillsAction, WebhookAction};
+use clawless_native::cli::{Cli, Command, ConfigAction, HooksAction, SkillsAction, WebhookAction};
 
 fn main() -> ExitCode {
     // The sandbox helper (see `sandbox.rs`): fences itself in and becomes the command.
@@ -174,6 +175,9 @@ async fn dispatch(command: Command) -> Result<()> {
         } => clawless_native::remote::setup(&setup::env(), &base).await,
         Command::Webhook { action, connector } => webhook(action, connector.as_deref()).await,
         Command::Memory { action, connector } => memory(action, connector.as_deref()).await,
+        Command::Hooks {
+            action: HooksAction::Test { name, url },
+        } => hooks_cli::test(&name, &url).await,
         Command::Export {
             file,
             person,
