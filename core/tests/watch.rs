@@ -116,6 +116,33 @@ async fn set_watch(h: &Harness) {
     );
 }
 
+/// The owner's reminders as the panel's API lists them.
+async fn panel_reminders(h: &Harness) -> Vec<Value> {
+    use clawless_core::panel::auth::{sign_init_data, PanelKeys};
+    use clawless_platform::Clock;
+    let keys = PanelKeys::new(support::TOKEN, support::SECRET);
+    let user = json!({"id": OWNER_ID, "first_name": "Ada"}).to_string();
+    let at = (h.clock.now_ms() / 1000).to_string();
+    let data = sign_init_data(
+        &keys,
+        &[("query_id", "AAH"), ("user", &user), ("auth_date", &at)],
+    );
+    let auth = format!("tma {data}");
+    let reply = h
+        .app
+        .panel()
+        .serve(clawless_core::panel::PanelRequest {
+            method: "GET",
+            path: "/api/reminders",
+            authorization: Some(&auth),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let v: Value = serde_json::from_str(&reply.body).unwrap();
+    v["reminders"].as_array().cloned().unwrap_or_default()
+}
+
 /// Moves the clock by `by` and runs what is due, as the native runner does.
 async fn tick(h: &Harness, by: Duration) {
     h.clock.advance(by);
@@ -172,6 +199,10 @@ fn an_unchanged_page_costs_no_model_call_and_a_change_one_turn() {
             let line = format!("clawless_watch_checks_total{{result=\"{result}\"}} {n}");
             assert!(metrics.contains(&line), "{line} in\n{metrics}");
         }
+        // The panel's reminders show it as a watch.
+        let panel = panel_reminders(&h).await;
+        assert_eq!(panel[0]["watch"]["url"], PAGE, "{panel:?}");
+        assert_eq!(panel[0]["watch"]["every"], "15 min", "{panel:?}");
         // `/watches` shows it.
         assert_eq!(h.deliver_raw(&private(2, "/watches")).await, 200);
         let listed = h.sent_texts().last().unwrap().clone();
@@ -263,7 +294,6 @@ fn a_failing_page_is_put_off_and_the_person_told_once() {
         assert_eq!(h.deliver_raw(&private(3, "/watches")).await, 200);
         let listed = h.sent_texts().last().unwrap().clone();
         assert!(!listed.contains("failing"), "{listed}");
-        let _ = OWNER_ID;
     });
 }
 

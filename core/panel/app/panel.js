@@ -159,7 +159,7 @@ const tabs = {
     const rows = data.reminders.map((r) => el("div", { class: "card row" },
       el("div", { class: "grow" },
         el("div", {}, r.text),
-        el("div", { class: "hint" }, "next " + when(r.next_ms) + (r.cron ? " · " + r.cron + " (" + r.zone + ")" : ""))),
+        el("div", { class: "hint" }, (r.watch ? "watching " + r.watch.url + " every " + r.watch.every + " · next check " : "next ") + when(r.next_ms) + (r.cron ? " · " + r.cron + " (" + r.zone + ")" : ""))),
       el("button", { class: "danger", onclick: () => guarded(async () => {
         await api("DELETE", "/api/reminders/" + encodeURIComponent(r.id));
         say("Reminder cancelled.");

@@ -299,12 +299,16 @@ async fn reminders(app: &App, who: &Who<'_>) -> Answer {
     let list: Vec<Value> = list
         .iter()
         .map(|r| {
+            let watch = crate::watch::parts(&r.what).map(
+                |(url, every, _)| json!({"url": url, "every": crate::watch::shown_every(every)}),
+            );
             json!({
                 "id": r.id,
                 "text": r.what.body(),
                 "next_ms": r.next_ms,
                 "cron": r.cron,
                 "zone": r.zone,
+                "watch": watch,
             })
         })
         .collect();
