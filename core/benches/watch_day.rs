@@ -77,7 +77,10 @@ async fn run() {
     // The first check learns the page.
     h.clock.advance(Duration::from_secs(2));
     h.app.fire_due().await;
-    let (ops0, req0) = (ops.load(Ordering::Relaxed), requests.load(Ordering::Relaxed));
+    let (ops0, req0) = (
+        ops.load(Ordering::Relaxed),
+        requests.load(Ordering::Relaxed),
+    );
     for _ in 0..96 {
         h.clock.advance(PERIOD);
         h.app.fire_due().await;
@@ -95,8 +98,14 @@ async fn run() {
     assert_eq!(day_model, 0, "an unchanged page must not call the model");
 
     *text.lock().unwrap() = "Degraded performance in eu-west.".to_owned();
-    h.script(200, anthropic_text("The status page now says: degraded in eu-west."));
-    let (ops1, req1) = (ops.load(Ordering::Relaxed), requests.load(Ordering::Relaxed));
+    h.script(
+        200,
+        anthropic_text("The status page now says: degraded in eu-west."),
+    );
+    let (ops1, req1) = (
+        ops.load(Ordering::Relaxed),
+        requests.load(Ordering::Relaxed),
+    );
     h.clock.advance(PERIOD);
     h.app.fire_due().await;
     let turn = &h.llm_requests()[model_before..];

@@ -392,3 +392,39 @@ fn hooks_config_is_checked() {
         .unwrap();
     assert!(e.to_string().contains("hooks[0].chat"), "{e}");
 }
+
+#[test]
+fn a_delivery_that_fills_in_to_nothing_still_says_something_arrived() {
+    block_on(async {
+        let h = harness(|_| {});
+        let body = json!({"unrelated": 1}).to_string();
+        let (status, _, lane) = post(
+            &h,
+            "deploys",
+            Some(&bearer()),
+            None,
+            Some("application/json"),
+            body.as_bytes(),
+        )
+        .await;
+        assert_eq!(status, 202);
+        h.drain(&lane.unwrap()).await;
+        // The template's fields are all missing (the trailing space is trimmed).
+        assert_eq!(h.sent_texts(), vec!["Deploy  for  by".to_owned()]);
+        let (_, _, lane) = post(
+            &h,
+            "tight",
+            Some(&bearer()),
+            None,
+            Some("text/plain"),
+            b"  ",
+        )
+        .await;
+        h.drain(&lane.unwrap()).await;
+        assert_eq!(
+            h.sent_texts().last().unwrap(),
+            "(webhook tight delivered nothing to show)"
+        );
+        h.assert_spec_clean();
+    });
+}

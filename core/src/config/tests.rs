@@ -19,6 +19,7 @@ fn repository_config_is_valid() {
             "memory_get",
             "memory_write",
             "schedule",
+            "watch",
             "web_fetch",
             "web_search",
             "skill",

@@ -44,8 +44,13 @@ impl Turn<'_> {
                 audit: vec![entry],
                 models: Vec::new(),
             };
+            // A template that filled in to nothing still says something arrived.
+            let text = match text.trim().is_empty() {
+                true => format!("(webhook {hook} delivered nothing to show)"),
+                false => text.to_owned(),
+            };
             return Ok(Reply::Send(Checkpoint {
-                parts: plain_parts(text),
+                parts: plain_parts(&text),
                 sent: 0,
                 reply_to: None,
                 session_turn: None,
