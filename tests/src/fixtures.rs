@@ -84,11 +84,28 @@ pub fn asking_config(dir: &std::path::Path) {
     // The hooks of the hooks scenario (`scenarios::hooks_over_http`).
     let main = dir.join("main.yaml");
     let text = std::fs::read_to_string(&main).unwrap_or_default();
-    let text = format!("{text}{}", hooks_yaml());
+    // Watches checked every 10 s (the watch scenario), on the fakes' page at 127.0.0.1, on
+    // one of `PAGE_PORTS`.
+    let ports: Vec<String> = PAGE_PORTS.map(|p| p.to_string()).collect();
+    let text = text
+        .replace("  allow_private: false", "  allow_private: true")
+        .replace(
+            "  extra_ports: []",
+            &format!("  extra_ports: [{}]", ports.join(", ")),
+        );
+    assert!(
+        text.contains("  allow_private: true") && text.contains("  extra_ports: [18"),
+        "main.yaml's web: changed shape"
+    );
+    let text = format!("{text}{}\nwatches:\n  min_every_secs: 10\n", hooks_yaml());
     if let Err(e) = std::fs::write(&main, text) {
         panic!("writing {}: {e}", main.display());
     }
 }
+
+/// The ports the fakes' page may be served on ([`crate::servers::Fakes::serve_page`]); the
+/// asking config lets the web tools use them.
+pub const PAGE_PORTS: std::ops::RangeInclusive<u16> = 18_080..=18_099;
 
 // The hooks of the asking config (the hooks scenario, `scenarios::hooks_over_http`).
 /// The setting holding the test hooks' token (a shell running the asking config sets it to

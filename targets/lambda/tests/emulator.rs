@@ -52,6 +52,12 @@ impl Shell for Lambda {
     fn logs(&self) -> Vec<String> {
         self.functions.iter().flat_map(|f| f.logs()).collect()
     }
+    fn scheduled(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + '_>> {
+        Box::pin(async move {
+            let event: Value = serde_json::from_str(common::SCHEDULED).unwrap();
+            self.emu.invoke(event).await;
+        })
+    }
 }
 
 /// Every shared scenario (`clawless_testkit::scenarios`) on two bootstrap processes (two
@@ -212,6 +218,8 @@ async fn approval_scenarios_on_lambda() {
     scenarios::panel_over_http(&lambda, "77:LAMBDA-E2E", panel).await;
     // Incoming webhooks through Function URL events; each delivery drained by a self-invoke.
     scenarios::hooks_over_http(&lambda, panel).await;
+    // A watch, checked by the schedule's invocations.
+    scenarios::a_watch_acts_once_on_a_change(&lambda).await;
 }
 
 const ADMIN_TOKEN: &str = "lambda-admin-token-0123456789";

@@ -78,6 +78,8 @@ async fn approval_scenarios_on_native() {
     scenarios::panel_over_http(&native, TOKEN, |c| scenarios::panel_http(&base, c)).await;
     // Incoming webhooks, over the same HTTP.
     scenarios::hooks_over_http(&native, |c| scenarios::panel_http(&base, c)).await;
+    // A watch, checked by the runner at its times.
+    scenarios::a_watch_acts_once_on_a_change(&native).await;
 }
 
 const ADMIN: &str = "native-admin-token-0123456789";

@@ -139,6 +139,11 @@ impl Shell for Worker {
     fn logs(&self) -> Vec<String> {
         self.mf.logs.lock().unwrap().clone()
     }
+    fn scheduled(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + '_>> {
+        Box::pin(async move {
+            self.mf.control("scheduled", "").await;
+        })
+    }
 }
 
 /// Every shared scenario (`clawless_testkit::scenarios`) on one workerd (memory through the
@@ -265,6 +270,8 @@ async fn approval_scenarios_in_workerd() {
     .await;
     // Incoming webhooks, each delivery drained under wait-until.
     scenarios::hooks_over_http(&worker, |c| scenarios::panel_http(&base, c)).await;
+    // A watch, checked by the cron.
+    scenarios::a_watch_acts_once_on_a_change(&worker).await;
 }
 
 const ADMIN_TOKEN: &str = "workerd-admin-token-0123456789";

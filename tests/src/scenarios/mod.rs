@@ -16,6 +16,7 @@ mod list;
 mod long_turn;
 mod metrics;
 mod panel;
+mod watches;
 
 pub use hooks::hooks_over_http;
 pub use kill_points::{KillPoint, KILL_POINTS, LISTING};
@@ -25,6 +26,7 @@ pub use panel::{
     launch_data, launch_data_named, panel_http, panel_link, panel_over_http, PanelAnswer,
     PanelCall, PANEL_USER,
 };
+pub use watches::{a_watch_acts_once_on_a_change, WATCH_USER};
 
 use std::cell::Cell;
 use std::future::Future;
@@ -55,6 +57,11 @@ pub trait Shell {
     fn post<'a>(&'a self, body: String, secret: Option<&'a str>) -> Status<'a>;
     /// Every line the shell has logged so far (its process's output, the Worker's console).
     fn logs(&self) -> Vec<String>;
+    /// Runs the shell's scheduled work once (the Lambda's schedule, the Worker's cron); the
+    /// native runner wakes for due work itself, so there it does nothing.
+    fn scheduled(&self) -> Pin<Box<dyn Future<Output = ()> + '_>> {
+        Box::pin(async {})
+    }
     /// Why this shell cannot run `scenario`, if it cannot (printed; should be rare).
     fn skip(&self, _scenario: &str) -> Option<&'static str> {
         None
@@ -104,7 +111,7 @@ const BYSTANDER: i64 = crate::injection::OTHER_PERSON;
 /// The users a shell running the scenarios must allow (`TELEGRAM_ALLOWED_USERS`): the
 /// fixtures' owner, one user per scenario of either list, and a bystander.
 pub fn allowed_users() -> String {
-    let mut users = vec![OWNER_ID, BYSTANDER, PANEL_USER];
+    let mut users = vec![OWNER_ID, BYSTANDER, PANEL_USER, WATCH_USER];
     users.extend((1..=all().len()).map(user_of));
     users.extend((APPROVALS_FROM..APPROVALS_FROM + approvals().len()).map(user_of));
     users

@@ -358,6 +358,10 @@ fn answer(last: &Value) -> Value {
             "usage": {"input_tokens": 10, "output_tokens": 5}
         });
     }
+    if let Some(args) = text.strip_prefix("watch: ") {
+        let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
+        return anthropic_tool_use("toolu_watch", "watch", args);
+    }
     if let Some(args) = text.strip_prefix("schedule: ") {
         let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
         return anthropic_tool_use("toolu_sched", "schedule", args);
