@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p clawless-core --bench watch_day`
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 #[path = "../tests/support/mod.rs"]
 mod support;

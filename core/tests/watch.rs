@@ -4,7 +4,7 @@
 //! between keeping the change and the turn; a failing page is put off and the person told
 //! once at the third failure; `/watches` lists it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod support;
 
