@@ -41,12 +41,18 @@ fn web_config(port: &str, allow_private: bool) -> std::path::PathBuf {
     clawless_testkit::fixtures::asking_config(&dir);
     let main = dir.join("main.yaml");
     let text = std::fs::read_to_string(&main).unwrap();
-    let changed = text
-        .replace("extra_ports: []", &format!("extra_ports: [{port}]"))
-        .replace(
-            "allow_private: false",
-            &format!("allow_private: {allow_private}"),
-        );
+    // The asking config lets the watch scenario's page through (private, ports 18080-18099):
+    // these lines are set here whatever they were.
+    let changed: String = text
+        .lines()
+        .map(|line| match line.trim_start() {
+            l if l.starts_with("extra_ports:") => format!("  extra_ports: [{port}]\n"),
+            l if l.starts_with("allow_private:") => {
+                format!("  allow_private: {allow_private}\n")
+            }
+            _ => format!("{line}\n"),
+        })
+        .collect();
     assert_eq!(
         changed.matches(port).count(),
         1,
