@@ -92,9 +92,21 @@ impl Emulator {
     }
 }
 
-async fn next(State(emu): State<Arc<Emulator>>) -> impl IntoResponse {
+/// Whether the function process a runtime endpoint serves is alive (see [`start_function`]).
+#[derive(Clone)]
+struct Alive(Arc<AtomicBool>);
+
+async fn next(
+    State(emu): State<Arc<Emulator>>,
+    axum::Extension(Alive(alive)): axum::Extension<Alive>,
+) -> impl IntoResponse {
     emu.nexts.lock().unwrap().push(Instant::now());
     loop {
+        // A killed process's `/next` may still be waiting here (its connection's end not yet
+        // noticed): it must not take an invocation, which nobody would answer.
+        if !alive.load(Ordering::SeqCst) {
+            return (StatusCode::GONE, HeaderMap::new(), String::new());
+        }
         let wait = emu.arrived.notified();
         if let Some((id, event)) = emu.queue.lock().unwrap().pop_front() {
             let timeout = emu
@@ -191,9 +203,24 @@ async fn invoke_api(
     (StatusCode::ACCEPTED, "")
 }
 
+/// Every emulator started, by its URL: a function started against one gets a runtime endpoint
+/// of its own (see [`start_function`]).
+fn emulators() -> &'static Mutex<HashMap<String, Arc<Emulator>>> {
+    static ALL: std::sync::OnceLock<Mutex<HashMap<String, Arc<Emulator>>>> =
+        std::sync::OnceLock::new();
+    ALL.get_or_init(Default::default)
+}
+
 pub async fn start_emulator() -> (Arc<Emulator>, String) {
     let emu = Arc::new(Emulator::default());
-    let router = axum::Router::new()
+    let url = serve(router(&emu, Arc::new(AtomicBool::new(true)))).await;
+    emulators().lock().unwrap().insert(url.clone(), emu.clone());
+    (emu, url)
+}
+
+/// The Runtime and Invoke APIs of `emu`, for a function whose liveness is `alive`.
+fn router(emu: &Arc<Emulator>, alive: Arc<AtomicBool>) -> axum::Router {
+    axum::Router::new()
         .route("/2018-06-01/runtime/invocation/next", get(next))
         .route(
             "/2018-06-01/runtime/invocation/{id}/response",
@@ -202,14 +229,30 @@ pub async fn start_emulator() -> (Arc<Emulator>, String) {
         .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
         .route("/2018-06-01/runtime/init/error", post(init_error))
         .route("/2015-03-31/functions/{name}/invocations", post(invoke_api))
-        .with_state(emu.clone());
-    let url = serve(router).await;
-    (emu, url)
+        .layer(axum::Extension(Alive(alive)))
+        .with_state(emu.clone())
+}
+
+/// A runtime endpoint of its own for one function process of the emulator at `runtime` (its
+/// URL): what it serves stops handing out invocations once the process is killed. `None`
+/// when `runtime` is no emulator of this test.
+fn own_endpoint(runtime: &str) -> Option<(String, Arc<AtomicBool>)> {
+    let emu = emulators().lock().unwrap().get(runtime).cloned()?;
+    let alive = Arc::new(AtomicBool::new(true));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+    listener.set_nonblocking(true).ok()?;
+    let addr = listener.local_addr().ok()?;
+    let listener = tokio::net::TcpListener::from_std(listener).ok()?;
+    let app = router(&emu, alive.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Some((format!("http://{addr}"), alive))
 }
 
 /// The function process, killed on drop.
 pub struct Function {
     child: Child,
+    /// Cleared when the process is killed: its endpoint hands out no more invocations.
+    alive: Option<Arc<AtomicBool>>,
     /// What it printed (its log), line by line; also echoed to the test's stderr.
     logs: Arc<Mutex<Vec<String>>>,
 }
@@ -235,6 +278,9 @@ impl Function {
 
 impl Drop for Function {
     fn drop(&mut self) {
+        if let Some(alive) = &self.alive {
+            alive.store(false, Ordering::SeqCst);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -271,7 +317,11 @@ pub fn start_function_with(
     llm: &str,
     env: &[(&str, &str)],
 ) -> Function {
-    let runtime = runtime.trim_start_matches("http://");
+    let (own, alive) = match own_endpoint(runtime) {
+        Some((url, alive)) => (url, Some(alive)),
+        None => (runtime.to_owned(), None),
+    };
+    let runtime = own.trim_start_matches("http://");
     let child = Command::new(bootstrap())
         .env_clear()
         .env("AWS_LAMBDA_RUNTIME_API", runtime)
@@ -311,5 +361,5 @@ pub fn start_function_with(
     if let Some(err) = child.stderr.take() {
         keep_lines(err, &logs);
     }
-    Function { child, logs }
+    Function { child, alive, logs }
 }
