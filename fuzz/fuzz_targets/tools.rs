@@ -50,6 +50,7 @@ fuzz_target!(|data: &[u8]| {
         exec: None,
         bots: Default::default(),
         painter: None,
+        watches: Default::default(),
         files: platform.files.clone(),
         kv: platform.kv.clone(),
         wake: Default::default(),
