@@ -125,12 +125,7 @@ impl Tool for Watch {
             }
             Some("create") => {
                 let url = field("url").ok_or_else(|| ToolError("create needs a url".into()))?;
-                let policy = super::web::guard::Policy {
-                    extra_ports: self.web.extra_ports.clone(),
-                    allow_hosts: self.web.allow_hosts.clone(),
-                    deny_hosts: self.web.deny_hosts.clone(),
-                    allow_private: self.web.allow_private,
-                };
+                let policy = super::web::fetch::policy_of(&self.web);
                 let checked = super::web::guard::check(url, &policy)
                     .map_err(|r| ToolError(format!("this URL cannot be watched: {r}")))?;
                 let every = field("every")

@@ -26,12 +26,7 @@ pub struct WebFetch {
 
 impl WebFetch {
     fn policy(&self) -> Policy {
-        Policy {
-            extra_ports: self.config.extra_ports.clone(),
-            allow_hosts: self.config.allow_hosts.clone(),
-            deny_hosts: self.config.deny_hosts.clone(),
-            allow_private: self.config.allow_private,
-        }
+        policy_of(&self.config)
     }
 
     /// Follows redirects from `target` to a final response, each hop checked; `extra`
@@ -147,6 +142,17 @@ impl WebFetch {
     /// A `web_fetch` for the app's own checks: the Http port and the web settings.
     pub fn new(http: Arc<dyn Http>, config: WebConfig) -> WebFetch {
         WebFetch { http, config }
+    }
+}
+
+/// What `web:` lets a URL from outside reach: the guard's [`Policy`] for `web_fetch`, and for
+/// a watch's page.
+pub(crate) fn policy_of(config: &WebConfig) -> Policy {
+    Policy {
+        extra_ports: config.extra_ports.clone(),
+        allow_hosts: config.allow_hosts.clone(),
+        deny_hosts: config.deny_hosts.clone(),
+        allow_private: config.allow_private,
     }
 }
 
