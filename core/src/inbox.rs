@@ -151,19 +151,35 @@ pub struct Inbox {
 
 impl Inbox {
     /// Stores a new job. `Ok(false)`: this update was already accepted (pending or done).
+    ///
+    /// The job is put first and `seen` read after: [`Inbox::finish`] writes `seen` before it
+    /// removes the job, so a put that lands after a finished twin's removal always finds its
+    /// `seen` row (read first, a redelivery racing the twin's finish could miss both). Such a
+    /// put is taken back here; a drainer that took it in the instant between finds the same
+    /// row ([`Inbox::finished_before`]) and runs nothing.
     pub async fn accept(&self, lane: &Lane, job: &Job) -> Result<bool, PortError> {
-        if self
+        let bytes = serde_json::to_vec(job).map_err(|e| PortError::invalid(e.to_string()))?;
+        let key = keys::job(lane, job.update_id);
+        if !self.kv.put_if_absent(&key, &bytes, None).await? {
+            return Ok(false);
+        }
+        if self.finished_before(job).await? {
+            self.kv
+                .compare_and_swap(&key, Some(&bytes), None, None)
+                .await?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Whether `job`'s update already finished (its `seen` row is kept): a fresh job that
+    /// finds it is a redelivery that raced its twin's finish, and is dropped unrun.
+    pub async fn finished_before(&self, job: &Job) -> Result<bool, PortError> {
+        Ok(self
             .kv
             .get(&keys::seen(&job.connector, job.update_id))
             .await?
-            .is_some()
-        {
-            return Ok(false);
-        }
-        let bytes = serde_json::to_vec(job).map_err(|e| PortError::invalid(e.to_string()))?;
-        self.kv
-            .put_if_absent(&keys::job(lane, job.update_id), &bytes, None)
-            .await
+            .is_some())
     }
 
     /// The lane's first job, if any, in one Kv call (a scan of one entry, not a listing and

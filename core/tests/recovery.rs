@@ -242,3 +242,69 @@ fn an_update_accepted_while_the_drainer_lets_go_is_not_stranded() {
         assert_eq!(h.sent_texts(), ["first", "second"]);
     });
 }
+
+/// A redelivery that races its twin's finish: its `seen` read comes before the twin's turn
+/// writes `seen`, its put after the twin's job is gone. Neither the accept nor a drainer that
+/// takes the job at once runs it again.
+#[test]
+fn a_redelivery_racing_its_twins_finish_is_not_run_again() {
+    block_on(async {
+        let config = clawless_core::Config::load(&clawless_core::config::embedded()).unwrap();
+        let lane = &Lane::new("main:111111111");
+        let job_key = format!("inbox/{lane}/{:020}", 1);
+        let seen_key = keys::seen(&"main".into(), 1);
+        // Armed for the redelivery: as its job is put, the twin finishes first (`seen`
+        // written, its job removed), as `Inbox::finish` does.
+        let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let arm = armed.clone();
+        let h = Harness::with_ports(Wire::Anthropic, config, move |platform, _, _| {
+            let inner = platform.kv.clone();
+            platform.kv = Arc::new(Tapped::new(platform.kv.clone(), move |call| {
+                if let KvCall::PutIfAbsent { key, .. } = call {
+                    if *key == job_key && arm.swap(false, Ordering::SeqCst) {
+                        let now = futures::FutureExt::now_or_never;
+                        assert!(matches!(now(inner.put(&seen_key, b"1", None)), Some(Ok(()))));
+                        assert!(matches!(now(inner.delete(&job_key)), Some(Ok(()))));
+                    }
+                }
+                Verdict::Run
+            }));
+        });
+        h.accept_only("private_text", 1).await.unwrap();
+        armed.store(true, Ordering::SeqCst);
+        let again = h
+            .app
+            .handle_webhook(
+                "main",
+                Some(support::SECRET),
+                clawless_testkit::fixtures::update("private_text", 1)
+                    .to_string()
+                    .as_bytes(),
+            )
+            .await;
+        assert_eq!(again.status, 200);
+        assert_eq!(again.lane, None, "accepted before, not again");
+        assert!(h.head_job(lane).await.is_none(), "its job taken back");
+
+        // The drainer that took the put in the instant before it was taken back.
+        let job = clawless_core::inbox::Job::new(
+            "main".into(),
+            1,
+            clawless_testkit::fixtures::update("private_text", 1),
+            0,
+        );
+        h.platform
+            .kv
+            .put(
+                &format!("inbox/{lane}/{:020}", 1),
+                &serde_json::to_vec(&job).unwrap(),
+                None,
+            )
+            .await
+            .unwrap();
+        h.script(200, anthropic_text("twice"));
+        assert_eq!(h.drain(lane).await, Drained::Idle);
+        assert!(h.sent_texts().is_empty(), "{:?}", h.sent_texts());
+        assert!(h.head_job(lane).await.is_none());
+    });
+}
