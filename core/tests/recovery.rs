@@ -263,7 +263,10 @@ fn a_redelivery_racing_its_twins_finish_is_not_run_again() {
                 if let KvCall::PutIfAbsent { key, .. } = call {
                     if *key == job_key && arm.swap(false, Ordering::SeqCst) {
                         let now = futures::FutureExt::now_or_never;
-                        assert!(matches!(now(inner.put(&seen_key, b"1", None)), Some(Ok(()))));
+                        assert!(matches!(
+                            now(inner.put(&seen_key, b"1", None)),
+                            Some(Ok(()))
+                        ));
                         assert!(matches!(now(inner.delete(&job_key)), Some(Ok(()))));
                     }
                 }
