@@ -388,3 +388,35 @@ fn a_task_gated_by_a_watch_runs_only_after_a_change() {
         );
     });
 }
+
+/// A gated task counts changes from when it is set: one set after a change does not run for
+/// it (a digest of news it never asked about).
+#[test]
+fn a_task_gated_after_a_change_does_not_run_for_it() {
+    block_on(async {
+        let (h, site) = harness(None);
+        set_watch(&h).await;
+        tick(&h, Duration::from_secs(2)).await;
+        site.set("<p>Price: 15</p><p>In stock</p>");
+        h.script(200, anthropic_text("Price went up to 15."));
+        tick(&h, PERIOD).await;
+        h.script(
+            200,
+            anthropic_tool_use(
+                "t1",
+                "schedule",
+                json!({"action": "create", "in_minutes": 0.2, "prompt": "summarise the kettle page", "if_changed": 1}),
+            ),
+        );
+        h.script(200, anthropic_text("Set."));
+        assert_eq!(
+            h.deliver_raw(&private(5, "in a moment, summarise")).await,
+            200
+        );
+        let result = h.last_tool_result().to_string();
+        assert!(result.contains("when its watch saw a change"), "{result}");
+        let calls = h.llm_requests().len();
+        tick(&h, Duration::from_secs(20)).await;
+        assert_eq!(h.llm_requests().len(), calls, "{:?}", h.sent_texts());
+    });
+}

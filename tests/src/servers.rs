@@ -31,6 +31,8 @@ pub struct Fakes {
     /// The text `/page` serves ([`Fakes::serve_page`]) (its ETag follows it), and each request's `If-None-Match`.
     pub page: Arc<Mutex<String>>,
     pub page_asked: Arc<Mutex<Vec<Option<String>>>>,
+    /// When set, what the page says from the request after the next one on (a change).
+    pub page_next: Arc<Mutex<Option<String>>>,
     /// Bot API calls answered: (method, body).
     pub calls: Mutex<Vec<(String, Value)>>,
     pub violations: Mutex<Vec<String>>,
@@ -76,7 +78,9 @@ pub struct Fakes {
     pub note_hang: AtomicBool,
     /// While set, a model request that answers a tool result is held (then answered).
     pub llm_hang_on_result: AtomicBool,
-    /// What has been held so far: "note", "model", "send", "speech", "paint", "upload" (see
+    /// While set, a watch's turn on a change is held at its model call (then answered).
+    pub llm_hang_on_watch: AtomicBool,
+    /// What has been held so far: "note", "model", "watch", "send", "speech", "paint", "upload" (see
     /// the hang switches).
     pub held: Mutex<Vec<&'static str>>,
     /// Files uploaded to the Bot API, in order.

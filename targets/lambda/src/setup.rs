@@ -12,6 +12,18 @@ use crate::dynamo::{DynamoFiles, DynamoKv, DynamoText, DynamoVectors, Table};
 use crate::events::Shell;
 use crate::invoke::SelfInvoke;
 
+/// Bounds on every DynamoDB and Lambda call: the SDK sets no timeout of its own, so a stalled
+/// connection would hold an invocation until Lambda kills it. A connection in 3 s, an attempt
+/// in 5 s, a call with its retries in 15 s (DynamoDB answers in milliseconds).
+fn sdk_timeouts() -> aws_config::timeout::TimeoutConfig {
+    use std::time::Duration;
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .operation_attempt_timeout(Duration::from_secs(5))
+        .operation_timeout(Duration::from_secs(15))
+        .build()
+}
+
 /// Builds the shell. Needs `CLAWLESS_TABLE` and `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda).
 pub async fn build() -> Result<Shell, String> {
     let env = Env::from_pairs(std::env::vars());
@@ -25,6 +37,7 @@ pub async fn build() -> Result<Shell, String> {
         .to_owned();
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(https_client())
+        .timeout_config(sdk_timeouts())
         .load()
         .await;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -115,8 +115,8 @@ async fn one_webhook_update_is_two_dynamodb_requests_and_one_invoke() {
         assert_eq!(resp["statusCode"], 200, "{resp}");
         assert_eq!(
             sent.take(),
-            ["GetItem", "PutItem"],
-            "update {id}: the dedupe read and the conditional inbox write, nothing more"
+            ["PutItem", "GetItem"],
+            "update {id}: the conditional inbox write and the dedupe read after it, nothing more"
         );
         assert_eq!(
             std::mem::take(&mut *invokes.0.lock().unwrap()),

@@ -438,14 +438,14 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
     let scheduled: Value = serde_json::from_str(common::SCHEDULED).unwrap();
     let mut function = start();
     for (i, point) in scenarios::KILL_POINTS.into_iter().enumerate() {
-        let before = f.sent_to(OWNER_ID).len();
+        let before = f.sent_to(OWNER_ID).len() + point.answers_first();
         point.arm(&f);
-        let update = point.update(100 + i as i64, &f);
+        let update = point.update(100 + i as i64, &f).await;
         let r = emu
             .invoke(common::url_event("/telegram/main", &update, Some(SECRET)))
             .await;
         assert_eq!(r["statusCode"], 200);
-        until("the turn held at its point", || point.reached(&f)).await;
+        point.wait_held(&f, || emu.invoke(scheduled.clone())).await;
         drop(function); // SIGKILL, mid-turn
         let killed = Instant::now();
         point.disarm(&f);

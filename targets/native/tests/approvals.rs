@@ -189,11 +189,11 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
     };
     let mut bot = start_bot_with(&data, &tg, &llm_url, how()).await;
     for (i, point) in scenarios::KILL_POINTS.into_iter().enumerate() {
-        let before = f.sent_to(OWNER_ID).len();
+        let before = f.sent_to(OWNER_ID).len() + point.answers_first();
         point.arm(&f);
-        let update = point.update(100 + i as i64, &f);
+        let update = point.update(100 + i as i64, &f).await;
         assert_eq!(post_update(&bot, &update, Some(SECRET)).await, 200);
-        until("the turn held at its point", || point.reached(&f)).await;
+        point.wait_held(&f, || async {}).await;
         bot.child.kill().unwrap();
         bot.child.wait().unwrap();
         point.disarm(&f);

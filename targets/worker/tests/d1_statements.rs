@@ -1,5 +1,5 @@
 //! What the Worker's ack costs, counted: a webhook update sends exactly two D1 statements (the
-//! dedupe read, the conditional inbox write) before the response; the drain runs after it.
+//! conditional inbox write, then the dedupe read) before the response; the drain runs after it.
 //! The test build (feature `test-routes`) counts the statements the D1 adapter sends and
 //! reports those of each ack in `x-clawless-d1-statements`.
 //!
@@ -59,7 +59,7 @@ async fn a_webhook_ack_sends_two_d1_statements() {
         assert_eq!(
             ack_statements(&mf, &text_update(id, "count me")).await,
             2,
-            "update {id}: the dedupe read and the conditional inbox write, nothing more"
+            "update {id}: the conditional inbox write and the dedupe read, nothing more"
         );
         until("the answer", || f.sent_to(OWNER_ID).len() == n).await;
         drained(&mf).await;

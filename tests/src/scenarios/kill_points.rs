@@ -2,8 +2,9 @@
 //! asking config. Three tools: the MCP `slow__note`, an effect that must not happen twice (not
 //! read-only, so not run again after a crash: at most once), `schedule`, made idempotent by
 //! the call's id (exactly once), and `generate_image`, paid for (at most once; its picture
-//! sent exactly once); and a spoken answer, cut while spoken and while sent. The shell's harness posts [`KillPoint::question`], waits for
-//! [`KillPoint::reached`], kills itself (kill -9, the Lambda's process, workerd), calls
+//! sent exactly once); a spoken answer, cut while spoken and while sent; and a watch's turn on
+//! a change, cut at its model call. The shell's harness posts [`KillPoint::update`], waits for
+//! [`KillPoint::wait_held`] (running its schedule for a watch), kills itself (kill -9, the Lambda's process, workerd), calls
 //! [`KillPoint::disarm`], restarts, nudges its sweep until the answer arrives, and calls
 //! [`KillPoint::check`]; for a reminder it then posts [`LISTING`] and, once it is answered,
 //! calls [`KillPoint::check_listing`].
@@ -35,10 +36,13 @@ pub enum KillPoint {
     Drawing,
     /// A picture has been made and kept; it is being sent (`sendPhoto`).
     PictureSending,
+    /// A watch saw its page change (the change kept with its firing); the turn's model call
+    /// on it is under way.
+    WatchTurn,
 }
 
 /// Every point, in the order the harnesses try them.
-pub const KILL_POINTS: [KillPoint; 9] = [
+pub const KILL_POINTS: [KillPoint; 10] = [
     KillPoint::ToolRuns,
     KillPoint::AfterResult,
     KillPoint::Sending,
@@ -48,7 +52,11 @@ pub const KILL_POINTS: [KillPoint; 9] = [
     KillPoint::VoiceSending,
     KillPoint::Drawing,
     KillPoint::PictureSending,
+    KillPoint::WatchTurn,
 ];
+
+/// What the watched page says after its change.
+const WATCH_CHANGE: &str = "Degraded in eu-west.";
 
 /// What the harness posts after a reminder's point, for [`KillPoint::check_listing`].
 pub const LISTING: &str = "/reminders";
@@ -56,8 +64,17 @@ pub const LISTING: &str = "/reminders";
 impl KillPoint {
     /// The update of this point's turn, number `id`, from the owner: the
     /// [`question`](KillPoint::question) as text or, for [`KillPoint::Speaking`], as a voice
-    /// note (its file served by `f`), which is answered with one.
-    pub fn update(self, id: i64, f: &Fakes) -> Value {
+    /// note (its file served by `f`), which is answered with one; for
+    /// [`KillPoint::WatchTurn`], a watch every 10 s on a page `f` serves, which changes after
+    /// its first check.
+    pub async fn update(self, id: i64, f: &Fakes) -> Value {
+        if self == KillPoint::WatchTurn {
+            *f.page.lock().unwrap() = "All green.".into();
+            *f.page_next.lock().unwrap() = Some(WATCH_CHANGE.into());
+            let url = f.serve_page().await;
+            let args = serde_json::json!({"action": "create", "url": url, "every": "10s", "task": self.marker()});
+            return crate::servers::text_update(id, &format!("watch: {args}"));
+        }
         if !self.speaks() {
             return crate::servers::text_update(id, &self.question());
         }
@@ -113,8 +130,45 @@ impl KillPoint {
         matches!(self, KillPoint::Drawing | KillPoint::PictureSending)
     }
 
+    /// How many answers this point's turn sends before it reaches the point (the watch's
+    /// "set"): the harness counts them in the chat's messages before it.
+    pub fn answers_first(self) -> usize {
+        usize::from(self == KillPoint::WatchTurn)
+    }
+
+    /// Waits (at most 90 s) until the turn is held at this point, calling `schedule` (the
+    /// shell's scheduled run) every second for a watch, whose turn only a check starts. A
+    /// scheduled run that holds the turn itself never ends: it is let go once the turn is held.
+    pub async fn wait_held<F: std::future::Future>(self, f: &Fakes, schedule: impl Fn() -> F) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        let held = async {
+            while !self.reached(f) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{self:?}: the turn was not held at its point within 90 s (page checks: {:?})",
+                    f.page_asked.lock().unwrap()
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
+        };
+        let nudge = async {
+            if self == KillPoint::WatchTurn {
+                loop {
+                    schedule().await;
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            () = held => {}
+            () = nudge => {}
+        }
+    }
+
     fn tag(self) -> &'static str {
         match self {
+            KillPoint::WatchTurn => "watch",
             KillPoint::ToolRuns => "note",
             KillPoint::AfterResult | KillPoint::RemindedAfterResult => "model",
             KillPoint::Sending | KillPoint::RemindedSending => "send",
@@ -130,6 +184,7 @@ impl KillPoint {
         match self.tag() {
             "note" => f.note_hang.store(true, Ordering::SeqCst),
             "model" => f.llm_hang_on_result.store(true, Ordering::SeqCst),
+            "watch" => f.llm_hang_on_watch.store(true, Ordering::SeqCst),
             "speech" => f.speech_hang.store(true, Ordering::SeqCst),
             "paint" => f.paint_hang.store(true, Ordering::SeqCst),
             "upload" => f.upload_hang.store(true, Ordering::SeqCst),
@@ -146,6 +201,7 @@ impl KillPoint {
     pub fn disarm(self, f: &Fakes) {
         f.note_hang.store(false, Ordering::SeqCst);
         f.llm_hang_on_result.store(false, Ordering::SeqCst);
+        f.llm_hang_on_watch.store(false, Ordering::SeqCst);
         f.send_hang.store(false, Ordering::SeqCst);
         f.speech_hang.store(false, Ordering::SeqCst);
         f.paint_hang.store(false, Ordering::SeqCst);
@@ -163,6 +219,9 @@ impl KillPoint {
             before + 1,
             "{shell} {self:?}: answered once: {sent:?}"
         );
+        if self == KillPoint::WatchTurn {
+            return self.check_watch(f, &sent, shell);
+        }
         let noted = f
             .mcp
             .calls()
@@ -244,6 +303,27 @@ impl KillPoint {
 }
 
 impl KillPoint {
+    /// A watch's turn cut at its model call: its answer, sent once, saw the change kept
+    /// before the kill; the model asked of it again once (the cut call never answered).
+    fn check_watch(self, f: &Fakes, sent: &[String], shell: &str) {
+        let answer = sent.last().map(String::as_str).unwrap_or("");
+        assert!(
+            answer.contains("saw the page change") && answer.contains(&format!("+ {WATCH_CHANGE}")),
+            "{shell}: the watch's turn saw the change: {answer}"
+        );
+        let asked = f
+            .llm_requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r["messages"].to_string().contains("saw the page change"))
+            .count();
+        assert_eq!(
+            asked, 2,
+            "{shell}: the cut model call, and once after the kill"
+        );
+    }
+
     /// After [`LISTING`] was answered in `chat`: the reminder of this point's turn is there
     /// once (`schedule` keyed by its call's id made the repeat find it).
     pub fn check_listing(self, f: &Fakes, chat: i64, shell: &str) {

@@ -123,6 +123,12 @@ pub(super) async fn anthropic(
         }
     }
     let asked = &text_of(&last);
+    if asked.contains("saw the page change") && f.llm_hang_on_watch.load(Ordering::SeqCst) {
+        f.held.lock().unwrap().push("watch");
+        while f.llm_hang_on_watch.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     if asked.contains(MODEL_AWAITS_TYPING) {
         // Typing in the topic itself (other scenarios' typing is in the log too).
         let typed = || {

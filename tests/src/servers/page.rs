@@ -1,6 +1,6 @@
 //! The page the watch scenario watches: [`Fakes::serve_page`] serves [`Fakes::page`] at
 //! `/page` with an ETag, answering 304 when `If-None-Match` names it, and notes each request's
-//! `If-None-Match` in [`Fakes::page_asked`].
+//! `If-None-Match` in [`Fakes::page_asked`]; [`Fakes::page_next`] changes it after one request.
 
 use std::sync::{Arc, Mutex};
 
@@ -16,7 +16,11 @@ impl Fakes {
     pub async fn serve_page(&self) -> String {
         let router = axum::Router::new()
             .route("/page", axum::routing::get(page))
-            .with_state((self.page.clone(), self.page_asked.clone()));
+            .with_state((
+                self.page.clone(),
+                self.page_asked.clone(),
+                self.page_next.clone(),
+            ));
         for port in fixtures::PAGE_PORTS {
             if let Ok(listener) = tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
                 tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
@@ -27,11 +31,16 @@ impl Fakes {
     }
 }
 
-/// `/page`: the page's text as HTML with an ETag, 304 when `If-None-Match` names it.
-type PageState = (Arc<Mutex<String>>, Arc<Mutex<Vec<Option<String>>>>);
+/// `/page`: the page's text as HTML with an ETag, 304 when `If-None-Match` names it; then
+/// [`Fakes::page_next`], if set, becomes the page.
+type PageState = (
+    Arc<Mutex<String>>,
+    Arc<Mutex<Vec<Option<String>>>>,
+    Arc<Mutex<Option<String>>>,
+);
 
 async fn page(
-    State((page, page_asked)): State<PageState>,
+    State((page, page_asked, page_next)): State<PageState>,
     headers: axum::http::HeaderMap,
 ) -> (axum::http::StatusCode, axum::http::HeaderMap, String) {
     use axum::http::{HeaderValue, StatusCode};
@@ -41,6 +50,9 @@ async fn page(
         .map(str::to_owned);
     page_asked.lock().unwrap().push(asked.clone());
     let text = page.lock().unwrap().clone();
+    if let Some(next) = page_next.lock().unwrap().take() {
+        *page.lock().unwrap() = next;
+    }
     let hash = text
         .bytes()
         .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));

@@ -130,11 +130,11 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
     let options = json!({"vars": bot_vars(&tg, &llm), "persist": dir.to_string_lossy()});
     let mut mf = Miniflare::start_with("CLAWLESS_WORKER_TEST_BUILD", options.clone());
     for (i, point) in scenarios::KILL_POINTS.into_iter().enumerate() {
-        let before = f.sent_to(OWNER_ID).len();
+        let before = f.sent_to(OWNER_ID).len() + point.answers_first();
         point.arm(&f);
-        let update = point.update(100 + i as i64, &f);
+        let update = point.update(100 + i as i64, &f).await;
         assert_eq!(mf.post_update(&update, Some(SECRET)).await, 200);
-        until("the turn held at its point", || point.reached(&f)).await;
+        point.wait_held(&f, || mf.control("scheduled", "")).await;
         mf.kill();
         let killed = std::time::Instant::now();
         point.disarm(&f);
