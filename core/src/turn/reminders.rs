@@ -8,7 +8,6 @@ use super::button::Button;
 use super::{Checkpoint, Failure, Reply, Turn};
 use crate::app::App;
 use crate::connector::Connector;
-use crate::llm::ChatMessage;
 use crate::schedule::zone::Zone;
 use crate::schedule::{Fire, What};
 use crate::telegram::render::plain_parts;
@@ -194,24 +193,6 @@ impl Turn<'_> {
             "[Scheduled task #{}, set earlier to run now: carry it out and answer here.]\n{prompt}",
             fire.reminder
         );
-        let scope = conn.memory_scope_of(msg);
-        let life = app.lifecycle();
-        let (recall, skills, ready) = futures::future::join3(
-            life.recall(&scope, prompt),
-            conn.agent.skills_block(&scope),
-            self.ready(),
-        )
-        .await;
-        let mut run = conn
-            .agent
-            .begin(ChatMessage::user_text(text), &recall, &skills);
-        // Nobody wrote this turn: what the conversation read since the person last did
-        // still steers nothing without them.
-        run.carry(ready.tainted());
-        let mut reply = self.run_agent_ready(run, Some(progress), ready).await?;
-        if let Reply::Send(cp) = &mut reply {
-            cp.reply_to = None;
-        }
-        Ok(reply)
+        self.run_own(text, prompt, None, progress).await
     }
 }

@@ -171,6 +171,41 @@ impl Turn<'_> {
         }
     }
 
+    /// A turn the bot starts on its own in this chat (a scheduled task, a webhook's delivery,
+    /// a watch's change): `told` is its message, with memories recalled for `about`, read
+    /// beside the session. `untrusted` names what it carries from outside; without it, what
+    /// the conversation read since the person last wrote still steers nothing without them.
+    /// Its answer stands alone, replying to no message.
+    pub(super) async fn run_own(
+        &self,
+        told: String,
+        about: &str,
+        untrusted: Option<String>,
+        progress: &Progress<'_>,
+    ) -> Result<Reply, Answer> {
+        let Turn { app, conn, msg, .. } = *self;
+        let scope = conn.memory_scope_of(msg);
+        let life = app.lifecycle();
+        let (recall, skills, ready) = futures::future::join3(
+            life.recall(&scope, about),
+            conn.agent.skills_block(&scope),
+            self.ready(),
+        )
+        .await;
+        let mut run = conn
+            .agent
+            .begin(ChatMessage::user_text(told), &recall, &skills);
+        match untrusted {
+            Some(what) => run.tainted = Some(what),
+            None => run.carry(ready.tainted()),
+        }
+        let mut reply = self.run_agent_ready(run, Some(progress), ready).await?;
+        if let Reply::Send(cp) = &mut reply {
+            cp.reply_to = None;
+        }
+        Ok(reply)
+    }
+
     /// Runs the agent from `run` for `msg`'s conversation, with "typing…" beside it; with
     /// `progress`, each step is kept in the job (see `progress.rs`).
     pub(super) async fn run_agent(
