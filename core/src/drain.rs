@@ -12,7 +12,7 @@ use futures::StreamExt;
 use crate::allowance::{Allowance, Limits, Work};
 use crate::app::App;
 use crate::ids::Lane;
-use crate::inbox::{Drained, Lease, Stage, Swept};
+use crate::inbox::{Drained, Lease, Swept};
 use crate::turn::Step;
 
 /// How often a drainer renews its lease while it works (a third of the lease's life).
@@ -90,12 +90,8 @@ impl App {
             if !allowance.may_begin(now, Work::Job) {
                 return Ok(Drained::HandOff);
             }
-            if matches!(job.stage, Stage::New)
-                && job.attempts == 0
-                && self.inbox.finished_before(&job).await?
-            {
+            if self.inbox.discard_if_finished(&key, &job).await? {
                 tracing::info!(%lane, update_id = job.update_id, "update finished before; dropped unrun");
-                self.platform.kv.delete(&key).await?;
                 continue;
             }
             let lease = Lease {

@@ -172,14 +172,27 @@ impl Inbox {
         Ok(true)
     }
 
-    /// Whether `job`'s update already finished (its `seen` row is kept): a fresh job that
-    /// finds it is a redelivery that raced its twin's finish, and is dropped unrun.
+    /// Whether `job`'s update already finished (its `seen` row is kept).
     pub async fn finished_before(&self, job: &Job) -> Result<bool, PortError> {
         Ok(self
             .kv
             .get(&keys::seen(&job.connector, job.update_id))
             .await?
             .is_some())
+    }
+
+    /// Removes `job` unrun when it is fresh (stage `New`, never tried) and its update already
+    /// finished: a redelivery that raced its twin's finish ([`Inbox::accept`]). `true` when
+    /// it was removed. One Kv read for a fresh job; none for another.
+    pub async fn discard_if_finished(&self, key: &str, job: &Job) -> Result<bool, PortError> {
+        if !matches!(job.stage, Stage::New)
+            || job.attempts > 0
+            || !self.finished_before(job).await?
+        {
+            return Ok(false);
+        }
+        self.kv.delete(key).await?;
+        Ok(true)
     }
 
     /// The lane's first job, if any, in one Kv call (a scan of one entry, not a listing and
