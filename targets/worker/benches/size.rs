@@ -4,8 +4,8 @@
 //! wasm-opt, built with its function names (which the deployed build strips):
 //!
 //! ```text
-//! CARGO_PROFILE_WORKER_STRIP=debuginfo cargo build -p cf-worker --lib \
-//!     --target wasm32-unknown-unknown --profile worker
+//! CARGO_PROFILE_WORKER_STRIP=debuginfo WASM_BINDGEN_USE_JS_SYS=1 cargo build -p cf-worker \
+//!     --lib --target wasm32-unknown-unknown --profile worker
 //! cargo bench -p cf-worker --bench size
 //! ```
 //!
