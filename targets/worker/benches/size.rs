@@ -4,8 +4,8 @@
 //! wasm-opt, built with its function names (which the deployed build strips):
 //!
 //! ```text
-//! CARGO_PROFILE_WORKER_STRIP=debuginfo WASM_BINDGEN_USE_JS_SYS=1 cargo build -p cf-worker \
-//!     --lib --target wasm32-unknown-unknown --profile worker
+//! WASM_BINDGEN_USE_JS_SYS=1 cargo build -p cf-worker --lib --target wasm32-unknown-unknown \
+//!     --profile worker --config 'profile.worker.package.cf-worker.strip="debuginfo"'
 //! cargo bench -p cf-worker --bench size
 //! ```
 //!
@@ -104,7 +104,8 @@ fn main() {
     }
     if names.is_empty() {
         eprintln!(
-            "{} has no function names: build it with CARGO_PROFILE_WORKER_STRIP=debuginfo",
+            "{} has no function names: build it with \
+             --config 'profile.worker.package.cf-worker.strip=\"debuginfo\"'",
             path.display()
         );
         std::process::exit(2);
