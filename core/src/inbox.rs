@@ -173,7 +173,7 @@ impl Inbox {
     }
 
     /// Whether `job`'s update already finished (its `seen` row is kept).
-    pub async fn finished_before(&self, job: &Job) -> Result<bool, PortError> {
+    async fn finished_before(&self, job: &Job) -> Result<bool, PortError> {
         Ok(self
             .kv
             .get(&keys::seen(&job.connector, job.update_id))
