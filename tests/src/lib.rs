@@ -8,6 +8,7 @@
 //! - [`llm`]: provider responses in the Anthropic and OpenAI wire formats.
 //! - [`injection`]: a prompt-injection corpus (pages ordering tools), for the core and every shell.
 //! - [`repo`]: the repository's root and Rust files, for the checks that read them.
+//! - [`scratch`]: tests' scratch directories, one parent per test process, swept once it ends.
 //! - [`markdown`]: enough Markdown for the checks that read the book and the README.
 //! - [`commands`]: the `clawless` and `cargo` command lines they show, checked against what exists.
 //! - [`mcp`]: a small MCP server (Streamable HTTP) as a function, for every shell's tests.
@@ -34,6 +35,7 @@ pub mod remote;
 pub mod repo;
 #[cfg(feature = "servers")]
 pub mod scenarios;
+pub mod scratch;
 #[cfg(feature = "servers")]
 pub mod servers;
 pub mod spec;

@@ -21,6 +21,9 @@ pub struct Miniflare {
     http: reqwest::Client,
     /// Every line Node and workerd printed (worker logs included).
     pub logs: Arc<Mutex<Vec<String>>>,
+    /// Node's `TMPDIR`, where Miniflare keeps its files: removed once it has ended (its own
+    /// removal at dispose is not awaited before the launcher exits).
+    tmp: std::path::PathBuf,
 }
 
 fn env_path(name: &str) -> String {
@@ -36,6 +39,7 @@ impl Miniflare {
     /// Starts with the launcher's options as they are (`vars`, `vectorize`, `ai`).
     pub fn start_with(build_var: &str, options: Value) -> Miniflare {
         let worker = crate::repo::root().join("targets/worker");
+        let tmp = crate::scratch::dir("miniflare");
         let mut child = Command::new(env_path("CLAWLESS_NODE"))
             .arg(worker.join("tests/miniflare.mjs"))
             // The launcher's module paths are relative to the Worker's directory.
@@ -43,6 +47,7 @@ impl Miniflare {
             .arg(options.to_string())
             .env("CLAWLESS_WORKER_BUILD", env_path(build_var))
             .env("CLAWLESS_NODE_MODULES", env_path("CLAWLESS_NODE_MODULES"))
+            .env("TMPDIR", &tmp)
             .stdin(Stdio::piped())
             // Its own process group, so node and its workerd can be killed together.
             .process_group(0)
@@ -92,6 +97,7 @@ impl Miniflare {
                 .build()
                 .unwrap(),
             logs,
+            tmp,
         }
     }
 
@@ -175,13 +181,17 @@ impl Drop for Miniflare {
         // Closing stdin makes the script dispose workerd and exit; if it has not within 5 s,
         // the whole group is killed so no workerd outlives the test.
         drop(self.child.stdin.take());
-        for _ in 0..100 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+        let ended = (0..100).any(|_| {
+            let ended = matches!(self.child.try_wait(), Ok(Some(_)));
+            if !ended {
+                std::thread::sleep(Duration::from_millis(50));
             }
-            std::thread::sleep(Duration::from_millis(50));
+            ended
+        });
+        if !ended {
+            self.kill_group();
         }
-        self.kill_group();
+        let _ = std::fs::remove_dir_all(&self.tmp);
     }
 }
 

@@ -40,9 +40,7 @@ const QUESTIONS: [&str; 2] = ["door code", "dentist"];
 async fn a_bot_moves_through_every_shell() {
     let bin = std::env::var("CLAWLESS_NATIVE_BIN")
         .expect("CLAWLESS_NATIVE_BIN: the native `clawless` binary (set by .ci/run)");
-    let dir = std::env::temp_dir().join(format!("clawless-chain-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = clawless_testkit::scratch::dir("chain");
     let began = Instant::now();
     let t0 = now_ms();
     // Due after the moves (about 5 s here; a slow machine may take many times that): the

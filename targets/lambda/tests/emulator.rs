@@ -122,9 +122,7 @@ async fn approval_scenarios_on_lambda() {
     common::create_table(&client, "clawless-approvals").await;
     let (f, tg, llm) = fakes().await;
     let (emu, runtime) = start_emulator().await;
-    let config =
-        std::env::temp_dir().join(format!("clawless-lambda-asking-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&config);
+    let config = clawless_testkit::scratch::dir("lambda-asking");
     clawless_testkit::fixtures::asking_config(&config);
     let users = scenarios::allowed_users();
     let env = [
@@ -391,8 +389,7 @@ async fn a_long_turn_goes_on_in_fresh_invocations() {
     let (f, tg, llm) = fakes().await;
     let (emu, runtime) = start_emulator().await;
     *emu.timeout.lock().unwrap() = Some(Duration::from_secs(30));
-    let config = std::env::temp_dir().join(format!("clawless-lambda-long-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&config);
+    let config = clawless_testkit::scratch::dir("lambda-long");
     clawless_testkit::fixtures::asking_config(&config);
     let env = [("CLAWLESS_CONFIG", config.to_str().unwrap())];
     let functions = vec![start_function_with(
@@ -429,9 +426,7 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
     common::create_table(&client, "clawless-points").await;
     let (f, tg, llm) = fakes().await;
     let (emu, runtime) = start_emulator().await;
-    let config =
-        std::env::temp_dir().join(format!("clawless-lambda-points-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&config);
+    let config = clawless_testkit::scratch::dir("lambda-points");
     clawless_testkit::fixtures::asking_config(&config);
     let env = [("CLAWLESS_CONFIG", config.to_str().unwrap())];
     let start = || start_function_with(&runtime, &moto.url, "clawless-points", &tg, &llm, &env);

@@ -18,8 +18,7 @@ use clawless_testkit::miniflare::{bot_vars, Miniflare, SECRET};
 async fn a_killed_invocation_is_finished_by_the_cron_sweep() {
     use std::sync::atomic::Ordering;
     let (f, tg, llm) = fakes().await;
-    let dir = std::env::temp_dir().join(format!("clawless-worker-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = clawless_testkit::scratch::dir("worker-crash");
     let options = json!({"vars": bot_vars(&tg, &llm), "persist": dir.to_string_lossy()});
 
     f.llm_hang.store(true, Ordering::SeqCst);
@@ -71,8 +70,7 @@ async fn a_killed_invocation_is_finished_by_the_cron_sweep() {
 async fn a_reminder_is_delivered_once_by_the_cron_after_a_restart() {
     use clawless_testkit::servers::{now_ms, reminder_at};
     let (f, tg, llm) = fakes().await;
-    let dir = std::env::temp_dir().join(format!("clawless-worker-reminder-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = clawless_testkit::scratch::dir("worker-reminder");
     let options = json!({"vars": bot_vars(&tg, &llm), "persist": dir.to_string_lossy()});
     let first = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options.clone());
     let at = now_ms().div_ceil(1000) + 5;
@@ -125,8 +123,7 @@ async fn a_reminder_is_delivered_once_by_the_cron_after_a_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_at_each_point_goes_on_once() {
     let (f, tg, llm) = fakes().await;
-    let dir = std::env::temp_dir().join(format!("clawless-worker-points-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = clawless_testkit::scratch::dir("worker-points");
     let options = json!({"vars": bot_vars(&tg, &llm), "persist": dir.to_string_lossy()});
     let mut mf = Miniflare::start_with("CLAWLESS_WORKER_TEST_BUILD", options.clone());
     for (i, point) in scenarios::KILL_POINTS.into_iter().enumerate() {
@@ -174,8 +171,7 @@ async fn a_turn_killed_at_each_point_goes_on_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_isolate_repairs_a_schema_it_finds_incomplete() {
     let (_f, tg, llm) = fakes().await;
-    let dir = std::env::temp_dir().join(format!("clawless-worker-schema-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = clawless_testkit::scratch::dir("worker-schema");
     let options = json!({"vars": bot_vars(&tg, &llm), "persist": dir.to_string_lossy()});
 
     let first = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options.clone());
