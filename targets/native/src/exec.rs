@@ -165,16 +165,7 @@ mod tests {
     use super::*;
 
     fn temp_root() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "clawless-exec-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        clawless_testkit::scratch::dir("exec")
     }
 
     fn req(command: &str, timeout: Duration) -> ExecRequest {

@@ -402,8 +402,7 @@ mod tests {
 
     #[test]
     fn the_env_file_keeps_other_lines_and_is_private() {
-        let dir = std::env::temp_dir().join(format!("clawless-init-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = clawless_testkit::scratch::dir("init");
         let path = dir.join(".env");
         std::fs::write(
             &path,

@@ -35,8 +35,7 @@ fn server() -> Arc<McpServer> {
     }))
     .unwrap();
     config.check().unwrap();
-    let root = std::env::temp_dir().join(format!("clawless-mcp-stdio-{}", std::process::id()));
-    std::fs::create_dir_all(&root).unwrap();
+    let root = clawless_testkit::scratch::dir("mcp-stdio");
     let env = Env::from_pairs([("LOCAL_MCP_SECRET", "it-is-passed".to_owned())]);
     Arc::new(McpServer::new(
         config,

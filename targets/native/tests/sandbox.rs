@@ -15,9 +15,7 @@ use clawless_native::{fence, sandbox};
 use clawless_platform::{Exec, ExecRequest};
 
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("clawless-sandbox-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    clawless_testkit::scratch::dir("sandbox")
 }
 
 async fn run(exec: &ShellExec, command: &str, network: bool) -> (Option<i32>, String) {

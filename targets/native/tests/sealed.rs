@@ -15,9 +15,7 @@ use clawless_native::{fence, sandbox};
 use clawless_platform::{Exec, ExecRequest};
 
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("clawless-sealed-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    clawless_testkit::scratch::dir("sealed")
 }
 
 /// The system's Python (a virtualenv's, first on a CI's PATH, lives where Landlock lets no

@@ -13,10 +13,7 @@ use super::FsFiles;
 
 /// A fresh directory holding `root/` (the store) and `outside/` (a sibling with a file).
 fn setup(tag: &str) -> (PathBuf, FsFiles) {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let dir = std::env::temp_dir().join(format!("clawless-fs-{tag}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = clawless_testkit::scratch::dir(&format!("fs-{tag}"));
     std::fs::create_dir_all(dir.join("outside")).unwrap();
     std::fs::write(dir.join("outside/secret.txt"), "secret").unwrap();
     let fs = FsFiles::new(dir.join("root")).unwrap();

@@ -5,10 +5,7 @@ use clawless_platform::{Kv, KvExt};
 use futures::executor::block_on;
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("clawless-setup-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    clawless_testkit::scratch::dir(&format!("setup-{name}"))
 }
 
 fn env_for(data: &Path) -> Env {
@@ -224,8 +221,7 @@ async fn an_install_from_before_index_db_indexes_its_memory_again() {
 #[test]
 fn a_data_directory_others_can_read_is_named_with_its_fix() {
     use std::os::unix::fs::PermissionsExt;
-    let data = std::env::temp_dir().join(format!("clawless-modes-{}", std::process::id()));
-    std::fs::create_dir_all(&data).unwrap();
+    let data = clawless_testkit::scratch::dir("modes");
     let env = Env::from_pairs([("CLAWLESS_DATA", data.to_str().unwrap())]);
     let about_data = |checks: Vec<clawless_core::doctor::Check>| {
         checks
