@@ -33,8 +33,11 @@ pub fn free_port() -> u16 {
 pub async fn driver() -> Driver {
     let port = free_port();
     let bin = std::env::var("CLAWLESS_CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
+    // Chromium's profile and scoped directories go under the test's scratch directory (a
+    // killed driver leaves them behind; the next run sweeps them).
     let child = Command::new(bin)
         .arg(format!("--port={port}"))
+        .env("TMPDIR", crate::scratch::dir("chromium"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
