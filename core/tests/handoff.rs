@@ -175,3 +175,56 @@ fn without_limits_the_turn_runs_through() {
         assert_eq!(h.sent_texts(), vec!["All six done."]);
     });
 }
+
+/// A photo turn handed on before its first model call (the invocation's requests spent on
+/// reading it): the invocation that goes on reads the photo again, and the model sees it, not
+/// the line history keeps (found with the Worker's queue: an album's images were lost so).
+#[test]
+fn a_photo_turn_handed_on_before_the_model_still_shows_the_model_its_image() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let jpeg: &[u8] = b"\xff\xd8\xff\xe0 a tiny jpeg";
+        h.file("p1", jpeg);
+        h.script(200, anthropic_text("A tiny jpeg."));
+        let mut u = clawless_testkit::fixtures::update("private_text", 1);
+        let m = u["message"].as_object_mut().unwrap();
+        m.remove("text");
+        m.remove("entities");
+        m.insert("caption".into(), json!("What is this?"));
+        m.insert(
+            "photo".into(),
+            json!([{"file_id": "p1", "file_unique_id": "l", "width": 800, "height": 600, "file_size": jpeg.len()}]),
+        );
+        let reply = h
+            .app
+            .handle_webhook("main", Some(support::SECRET), u.to_string().as_bytes())
+            .await;
+        let lane = reply.lane.unwrap();
+        let mut ends = Vec::new();
+        for requests in [3, 50] {
+            let limits = Limits {
+                requests: Some(requests),
+                ..Default::default()
+            };
+            ends.push(
+                h.app
+                    .drain_within(&lane, Duration::from_secs(15), limits)
+                    .await
+                    .unwrap(),
+            );
+        }
+        assert_eq!(
+            ends,
+            [
+                clawless_core::Drained::HandOff,
+                clawless_core::Drained::Idle
+            ],
+            "handed on once"
+        );
+        let requests = h.llm_requests();
+        assert_eq!(requests.len(), 1, "one model call");
+        let content = &requests[0]["messages"][0]["content"];
+        assert_eq!(content[0]["type"], "image", "{content}");
+        assert_eq!(h.sent_texts(), vec!["A tiny jpeg."]);
+    });
+}
