@@ -274,25 +274,28 @@ impl<'a> Admin<'a> {
     }
 
     /// A serverless deployment sets itself up (`POST /admin/setup`): every connector's webhook
-    /// pointed at `origin` (`<origin>/telegram/<connector>`, with the secret and the update
-    /// kinds the bot reads), then the command menus, then (HTTPS) each bot's menu button
-    /// opening the control panel. Each step said in one sentence; `ok`
-    /// only when every webhook was set.
-    pub async fn setup(self, origin: &str) -> SetupReport {
+    /// pointed at `webhook` (`<webhook>/telegram/<connector>`, with the secret and the update
+    /// kinds the bot reads: the deployment's own `origin`, or the Worker's front), then the
+    /// command menus, then (HTTPS) each bot's menu button opening the control panel at
+    /// `origin`. Each step said in one sentence; `ok` only when every webhook was set.
+    pub async fn setup(self, origin: &str, webhook: &str) -> SetupReport {
         let mut report = SetupReport {
             ok: true,
             steps: Vec::new(),
         };
         let origin = origin.trim_end_matches('/');
-        if !origin.starts_with("https://") && !origin.starts_with("http://") {
-            report.ok = false;
-            report
-                .steps
-                .push(format!("{origin:?} is not an http(s) URL: nothing was set"));
-            return report;
+        let webhook = webhook.trim_end_matches('/');
+        for url in [origin, webhook] {
+            if !url.starts_with("https://") && !url.starts_with("http://") {
+                report.ok = false;
+                report
+                    .steps
+                    .push(format!("{url:?} is not an http(s) URL: nothing was set"));
+                return report;
+            }
         }
         for id in self.connector_ids() {
-            match self.set_webhook(&id, origin).await {
+            match self.set_webhook(&id, webhook).await {
                 Ok(full) => report.steps.push(format!("{id}: webhook set to {full}")),
                 Err(e) => {
                     report.ok = false;

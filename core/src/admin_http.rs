@@ -212,7 +212,15 @@ impl Admin<'_> {
             }
             _ => match req.origin {
                 Some(origin) => {
-                    let done = self.setup(origin).await;
+                    // `?webhook=<url>`: Telegram's updates go there (the Worker's front)
+                    // instead of to this deployment.
+                    let webhook = req
+                        .query
+                        .and_then(|q| crate::panel::param(q, "webhook"))
+                        .filter(|w| !w.is_empty());
+                    let done = self
+                        .setup(origin, webhook.as_deref().unwrap_or(origin))
+                        .await;
                     let status = if done.ok { 200 } else { 502 };
                     AdminReply::json(status, &serde_json::to_value(&done).unwrap_or(Value::Null))
                 }

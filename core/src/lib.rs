@@ -54,6 +54,7 @@ pub mod drain;
 pub mod env;
 pub mod events;
 pub mod fire;
+pub mod front;
 pub mod hooks;
 pub mod ids;
 pub mod inbox;

@@ -371,6 +371,52 @@ fn setup_points_the_webhook_at_the_deployment_and_sets_the_menu() {
             !reply.body_text().contains(support::SECRET),
             "the secret is not answered"
         );
+
+        // With the Worker's front: the webhook goes to the front, the panel stays here.
+        let reply = h
+            .app
+            .admin()
+            .serve(clawless_core::admin_http::AdminRequest {
+                method: "POST",
+                name: "setup",
+                authorization: Some(&auth),
+                origin: Some("https://bot.example.workers.dev"),
+                query: Some("webhook=https%3A%2F%2Ffront.example.workers.dev"),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.body_text());
+        let set = h.calls("setWebhook");
+        assert_eq!(
+            set[1]["url"],
+            "https://front.example.workers.dev/telegram/main"
+        );
+        let button = h.calls("setChatMenuButton");
+        assert_eq!(
+            button[1]["menu_button"]["web_app"]["url"],
+            "https://bot.example.workers.dev/app/"
+        );
+        let reply = h
+            .app
+            .admin()
+            .serve(clawless_core::admin_http::AdminRequest {
+                method: "POST",
+                name: "setup",
+                authorization: Some(&auth),
+                origin: Some("https://bot.example.workers.dev"),
+                query: Some("webhook=ftp://front"),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(reply.status, 502);
+        assert!(
+            reply
+                .body_text()
+                .contains("ftp://front\\\" is not an http(s) URL"),
+            "{}",
+            reply.body_text()
+        );
+        assert_eq!(h.calls("setWebhook").len(), 2, "nothing set");
         h.assert_spec_clean();
     });
 }
