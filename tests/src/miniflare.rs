@@ -18,6 +18,8 @@ pub struct Miniflare {
     child: Child,
     pub url: String,
     pub control: String,
+    /// The front Worker's URL, when it was started (`"front": true`).
+    pub front: Option<String>,
     http: reqwest::Client,
     /// Every line Node and workerd printed (worker logs included).
     pub logs: Arc<Mutex<Vec<String>>>,
@@ -40,7 +42,14 @@ impl Miniflare {
     pub fn start_with(build_var: &str, options: Value) -> Miniflare {
         let worker = crate::repo::root().join("targets/worker");
         let tmp = crate::scratch::dir("miniflare");
-        let mut child = Command::new(env_path("CLAWLESS_NODE"))
+        let mut command = Command::new(env_path("CLAWLESS_NODE"));
+        if options["front"] == json!(true) {
+            command.env(
+                "CLAWLESS_WORKER_FRONT_BUILD",
+                env_path("CLAWLESS_WORKER_FRONT_BUILD"),
+            );
+        }
+        let mut child = command
             .arg(worker.join("tests/miniflare.mjs"))
             // The launcher's module paths are relative to the Worker's directory.
             .current_dir(&worker)
@@ -89,6 +98,7 @@ impl Miniflare {
             child,
             url: ready["url"].as_str().unwrap().to_owned(),
             control: ready["control"].as_str().unwrap().to_owned(),
+            front: ready["front"].as_str().map(str::to_owned),
             // A fresh connection per request, as Telegram's are: a refusal that leaves the
             // body unread may close the connection, and a pooled one would then fail the
             // next request.
@@ -117,9 +127,14 @@ impl Miniflare {
     }
 
     pub async fn post_body(&self, body: String, secret: Option<&str>) -> u16 {
+        self.post_body_to(&self.url, body, secret).await
+    }
+
+    /// [`Miniflare::post_body`] to the Worker at `base` (the assistant's or the front's).
+    pub async fn post_body_to(&self, base: &str, body: String, secret: Option<&str>) -> u16 {
         let mut req = self
             .http
-            .post(format!("{}/telegram/main", self.url))
+            .post(format!("{base}/telegram/main"))
             .header("content-type", "application/json")
             .body(body);
         if let Some(s) = secret {

@@ -14,7 +14,7 @@ use serde_json::json;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::{Response, Result};
 
-use crate::setup::CONFIG_JSON;
+use crate::inbound::CONFIG_JSON;
 
 const SECRET: &str = "bench-secret";
 const BATCH: i64 = 50;

@@ -5,12 +5,12 @@ use std::time::Duration;
 use clawless_core::allowance::Limits;
 use clawless_core::shell::{route, BodyRefused, Route, SECRET_HEADER};
 use clawless_core::{Drained, Lane};
-use futures::StreamExt;
 use worker::{
     event, Context, Env, MessageBatch, MessageExt, Request, Response, Result, ScheduleContext,
     ScheduledEvent,
 };
 
+use crate::inbound::{read_capped, HandOff};
 use crate::setup::{shell, Shell};
 
 /// `ctx.wait_until` work may run about 30 s past the response: a drain waits inline for a retry
@@ -25,12 +25,6 @@ pub const LONG_INVOCATION: Duration = Duration::from_secs(15 * 60);
 
 /// The latest retry handed to the queue (later ones, an approval's expiry, wait for the cron).
 pub const MAX_QUEUED_RETRY: Duration = Duration::from_secs(120);
-
-/// A lane handed on through the queue.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct HandOff {
-    lane: String,
-}
 
 #[event(start)]
 fn start() {
@@ -255,31 +249,6 @@ fn counted(mut response: Response, before: usize) -> Result<Response> {
         .headers_mut()
         .set("x-clawless-d1-statements", &sent)?;
     Ok(response)
-}
-
-/// The body, at most `cap` bytes: a declared Content-Length over the cap is refused before a
-/// byte is read, and the read stops as soon as the cap is passed.
-async fn read_capped(req: &mut Request, cap: usize) -> std::result::Result<Vec<u8>, BodyRefused> {
-    let declared = req.headers().get("content-length").ok().flatten();
-    let declared = declared.and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > cap as u64) {
-        return Err(BodyRefused::TooLarge);
-    }
-    // A request without a body (a null stream) reads as empty.
-    let Ok(mut stream) = req.stream() else {
-        return Ok(Vec::new());
-    };
-    let mut body = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        let Ok(chunk) = chunk else {
-            return Err(BodyRefused::Unreadable);
-        };
-        if body.len() + chunk.len() > cap {
-            return Err(BodyRefused::TooLarge);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// The outbound requests and the storage calls (D1 queries) the app has made so far.

@@ -3,28 +3,22 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use clawless_core::{App, Config, Env};
+use clawless_core::{App, Config};
 use clawless_platform::{Clock, Platform, Vectors};
-use js_sys::{Object, Reflect};
+use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
 use crate::ai::{WorkersAi, WorkersAiPainter, WorkersAiSpeech, WorkersAiWhisper};
 use crate::d1::{D1Files, D1Kv, D1Text, D1Vectors, D1};
+use crate::inbound::{env_strings, CONFIG_JSON, DB_BINDING, QUEUE_BINDING};
 use crate::io::{FetchHttp, WorkerClock};
 use crate::vectorize::Vectorize;
 
-/// The D1 database binding (wrangler.toml `[[d1_databases]] binding`).
-pub const DB_BINDING: &str = "DB";
 /// The optional Vectorize index binding.
 pub const VECTORIZE_BINDING: &str = "VECTORIZE";
 /// The optional Workers AI binding (memory embeddings).
 pub const AI_BINDING: &str = "AI";
 
-/// `config/`, validated and turned into JSON by build.rs.
-pub(crate) const CONFIG_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/config.json"));
-
-/// The optional queue binding long turns are handed on through (see `events.rs`).
-pub const QUEUE_BINDING: &str = "HANDOFF";
 /// The setting of how many outbound requests one invocation may make.
 pub const SUBREQUESTS_VAR: &str = "CLAWLESS_SUBREQUESTS";
 /// Cloudflare's limit on the free plan.
@@ -46,17 +40,6 @@ pub struct Shell {
 thread_local! {
     // A Worker isolate is single-threaded; the shell lives as long as the isolate.
     static SHELL: RefCell<Option<Arc<Shell>>> = const { RefCell::new(None) };
-}
-
-/// Every string-valued binding (`[vars]` and secrets) as the core's `Env`.
-fn env_strings(env: &worker::Env) -> Env {
-    let obj: &JsValue = env.as_ref();
-    let keys = Object::keys(&Object::from(obj.clone()));
-    Env::from_pairs(keys.iter().filter_map(|k| {
-        let name = k.as_string()?;
-        let value = Reflect::get(obj, &k).ok()?.as_string()?;
-        Some((name, value))
-    }))
 }
 
 /// The shell of this isolate, built on first use.

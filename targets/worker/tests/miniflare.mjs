@@ -3,9 +3,10 @@
 // mode) is the in-memory mock below, bound as a wrapped binding.
 //
 // Usage: node miniflare.mjs '<json>' where json = { vars: {NAME: value}, vectorize: bool,
-// ai: bool, persist: dir, queue: bool } (bind the Vectorize and Workers AI mocks; keep D1 in
-// dir; bind Miniflare's local queue as HANDOFF, consumed by the same Worker).
-// Prints one line `{"url": ..., "control": ...}` when ready. The control server takes
+// ai: bool, persist: dir, queue: bool, front: bool } (bind the Vectorize and Workers AI mocks;
+// keep D1 in dir; bind Miniflare's local queue as HANDOFF, consumed by the same Worker; run the
+// front Worker of CLAWLESS_WORKER_FRONT_BUILD beside it, on the same D1 database and queue).
+// Prints one line `{"url": ..., "control": ..., "front": ...}` when ready. The control server takes
 //   POST /scheduled          → runs the scheduled handler, answers its outcome
 //   POST /sql  (body: SQL)   → runs it on the DB binding, answers the rows
 // Exits (disposing workerd) when stdin closes.
@@ -125,11 +126,28 @@ const mf = new Miniflare({
           }
         : {}),
     },
+    ...(options.front
+      ? [
+          {
+            name: "front",
+            modules: true,
+            scriptPath: path.join(process.env.CLAWLESS_WORKER_FRONT_BUILD ?? path.join(here, "..", "build-front"), "index.js"),
+            modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+            compatibilityDate: "2026-04-01",
+            d1Databases: ["DB"],
+            bindings: options.vars ?? {},
+            queueProducers: { HANDOFF: "clawless-turns" },
+            // Its own port: the tests post webhooks to it as Telegram would.
+            unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+          },
+        ]
+      : []),
     { name: "vectorize-mock", modules: true, script: vectorizeMock },
     { name: "ai-mock", modules: true, script: aiMock },
   ],
 });
 const url = (await mf.ready).toString().replace(/\/$/, "");
+const front = options.front ? (await mf.unsafeGetDirectURL("front")).toString().replace(/\/$/, "") : undefined;
 
 const control = http.createServer(async (req, res) => {
   let body = "";
@@ -152,7 +170,7 @@ const control = http.createServer(async (req, res) => {
   }
 });
 control.listen(0, "127.0.0.1", () => {
-  console.log(JSON.stringify({ url, control: `http://127.0.0.1:${control.address().port}` }));
+  console.log(JSON.stringify({ url, control: `http://127.0.0.1:${control.address().port}`, front }));
 });
 
 let closing = false;

@@ -9,12 +9,14 @@
 //! `CLAWLESS_WORKER_BUILD` (the release build) and `CLAWLESS_WORKER_TEST_BUILD`
 //! (the build with the `test-routes` feature, built on the config `asking-config` writes:
 //! `CLAWLESS_EMBED_CONFIG=DIR worker-build --profile worker --out-dir build-test -- --features
-//! test-routes`).
+//! test-routes`), and `CLAWLESS_WORKER_FRONT_BUILD` (the front's build, `front.toml`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "workerd/browser.rs"]
 mod browser;
+#[path = "workerd/front.rs"]
+mod front;
 #[path = "workerd/restarts.rs"]
 mod restarts;
 
