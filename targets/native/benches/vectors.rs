@@ -1,5 +1,6 @@
 //! `cargo bench -p native --bench vectors`: the native Vectors port (libsql `F16_BLOB` rows,
-//! int8 in-memory mirror, exact re-rank) at 10k and 100k vectors of 384 dimensions.
+//! in-memory mirror of 2-bit and int8 codes, exact re-rank) at 10k and 100k vectors of 384
+//! dimensions.
 //!
 //! Prints, per size: indexing throughput (upserts in batches of 500, on disk, WAL), the first
 //! query after a restart (a new database handle on the file, whose first query loads the

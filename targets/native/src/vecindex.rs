@@ -1,31 +1,34 @@
-//! The in-memory search side of [`crate::store::SqlVectors`]: every stored vector quantized to
-//! int8 (one scale per vector, after normalising) and held as two 4-bit planes, the high and
-//! the low nibble of each value. A query scans the high plane of every vector (an int4
-//! estimate), re-ranks the best few hundred by their whole int8 value (both planes), and the
-//! caller re-ranks the best [`candidates`] exactly from their f32 rows in libsql.
+//! The in-memory search side of [`crate::store::SqlVectors`]: every stored vector normalised,
+//! turned by a fixed rotation ([`twobit::Rotation`]: dot products unchanged, sparse vectors
+//! spread over every dimension), then held twice: as 2-bit codes ([`twobit`]) and as int8
+//! (one scale per vector) in two 4-bit planes, the high and the low nibble of each value. A
+//! query scans the 2-bit codes of every vector, re-ranks the best few hundred by their whole
+//! int8 value (both planes), and the caller re-ranks the best [`candidates`] exactly from
+//! their rows in libsql.
 //!
 //! Why: libsql's DiskANN index measured badly at 384 dimensions (see ../shared/TOOLCHAIN.md)
-//! and a SQL scan reads every 1.5 KB row per query. The mirror is a quarter of the f32 data
-//! (100k × 384 dims ≈ 38 MB); the first pass reads half of it (19 MB at 100k), and with AVX2
-//! multiplies 32 nibbles per instruction ([`nibbles`]). On random vectors and on the local
-//! embedder's, the int4 estimate's best 200 held every one of the int8 estimate's best 10 in
-//! a simulation of 200 queries (100k random vectors; 36k real ones).
+//! and a SQL scan reads every 1.5 KB row per query. The mirror is 0.31 of the f32 data
+//! (100k × 384 dims ≈ 48 MB); the first pass reads a sixteenth of it (9.6 MB at 100k), and
+//! with AVX2 multiplies 32 codes per instruction. The int8 estimate's best 20 held the exact
+//! best 10 in the same simulation as the 2-bit pass's (see [`twobit`]).
 
 mod nibbles;
+mod twobit;
 
 use nibbles::{Dot, Kernel, WithDot};
+use twobit::Rotation;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How many approximate candidates an exact re-rank looks at for `top_k` results.
 pub fn candidates(top_k: usize) -> usize {
-    (top_k * 2).max(20)
+    (top_k * 3 / 2).max(15)
 }
 
-/// How many int4 estimates the first pass keeps for `n` int8 candidates.
+/// How many 2-bit estimates the first pass keeps for `n` int8 candidates.
 fn first_pass(n: usize) -> usize {
-    (n * 10).max(200)
+    (n * 25).max(500)
 }
 
 /// A 64-bit FNV-1a hash of one metadata pair.
@@ -65,14 +68,22 @@ pub fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
 #[derive(Default)]
 pub struct Mirror {
     pub dim: usize,
-    /// `dim` padded to whole packed blocks ([`nibbles::padded`]).
+    /// `dim` padded to whole packed blocks ([`twobit::padded`], also whole nibble blocks).
     padded: usize,
+    /// Turns every vector and query before it is coded (set with `dim`).
+    rotation: Option<Rotation>,
     ids: Vec<String>,
+    /// Per slot, the row's rowid in the vectors table: the exact re-rank reads rows by it.
+    rowids: Vec<i64>,
     /// Per slot `padded / 2` bytes: the high nibbles of the int8 codes offset by 128.
     high: Vec<u8>,
     /// The same for the low nibbles: `code + 128 = 16 · high + low`.
     low: Vec<u8>,
     scales: Vec<f32>,
+    /// Per slot `padded / 4` bytes: the 2-bit codes of the first pass ([`twobit`]).
+    codes: Vec<u8>,
+    /// Per slot, the step of its 2-bit codes.
+    steps: Vec<f32>,
     /// Per slot, a 64-bit Bloom filter of its metadata pairs: the scan's filter test is one
     /// AND on contiguous memory (a false positive only costs a candidate slot; callers check
     /// the survivors' metadata exactly).
@@ -93,13 +104,42 @@ impl Mirror {
         self.padded / 2
     }
 
-    /// Inserts or replaces `id`.
-    pub fn upsert(&mut self, id: &str, vector: &[f32], metadata: &BTreeMap<String, String>) {
+    /// `v` normalised and turned by the rotation (`padded` values; empty before any vector).
+    fn turn(&self, v: &[f32]) -> Vec<f32> {
+        let Some(r) = &self.rotation else {
+            return Vec::new();
+        };
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let unit: Vec<f32> = if norm > 0.0 {
+            v.iter().map(|x| x / norm).collect()
+        } else {
+            v.to_vec()
+        };
+        r.apply(&unit)
+    }
+
+    /// The rowid of `id`'s row, if it is stored.
+    pub fn rowid(&self, id: &str) -> Option<i64> {
+        self.slot.get(id).map(|&s| self.rowids[s])
+    }
+
+    /// Inserts or replaces `id`, stored in the table's row `rowid`.
+    pub fn upsert(
+        &mut self,
+        id: &str,
+        rowid: i64,
+        vector: &[f32],
+        metadata: &BTreeMap<String, String>,
+    ) {
         if self.dim == 0 {
             self.dim = vector.len();
-            self.padded = nibbles::padded(self.dim);
+            self.padded = twobit::padded(self.dim);
+            self.rotation = Some(Rotation::new(self.padded));
         }
-        let (code, scale) = quantize(vector);
+        let turned = self.turn(vector);
+        let mut two = Vec::with_capacity(self.padded / 4);
+        let step = twobit::encode(&turned, &mut two);
+        let (code, scale) = quantize(&turned);
         let offset: Vec<u8> = code.iter().map(|&x| (i16::from(x) + 128) as u8).collect();
         let (mut high, mut low) = (Vec::new(), Vec::new());
         let nibbles = |f: fn(u8) -> u8| offset.iter().map(|&u| f(u)).collect::<Vec<u8>>();
@@ -113,14 +153,21 @@ impl Mirror {
                 self.low[s * h..(s + 1) * h].copy_from_slice(&low);
                 self.scales[s] = scale;
                 self.blooms[s] = pairs;
+                self.rowids[s] = rowid;
+                let q = self.padded / 4;
+                self.codes[s * q..(s + 1) * q].copy_from_slice(&two);
+                self.steps[s] = step;
             }
             None => {
                 self.slot.insert(id.to_owned(), self.ids.len());
                 self.ids.push(id.to_owned());
+                self.rowids.push(rowid);
                 self.high.extend_from_slice(&high);
                 self.low.extend_from_slice(&low);
                 self.scales.push(scale);
                 self.blooms.push(pairs);
+                self.codes.extend_from_slice(&two);
+                self.steps.push(step);
             }
         }
     }
@@ -131,24 +178,31 @@ impl Mirror {
             return;
         };
         let last = self.ids.len() - 1;
-        let h = self.half();
+        let (h, q) = (self.half(), self.padded / 4);
         if s != last {
             let moved = self.ids[last].clone();
             self.slot.insert(moved, s);
             self.ids.swap(s, last);
+            self.rowids.swap(s, last);
             self.high.copy_within(last * h..(last + 1) * h, s * h);
             self.low.copy_within(last * h..(last + 1) * h, s * h);
             self.scales.swap(s, last);
             self.blooms.swap(s, last);
+            self.codes.copy_within(last * q..(last + 1) * q, s * q);
+            self.steps.swap(s, last);
         }
         self.ids.pop();
+        self.rowids.pop();
         self.high.truncate(last * h);
         self.low.truncate(last * h);
         self.scales.pop();
         self.blooms.pop();
+        self.codes.truncate(last * q);
+        self.steps.pop();
         if self.ids.is_empty() {
             self.dim = 0;
             self.padded = 0;
+            self.rotation = None;
         }
     }
 
@@ -156,6 +210,26 @@ impl Mirror {
     /// may have every pair of `filter` (by Bloom filter: callers check the survivors exactly).
     /// Large stores are scanned on all cores, one slice each.
     pub fn scan(&self, query: &[f32], n: usize, filter: &BTreeMap<String, String>) -> Vec<String> {
+        self.slots(query, n, filter)
+            .into_iter()
+            .map(|s| self.ids[s].clone())
+            .collect()
+    }
+
+    /// [`Mirror::scan`] as the rowids of the matches' rows.
+    pub fn scan_rowids(
+        &self,
+        query: &[f32],
+        n: usize,
+        filter: &BTreeMap<String, String>,
+    ) -> Vec<i64> {
+        self.slots(query, n, filter)
+            .into_iter()
+            .map(|s| self.rowids[s])
+            .collect()
+    }
+
+    fn slots(&self, query: &[f32], n: usize, filter: &BTreeMap<String, String>) -> Vec<usize> {
         if self.is_empty() || query.len() != self.dim || n == 0 {
             return Vec::new();
         }
@@ -164,10 +238,11 @@ impl Mirror {
         } else {
             1
         };
-        self.scan_on(query, n, filter, threads)
+        self.scan_with(Kernel::detect(), query, n, filter, threads)
     }
 
     /// [`Mirror::scan`] on `threads` threads, one slice of the slots each.
+    #[cfg(test)]
     fn scan_on(
         &self,
         query: &[f32],
@@ -176,6 +251,9 @@ impl Mirror {
         threads: usize,
     ) -> Vec<String> {
         self.scan_with(Kernel::detect(), query, n, filter, threads)
+            .into_iter()
+            .map(|s| self.ids[s].clone())
+            .collect()
     }
 
     fn scan_with(
@@ -185,11 +263,11 @@ impl Mirror {
         n: usize,
         filter: &BTreeMap<String, String>,
         threads: usize,
-    ) -> Vec<String> {
+    ) -> Vec<usize> {
         if self.is_empty() || query.len() != self.dim || n == 0 {
             return Vec::new();
         }
-        let mut q = quantize(query).0;
+        let mut q = quantize(&self.turn(query)).0;
         q.resize(self.padded, 0);
         let q_sum: i32 = q.iter().map(|&x| i32::from(x)).sum();
         let want = bloom(filter);
@@ -200,7 +278,7 @@ impl Mirror {
         // a fixed half the caller then waits for.
         let next = AtomicUsize::new(0);
         let pass = || {
-            kernel.run(
+            kernel.run2(
                 &q,
                 FirstPass {
                     mirror: self,
@@ -233,19 +311,18 @@ impl Mirror {
             },
         );
         keep_best(&mut scored, n);
-        scored
-            .into_iter()
-            .map(|(_, s)| self.ids[s].clone())
-            .collect()
+        scored.into_iter().map(|(_, s)| s).collect()
     }
 }
 
 /// Runs of slots a scanning thread takes at a time.
 const RUN: usize = 4_096;
 
-/// The `keep` best int4 estimates `(score, slot)` among the runs of slots this thread takes
-/// from `next`, of those that pass the filter: the high nibble stands for its 16 values, so
-/// `code ≈ 16 · high + 7.5 - 128`.
+/// How many vectors ahead a scan asks for the next codes.
+const AHEAD: usize = 32;
+
+/// The `keep` best 2-bit estimates `(score, slot)` among the runs of slots this thread takes
+/// from `next`, of those that pass the filter: a code `c` stands for `(c - 1.5) · step`.
 struct FirstPass<'a> {
     mirror: &'a Mirror,
     next: &'a AtomicUsize,
@@ -254,14 +331,14 @@ struct FirstPass<'a> {
     q_sum: i32,
 }
 
-impl WithDot for FirstPass<'_> {
+impl twobit::WithDot for FirstPass<'_> {
     type Output = Vec<(f32, usize)>;
 
     #[inline(always)]
-    fn with<D: Dot>(self, dot: &D) -> Self::Output {
+    fn with<D: twobit::Dot>(self, dot: &D) -> Self::Output {
         let m = self.mirror;
-        let h = m.half();
-        let centre = (7.5 - 128.0) * self.q_sum as f32;
+        let h = m.padded / 4;
+        let centre = -1.5 * self.q_sum as f32;
         let mut kept = Vec::with_capacity(self.keep * 2);
         // The score a slot must beat: each thread's slots come in ascending order, so a tie
         // loses to the slot already kept (the order [`keep_best`] sorts by).
@@ -278,9 +355,15 @@ impl WithDot for FirstPass<'_> {
             let run_end = (run + RUN).min(m.len());
             while start < run_end {
                 let end = (start + scores.len()).min(run_end);
-                let vector = |s: usize| &m.high[s * h..(s + 1) * h];
+                let vector = |s: usize| &m.codes[s * h..(s + 1) * h];
                 let mut s = start;
                 while s < end {
+                    // The codes 32 vectors ahead (3 KB at 384 dimensions): measured best
+                    // between 16 and 64 on this VM (the first pass at 100k, 2 threads, from
+                    // memory: 0.83 ms with, 1.17 without).
+                    let ahead = ((s + AHEAD) * h).min(m.codes.len());
+                    let until = ((s + AHEAD + 4) * h).min(m.codes.len());
+                    dot.prefetch(&m.codes[ahead..until]);
                     let dots = if s + 4 <= end {
                         dot.dot4([vector(s), vector(s + 1), vector(s + 2), vector(s + 3)])
                     } else {
@@ -288,7 +371,7 @@ impl WithDot for FirstPass<'_> {
                     };
                     for (d, slot) in dots.into_iter().zip(s..end.min(s + 4)) {
                         scores[slot - start] = if m.blooms[slot] & self.want == self.want {
-                            (16.0 * d as f32 + centre) * m.scales[slot]
+                            (d as f32 + centre) * m.steps[slot]
                         } else {
                             f32::NEG_INFINITY
                         };
@@ -330,7 +413,17 @@ impl WithDot for Rerank<'_> {
         // A plain loop: a closure here would be compiled apart from the kernel's instruction
         // set (see [`Kernel::run`]).
         let mut scored = Vec::with_capacity(self.slots.len());
-        for (_, s) in self.slots {
+        let row = |s: usize| s * h..(s + 1) * h;
+        // The rows are read at random: each is asked for a few candidates before it is used.
+        for &(_, s) in self.slots.iter().take(8) {
+            dot.prefetch(&m.high[row(s)]);
+            dot.prefetch(&m.low[row(s)]);
+        }
+        for (i, &(_, s)) in self.slots.iter().enumerate() {
+            if let Some(&(_, next)) = self.slots.get(i + 8) {
+                dot.prefetch(&m.high[row(next)]);
+                dot.prefetch(&m.low[row(next)]);
+            }
             let high = dot.dot(&m.high[s * h..(s + 1) * h]);
             let low = dot.dot(&m.low[s * h..(s + 1) * h]);
             let exact = 16 * high + low - 128 * self.q_sum;

@@ -171,6 +171,53 @@ async fn libsql_vectors_are_its_f16_blobs_and_survive_reopen() {
     assert_eq!(hits.len(), 1, "delete reaches the mirror");
 }
 
+/// The search reads its candidates' rows by rowid: each id finds its own row through
+/// inserts, updates (one id twice in a batch, between others), deletes that move slots, and a
+/// new port whose mirror is loaded from the table.
+#[tokio::test]
+async fn every_hit_is_its_own_row_through_updates_deletes_and_reopen() {
+    use clawless_platform::{VectorRecord, Vectors};
+    use std::collections::BTreeMap;
+    let db = open_db(":memory:").unwrap();
+    let axis = |i: usize| {
+        let mut v = vec![0.0f32; 8];
+        v[i] = 1.0;
+        v
+    };
+    let rec = |id: &str, i: usize| VectorRecord {
+        id: id.into(),
+        vector: axis(i),
+        metadata: BTreeMap::from([("name".to_owned(), id.to_owned())]),
+    };
+    let store = SqlVectors::new(db.clone());
+    store
+        .upsert(vec![rec("a", 0), rec("b", 1), rec("a", 2), rec("c", 3)])
+        .await
+        .unwrap();
+    each_finds_its_row(&store, &[("a", 2), ("b", 1), ("c", 3)]).await;
+    store.upsert(vec![rec("d", 4), rec("b", 5)]).await.unwrap();
+    each_finds_its_row(&store, &[("a", 2), ("b", 5), ("c", 3), ("d", 4)]).await;
+    store.delete(&["a".into()]).await.unwrap();
+    store.upsert(vec![rec("e", 6), rec("a", 7)]).await.unwrap();
+    let all = &[("a", 7), ("b", 5), ("c", 3), ("d", 4), ("e", 6)];
+    each_finds_its_row(&store, all).await;
+    each_finds_its_row(&SqlVectors::new(db), all).await;
+}
+
+/// Each `(id, axis)` is the one hit of a query along its axis, with its own metadata.
+async fn each_finds_its_row(port: &SqlVectors, want: &[(&str, usize)]) {
+    use clawless_platform::Vectors;
+    for &(id, i) in want {
+        let mut axis = vec![0.0f32; 8];
+        axis[i] = 1.0;
+        let hits = port.query(&axis, 1, &Default::default()).await.unwrap();
+        assert_eq!(hits.len(), 1, "{id}: {hits:?}");
+        assert_eq!(hits[0].id, id, "{hits:?}");
+        assert_eq!(hits[0].metadata["name"], id, "{hits:?}");
+        assert!((hits[0].score - 1.0).abs() < 1e-6, "{hits:?}");
+    }
+}
+
 #[tokio::test]
 async fn fs_files_conform_and_refuse_symlink_escape() {
     let dir = common::temp_dir("files");

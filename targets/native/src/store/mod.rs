@@ -83,8 +83,8 @@ impl Db {
         Self::open_paged(path, schema, None)
     }
 
-    /// [`Db::open`] with pages of `page_size` bytes when the file is new (the memory index:
-    /// 16 KB, see [`crate::index`]).
+    /// [`Db::open`] with pages of `page_size` bytes when the file is new, read through a
+    /// memory map (the memory index: 16 KB, see [`crate::index`]).
     pub fn open_paged(
         path: &str,
         schema: &[&str],
@@ -101,6 +101,14 @@ impl Db {
                 .map_err(db_err)?;
             if let Some(bytes) = page_size {
                 conn.execute(&format!("PRAGMA page_size={bytes}"), ())
+                    .await
+                    .map_err(db_err)?;
+            }
+            // The memory index is read through a memory map (up to 1 GiB of it): a search
+            // reads its candidates' rows at random, and through `read` each cost a system
+            // call and a 16 KB copy (at 100k vectors, 0.32 ms for 20 rows; mapped, 0.23).
+            if page_size.is_some() {
+                conn.query("PRAGMA mmap_size=1073741824", ())
                     .await
                     .map_err(db_err)?;
             }
@@ -178,13 +186,13 @@ pub(crate) fn read_i64(v: Value) -> Option<i64> {
 }
 
 /// Runs `body` inside one IMMEDIATE transaction, rolled back if it fails.
-pub(crate) fn in_transaction(
+pub(crate) fn in_transaction<T>(
     c: &Connection,
-    body: impl FnOnce() -> Result<(), PortError>,
-) -> Result<(), PortError> {
+    body: impl FnOnce() -> Result<T, PortError>,
+) -> Result<T, PortError> {
     block_on(c.execute("BEGIN IMMEDIATE", ())).map_err(db_err)?;
     match body() {
-        Ok(()) => block_on(c.execute("COMMIT", ())).map(drop).map_err(db_err),
+        Ok(t) => block_on(c.execute("COMMIT", ())).map(|_| t).map_err(db_err),
         Err(e) => {
             let _ = block_on(c.execute("ROLLBACK", ()));
             Err(e)

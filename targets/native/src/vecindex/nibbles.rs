@@ -1,6 +1,7 @@
 //! Dot products of an int8 query with 4-bit codes packed two to a byte: the kernel of the
-//! mirror's first pass (the high nibbles of every vector) and of its re-rank (high and low
-//! nibbles of the best few hundred).
+//! mirror's re-rank (the high and low nibbles of the best few hundred of its first pass), and
+//! the choice of kernel for both ([`Kernel`]; the first pass's 2-bit codes are
+//! [`super::twobit`]'s).
 //!
 //! Layout: dimensions are padded to a multiple of [`BLOCK`]; each block of 64 dimensions is 32
 //! bytes, byte `j` holding dimension `j` in its low nibble and dimension `32 + j` in its high
@@ -15,6 +16,7 @@
 pub const BLOCK: usize = 64;
 
 /// `dim` rounded up to whole blocks.
+#[cfg(test)]
 pub fn padded(dim: usize) -> usize {
     dim.div_ceil(BLOCK) * BLOCK
 }
@@ -78,15 +80,40 @@ impl Kernel {
             Kernel::Portable => op.with(&Portable(query.iter().map(|&x| i16::from(x)).collect())),
         }
     }
+
+    /// [`Kernel::run`] for the 2-bit codes of [`super::twobit`].
+    pub fn run2<W: super::twobit::WithDot>(self, query: &[i8], op: W) -> W::Output {
+        use super::twobit;
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2(simd) => {
+                let dot = twobit::avx2::Dot::new(simd, query);
+                simd.vectorize(move || op.with(&dot))
+            }
+            Kernel::Portable => op.with(&twobit::Portable(
+                query.iter().map(|&x| i32::from(x)).collect(),
+            )),
+        }
+    }
 }
 
 /// `Σ query[i] · nibble[i]` over one packed vector, the query fixed.
 pub trait Dot {
     fn dot(&self, packed: &[u8]) -> i32;
 
-    /// [`Dot::dot`] of four vectors at once (their sums finished together).
-    fn dot4(&self, packed: [&[u8]; 4]) -> [i32; 4] {
-        packed.map(|p| self.dot(p))
+    /// Asks for `bytes` to be brought into the cache (where the kernel can).
+    fn prefetch(&self, _bytes: &[u8]) {}
+}
+
+/// Asks for every cache line of `bytes` to be brought into the cache (`prefetcht0`): a scan
+/// that computes as it reads leaves the hardware prefetcher behind, and a re-rank reads rows
+/// at random.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn prefetch(simd: pulp::x86::V3, bytes: &[u8]) {
+    use core::arch::x86_64::_MM_HINT_T0;
+    for line in bytes.chunks(64) {
+        simd.sse._mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
     }
 }
 
@@ -197,20 +224,9 @@ mod avx2 {
             sse2._mm_cvtsi128_si32(one)
         }
 
-        /// Four vectors' eight lanes each, summed by three horizontal adds and one add.
         #[inline(always)]
-        fn dot4(&self, packed: [&[u8]; 4]) -> [i32; 4] {
-            let (simd, q) = (self.simd, &self.query);
-            let [a, b, c, d] = packed.map(|p| lanes(simd, q, p));
-            let avx2 = simd.avx2;
-            let ab = avx2._mm256_hadd_epi32(a, b);
-            let cd = avx2._mm256_hadd_epi32(c, d);
-            let all = avx2._mm256_hadd_epi32(ab, cd);
-            let sums = simd.sse2._mm_add_epi32(
-                simd.avx._mm256_castsi256_si128(all),
-                avx2._mm256_extracti128_si256::<1>(all),
-            );
-            pulp::cast::<_, [i32; 4]>(sums)
+        fn prefetch(&self, bytes: &[u8]) {
+            super::prefetch(self.simd, bytes);
         }
     }
 
@@ -260,16 +276,6 @@ mod tests {
         }
     }
 
-    /// The dot products with four packed vectors.
-    struct Four<'a>([&'a [u8]; 4]);
-
-    impl WithDot for Four<'_> {
-        type Output = [i32; 4];
-        fn with<D: Dot>(self, dot: &D) -> [i32; 4] {
-            dot.dot4(self.0)
-        }
-    }
-
     #[test]
     fn every_kernel_is_the_plain_sum_at_every_length() {
         for dim in [1, 31, 32, 63, 64, 65, 128, 384, 385, 1024] {
@@ -292,14 +298,6 @@ mod tests {
             assert_eq!(portable_dot(&wide, &packed), want, "portable, {dim}");
             let got = Kernel::detect().run(&query, One(&packed));
             assert_eq!(got, want, "detected kernel, {dim}");
-            let other: Vec<u8> = packed.iter().map(|b| b.rotate_left(3)).collect();
-            let four = [&packed[..], &other, &other, &packed];
-            let sums = [want, plain(&query, &other), plain(&query, &other), want];
-            assert_eq!(
-                Kernel::detect().run(&query, Four(four)),
-                sums,
-                "four at once, {dim}"
-            );
             // The largest sums: every nibble 15 against every query byte at ±127.
             let full = vec![0xffu8; p / 2];
             for sign in [127i8, -127] {
