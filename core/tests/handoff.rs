@@ -228,3 +228,70 @@ fn a_photo_turn_handed_on_before_the_model_still_shows_the_model_its_image() {
         assert_eq!(h.sent_texts(), vec!["A tiny jpeg."]);
     });
 }
+
+/// A photo turn whose first model call fails (every attempt of it) is retried later: the retry
+/// shows the model the image again (its media read again: the model never saw them), and the
+/// audit trail keeps the failed call's steps beside the retry's (its entries numbered after
+/// them, not over them).
+#[test]
+fn a_photo_turn_whose_first_model_call_failed_still_shows_the_model_its_image() {
+    block_on(async {
+        let h = Harness::new(Wire::Anthropic);
+        let jpeg: &[u8] = b"\xff\xd8\xff\xe0 a tiny jpeg";
+        h.file("p1", jpeg);
+        for _ in 0..3 {
+            h.script(500, json!({"error": "down"}));
+        }
+        let mut u = clawless_testkit::fixtures::update("private_text", 1);
+        let m = u["message"].as_object_mut().unwrap();
+        m.remove("text");
+        m.remove("entities");
+        m.insert("caption".into(), json!("What is this?"));
+        m.insert(
+            "photo".into(),
+            json!([{"file_id": "p1", "file_unique_id": "l", "width": 800, "height": 600, "file_size": jpeg.len()}]),
+        );
+        h.deliver_raw(&u).await;
+        assert!(h.sent_texts().is_empty(), "not answered yet");
+        let failed = h.llm_requests().len();
+        assert!(failed >= 1);
+        let audit_before = h.platform.kv.list("audit/", 100).await.unwrap();
+        assert!(
+            !audit_before.is_empty(),
+            "the failed call is in the audit trail"
+        );
+        let mut kept = Vec::new();
+        for key in &audit_before {
+            kept.push(h.platform.kv.get(key).await.unwrap());
+        }
+        h.script(200, anthropic_text("A tiny jpeg."));
+        let owner = clawless_testkit::fixtures::OWNER_ID;
+        let lane = clawless_core::Lane::of_chat(&"main".into(), owner);
+        h.clock.advance(Duration::from_secs(60));
+        h.drain(&lane).await;
+        assert_eq!(h.sent_texts(), vec!["A tiny jpeg."]);
+        let requests = h.llm_requests();
+        assert_eq!(requests.len(), failed + 1, "one more call");
+        let content = &requests[failed]["messages"][0]["content"];
+        assert_eq!(content[0]["type"], "image", "{content}");
+        let audit_after = h.platform.kv.list("audit/", 100).await.unwrap();
+        for (key, before) in audit_before.iter().zip(kept) {
+            let now = h.platform.kv.get(key).await.unwrap();
+            assert_eq!(now, before, "{key} not written over");
+        }
+        assert!(
+            audit_after.len() > audit_before.len(),
+            "the retry's steps too"
+        );
+        // One turn's entries are numbered on: the retry's follow the failed attempt's.
+        let mut seqs = Vec::new();
+        for key in &audit_after {
+            let entry = h.platform.kv.get(key).await.unwrap().unwrap();
+            let entry: serde_json::Value = serde_json::from_slice(&entry).unwrap();
+            seqs.push(entry["seq"].as_u64().unwrap());
+        }
+        seqs.sort();
+        let numbered: Vec<u64> = (0..seqs.len() as u64).collect();
+        assert_eq!(seqs, numbered, "{audit_after:?}");
+    });
+}

@@ -241,6 +241,14 @@ pub struct MediaState {
     /// Transcripts by file id.
     #[serde(default)]
     pub transcripts: std::collections::BTreeMap<String, String>,
+    /// Audit entries earlier attempts wrote before the model saw the media (a first model
+    /// call that failed): the turn's entries are numbered after them, not over them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub logged: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -425,6 +425,8 @@ impl Turn<'_> {
                         .await;
                         let mut run = conn.agent.begin(user, &recall, &skills);
                         run.tainted = msg.untrusted_source();
+                        // After the entries of an attempt cut before the model saw the media.
+                        run.logged = job.media().map_or(0, |m| m.logged);
                         let progress = progress::Progress::new(app, key, job, lease);
                         return self.run_agent_ready(run, Some(&progress), ready).await;
                     }

@@ -49,8 +49,23 @@ impl<'a> Progress<'a> {
     }
 
     /// Puts `state` in the job without writing it: the job's next save (a retry's) keeps it.
+    /// A turn cut before its first model call with images or documents keeps its media stage
+    /// instead, so that where it goes on it reads them again (kept, they would be lines saying
+    /// they were there, and the model has not seen them), with only how many audit entries
+    /// it wrote.
     pub(super) fn keep(&self, state: RunState) {
         let mut job = self.job.lock().unwrap_or_else(|e| e.into_inner());
+        let unseen = state.round == 0
+            && state
+                .messages
+                .iter()
+                .any(|m| m.content.iter().any(crate::llm::Block::is_media));
+        if unseen {
+            if let Some(media) = job.media_mut() {
+                media.logged = state.logged;
+                return;
+            }
+        }
         job.stage = crate::inbox::Stage::Running(Box::new(kept(state)));
     }
 }

@@ -321,17 +321,7 @@ impl Turn<'_> {
                 Some(p) => {
                     tell_owner_of_leaks(conn, msg, &state.log).await;
                     keep_books_so_far(app, conn, msg, &mut state).await;
-                    // Cut before its first model call, a turn with images or documents keeps
-                    // its stage: the invocation that goes on reads them again, as the model
-                    // has not seen them (kept, they would be lines saying they were there).
-                    let unseen = state.round == 0
-                        && state
-                            .messages
-                            .iter()
-                            .any(|m| m.content.iter().any(crate::llm::Block::is_media));
-                    if !unseen {
-                        p.keep(*state);
-                    }
+                    p.keep(*state);
                     Err(Answer::HandOff)
                 }
                 None => Err(Answer::Lost),
