@@ -183,18 +183,8 @@ fn without_limits_the_turn_runs_through() {
 fn a_photo_turn_handed_on_before_the_model_still_shows_the_model_its_image() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
-        let jpeg: &[u8] = b"\xff\xd8\xff\xe0 a tiny jpeg";
-        h.file("p1", jpeg);
         h.script(200, anthropic_text("A tiny jpeg."));
-        let mut u = clawless_testkit::fixtures::update("private_text", 1);
-        let m = u["message"].as_object_mut().unwrap();
-        m.remove("text");
-        m.remove("entities");
-        m.insert("caption".into(), json!("What is this?"));
-        m.insert(
-            "photo".into(),
-            json!([{"file_id": "p1", "file_unique_id": "l", "width": 800, "height": 600, "file_size": jpeg.len()}]),
-        );
+        let u = photo_update(&h);
         let reply = h
             .app
             .handle_webhook("main", Some(support::SECRET), u.to_string().as_bytes())
@@ -237,20 +227,10 @@ fn a_photo_turn_handed_on_before_the_model_still_shows_the_model_its_image() {
 fn a_photo_turn_whose_first_model_call_failed_still_shows_the_model_its_image() {
     block_on(async {
         let h = Harness::new(Wire::Anthropic);
-        let jpeg: &[u8] = b"\xff\xd8\xff\xe0 a tiny jpeg";
-        h.file("p1", jpeg);
         for _ in 0..3 {
             h.script(500, json!({"error": "down"}));
         }
-        let mut u = clawless_testkit::fixtures::update("private_text", 1);
-        let m = u["message"].as_object_mut().unwrap();
-        m.remove("text");
-        m.remove("entities");
-        m.insert("caption".into(), json!("What is this?"));
-        m.insert(
-            "photo".into(),
-            json!([{"file_id": "p1", "file_unique_id": "l", "width": 800, "height": 600, "file_size": jpeg.len()}]),
-        );
+        let u = photo_update(&h);
         h.deliver_raw(&u).await;
         assert!(h.sent_texts().is_empty(), "not answered yet");
         let failed = h.llm_requests().len();
@@ -294,4 +274,20 @@ fn a_photo_turn_whose_first_model_call_failed_still_shows_the_model_its_image() 
         let numbered: Vec<u64> = (0..seqs.len() as u64).collect();
         assert_eq!(seqs, numbered, "{audit_after:?}");
     });
+}
+
+/// The owner's photo "What is this?" (file `p1`, a tiny JPEG the fake Bot API serves).
+fn photo_update(h: &Harness) -> serde_json::Value {
+    let jpeg: &[u8] = b"\xff\xd8\xff\xe0 a tiny jpeg";
+    h.file("p1", jpeg);
+    let mut u = clawless_testkit::fixtures::update("private_text", 1);
+    let m = u["message"].as_object_mut().unwrap();
+    m.remove("text");
+    m.remove("entities");
+    m.insert("caption".into(), json!("What is this?"));
+    m.insert(
+        "photo".into(),
+        json!([{"file_id": "p1", "file_unique_id": "l", "width": 800, "height": 600, "file_size": jpeg.len()}]),
+    );
+    u
 }

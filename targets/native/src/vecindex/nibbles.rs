@@ -182,7 +182,7 @@ fn half_block(query: &[i16], bytes: &[u8], high: bool) -> i32 {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub mod avx2 {
     use core::arch::x86_64::__m256i;
     use pulp::x86::V3;
 
@@ -192,13 +192,16 @@ mod avx2 {
         query: Vec<[__m256i; 2]>,
     }
 
+    /// Up to 32 query bytes as one register, zero-padded (also the 2-bit kernel's).
+    pub fn register(s: &[i8]) -> __m256i {
+        let mut a = [0i8; 32];
+        a.iter_mut().zip(s).for_each(|(d, &x)| *d = x);
+        pulp::cast::<[i8; 32], __m256i>(a)
+    }
+
     impl Dot {
         pub fn new(simd: V3, query: &[i8]) -> Self {
-            let reg = |s: &[i8]| {
-                let mut a = [0i8; 32];
-                a.iter_mut().zip(s).for_each(|(d, &x)| *d = x);
-                pulp::cast::<[i8; 32], __m256i>(a)
-            };
+            let reg = register;
             Dot {
                 simd,
                 query: query

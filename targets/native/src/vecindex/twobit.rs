@@ -157,12 +157,9 @@ pub mod avx2 {
 
     impl Dot {
         pub fn new(simd: V3, query: &[i8]) -> Self {
-            let reg = |s: &[i8]| {
-                let mut a = [0i8; 32];
-                a.iter_mut().zip(s).for_each(|(d, &x)| *d = x);
-                pulp::cast::<[i8; 32], __m256i>(a)
+            let run = |b: &[i8], k: usize| {
+                super::super::nibbles::avx2::register(b.get(32 * k..).unwrap_or(&[]))
             };
-            let run = |b: &[i8], k: usize| reg(b.get(32 * k..).unwrap_or(&[]));
             Dot {
                 simd,
                 query: query
