@@ -13,13 +13,15 @@
 //! best 10 in the same simulation as the 2-bit pass's (see [`twobit`]).
 
 mod nibbles;
+mod scan;
 mod twobit;
 
-use nibbles::{Dot, Kernel, WithDot};
+use nibbles::Kernel;
+use scan::{FirstPass, Rerank};
 use twobit::Rotation;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 
 /// How many approximate candidates an exact re-rank looks at for `top_k` results.
 pub fn candidates(top_k: usize) -> usize {
@@ -57,11 +59,33 @@ pub fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
     }
     let max = v.iter().fold(0f32, |m, x| m.max(x.abs())) / norm;
     let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+    // Rounded half away from zero by hand: `round` is a call into libm on baseline x86-64
+    // (loading the mirror spent a fifth of its time there).
+    let k = 1.0 / (norm * scale);
     let q = v
         .iter()
-        .map(|x| ((x / norm) / scale).round().clamp(-127.0, 127.0) as i8)
+        .map(|&x| {
+            let y = (x * k).clamp(-127.0, 127.0);
+            (y + 0.5f32.copysign(y)) as i8
+        })
         .collect();
     (q, scale)
+}
+
+/// One row to load: its id, rowid, vector and metadata.
+pub type Row = (String, i64, Vec<f32>, BTreeMap<String, String>);
+
+/// Rows from which [`Mirror::load`] codes on two threads.
+const LOAD_SLICE: usize = 256;
+
+/// One vector's codes: its slot's share of every plane of the mirror.
+struct Coded {
+    two: Vec<u8>,
+    step: f32,
+    high: Vec<u8>,
+    low: Vec<u8>,
+    scale: f32,
+    bloom: u64,
 }
 
 /// The quantized vectors of one store, in insertion order; ids map to slots.
@@ -110,12 +134,7 @@ impl Mirror {
             return Vec::new();
         };
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let unit: Vec<f32> = if norm > 0.0 {
-            v.iter().map(|x| x / norm).collect()
-        } else {
-            v.to_vec()
-        };
-        r.apply(&unit)
+        r.apply_scaled(v, if norm > 0.0 { 1.0 / norm } else { 1.0 })
     }
 
     /// The rowid of `id`'s row, if it is stored.
@@ -131,43 +150,96 @@ impl Mirror {
         vector: &[f32],
         metadata: &BTreeMap<String, String>,
     ) {
+        self.prepare(vector.len());
+        let coded = self.code(vector, metadata);
+        self.put(id, rowid, coded);
+    }
+
+    /// [`Mirror::upsert`] of each of `rows` in order, coded on two threads when there are
+    /// many: a row whose vector is not the mirror's length (the first row's if it has none)
+    /// is skipped.
+    pub fn load(&mut self, rows: &[Row]) {
+        let Some(first) = rows.first() else {
+            return;
+        };
+        self.prepare(first.2.len());
+        let this = &*self;
+        let code = |rows: &[Row]| -> Vec<Option<Coded>> {
+            rows.iter()
+                .map(|(_, _, v, meta)| (v.len() == this.dim).then(|| this.code(v, meta)))
+                .collect()
+        };
+        let coded = if cores() > 1 && rows.len() >= 2 * LOAD_SLICE {
+            let (a, b) = rows.split_at(rows.len() / 2);
+            std::thread::scope(|s| {
+                let other = s.spawn(|| code(b));
+                let mut all = code(a);
+                match other.join() {
+                    Ok(rest) => all.extend(rest),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+                all
+            })
+        } else {
+            code(rows)
+        };
+        for ((id, rowid, _, _), c) in rows.iter().zip(coded) {
+            if let Some(c) = c {
+                self.put(id, *rowid, c);
+            }
+        }
+    }
+
+    /// Takes `dim` as the mirror's length if it has none yet.
+    fn prepare(&mut self, dim: usize) {
         if self.dim == 0 {
-            self.dim = vector.len();
-            self.padded = twobit::padded(self.dim);
+            self.dim = dim;
+            self.padded = twobit::padded(dim);
             self.rotation = Some(Rotation::new(self.padded));
         }
+    }
+
+    /// The codes of `vector` (of the mirror's length), apart from the mirror.
+    fn code(&self, vector: &[f32], metadata: &BTreeMap<String, String>) -> Coded {
         let turned = self.turn(vector);
         let mut two = Vec::with_capacity(self.padded / 4);
         let step = twobit::encode(&turned, &mut two);
         let (code, scale) = quantize(&turned);
-        let offset: Vec<u8> = code.iter().map(|&x| (i16::from(x) + 128) as u8).collect();
         let (mut high, mut low) = (Vec::new(), Vec::new());
-        let nibbles = |f: fn(u8) -> u8| offset.iter().map(|&u| f(u)).collect::<Vec<u8>>();
-        nibbles::pack(&nibbles(|u| u >> 4), self.padded, &mut high);
-        nibbles::pack(&nibbles(|u| u & 15), self.padded, &mut low);
-        let pairs = bloom(metadata);
-        let h = self.half();
+        nibbles::pack_planes(&code, self.padded, &mut high, &mut low);
+        Coded {
+            two,
+            step,
+            high,
+            low,
+            scale,
+            bloom: bloom(metadata),
+        }
+    }
+
+    /// Stores `c` as `id`'s, in the table's row `rowid`.
+    fn put(&mut self, id: &str, rowid: i64, c: Coded) {
+        let (h, q) = (self.half(), self.padded / 4);
         match self.slot.get(id) {
             Some(&s) => {
-                self.high[s * h..(s + 1) * h].copy_from_slice(&high);
-                self.low[s * h..(s + 1) * h].copy_from_slice(&low);
-                self.scales[s] = scale;
-                self.blooms[s] = pairs;
+                self.high[s * h..(s + 1) * h].copy_from_slice(&c.high);
+                self.low[s * h..(s + 1) * h].copy_from_slice(&c.low);
+                self.scales[s] = c.scale;
+                self.blooms[s] = c.bloom;
                 self.rowids[s] = rowid;
-                let q = self.padded / 4;
-                self.codes[s * q..(s + 1) * q].copy_from_slice(&two);
-                self.steps[s] = step;
+                self.codes[s * q..(s + 1) * q].copy_from_slice(&c.two);
+                self.steps[s] = c.step;
             }
             None => {
                 self.slot.insert(id.to_owned(), self.ids.len());
                 self.ids.push(id.to_owned());
                 self.rowids.push(rowid);
-                self.high.extend_from_slice(&high);
-                self.low.extend_from_slice(&low);
-                self.scales.push(scale);
-                self.blooms.push(pairs);
-                self.codes.extend_from_slice(&two);
-                self.steps.push(step);
+                self.high.extend_from_slice(&c.high);
+                self.low.extend_from_slice(&c.low);
+                self.scales.push(c.scale);
+                self.blooms.push(c.bloom);
+                self.codes.extend_from_slice(&c.two);
+                self.steps.push(c.step);
             }
         }
     }
@@ -312,124 +384,6 @@ impl Mirror {
         );
         keep_best(&mut scored, n);
         scored.into_iter().map(|(_, s)| s).collect()
-    }
-}
-
-/// Runs of slots a scanning thread takes at a time.
-const RUN: usize = 4_096;
-
-/// How many vectors ahead a scan asks for the next codes.
-const AHEAD: usize = 32;
-
-/// The `keep` best 2-bit estimates `(score, slot)` among the runs of slots this thread takes
-/// from `next`, of those that pass the filter: a code `c` stands for `(c - 1.5) · step`.
-struct FirstPass<'a> {
-    mirror: &'a Mirror,
-    next: &'a AtomicUsize,
-    want: u64,
-    keep: usize,
-    q_sum: i32,
-}
-
-impl twobit::WithDot for FirstPass<'_> {
-    type Output = Vec<(f32, usize)>;
-
-    #[inline(always)]
-    fn with<D: twobit::Dot>(self, dot: &D) -> Self::Output {
-        let m = self.mirror;
-        let h = m.padded / 4;
-        let centre = -1.5 * self.q_sum as f32;
-        let mut kept = Vec::with_capacity(self.keep * 2);
-        // The score a slot must beat: each thread's slots come in ascending order, so a tie
-        // loses to the slot already kept (the order [`keep_best`] sorts by).
-        let mut floor = f32::NEG_INFINITY;
-        // Scores a batch at a time, then keeps what beats the floor: the scoring loop has no
-        // data-dependent branch.
-        let mut scores = [0f32; 256];
-        loop {
-            let run = self.next.fetch_add(RUN, Ordering::Relaxed);
-            if run >= m.len() {
-                break;
-            }
-            let mut start = run;
-            let run_end = (run + RUN).min(m.len());
-            while start < run_end {
-                let end = (start + scores.len()).min(run_end);
-                let vector = |s: usize| &m.codes[s * h..(s + 1) * h];
-                let mut s = start;
-                while s < end {
-                    // The codes 32 vectors ahead (3 KB at 384 dimensions): measured best
-                    // between 16 and 64 on this VM (the first pass at 100k, 2 threads, from
-                    // memory: 0.83 ms with, 1.17 without).
-                    let ahead = ((s + AHEAD) * h).min(m.codes.len());
-                    let until = ((s + AHEAD + 4) * h).min(m.codes.len());
-                    dot.prefetch(&m.codes[ahead..until]);
-                    let dots = if s + 4 <= end {
-                        dot.dot4([vector(s), vector(s + 1), vector(s + 2), vector(s + 3)])
-                    } else {
-                        [dot.dot(vector(s)), 0, 0, 0]
-                    };
-                    for (d, slot) in dots.into_iter().zip(s..end.min(s + 4)) {
-                        scores[slot - start] = if m.blooms[slot] & self.want == self.want {
-                            (d as f32 + centre) * m.steps[slot]
-                        } else {
-                            f32::NEG_INFINITY
-                        };
-                    }
-                    s += if s + 4 <= end { 4 } else { 1 };
-                }
-                for (&score, s) in scores.iter().zip(start..end) {
-                    if score <= floor {
-                        continue;
-                    }
-                    kept.push((score, s));
-                    if kept.len() == self.keep * 2 {
-                        keep_best(&mut kept, self.keep);
-                        floor = kept.iter().map(|k| k.0).fold(f32::INFINITY, f32::min);
-                    }
-                }
-                start = end;
-            }
-        }
-        keep_best(&mut kept, self.keep);
-        kept
-    }
-}
-
-/// The int8 estimate of each slot: `Σ q · code = 16 · Σ q · high + Σ q · low - 128 · Σ q`.
-struct Rerank<'a> {
-    mirror: &'a Mirror,
-    slots: Vec<(f32, usize)>,
-    q_sum: i32,
-}
-
-impl WithDot for Rerank<'_> {
-    type Output = Vec<(f32, usize)>;
-
-    #[inline(always)]
-    fn with<D: Dot>(self, dot: &D) -> Self::Output {
-        let m = self.mirror;
-        let h = m.half();
-        // A plain loop: a closure here would be compiled apart from the kernel's instruction
-        // set (see [`Kernel::run`]).
-        let mut scored = Vec::with_capacity(self.slots.len());
-        let row = |s: usize| s * h..(s + 1) * h;
-        // The rows are read at random: each is asked for a few candidates before it is used.
-        for &(_, s) in self.slots.iter().take(8) {
-            dot.prefetch(&m.high[row(s)]);
-            dot.prefetch(&m.low[row(s)]);
-        }
-        for (i, &(_, s)) in self.slots.iter().enumerate() {
-            if let Some(&(_, next)) = self.slots.get(i + 8) {
-                dot.prefetch(&m.high[row(next)]);
-                dot.prefetch(&m.low[row(next)]);
-            }
-            let high = dot.dot(&m.high[s * h..(s + 1) * h]);
-            let low = dot.dot(&m.low[s * h..(s + 1) * h]);
-            let exact = 16 * high + low - 128 * self.q_sum;
-            scored.push((exact as f32 * m.scales[s], s));
-        }
-        scored
     }
 }
 

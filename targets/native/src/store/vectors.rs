@@ -39,6 +39,9 @@ impl SqlVectors {
     }
 }
 
+/// Rows read from the table before they are coded into the mirror.
+const LOAD_BATCH: usize = 4_096;
+
 /// Statements kept in [`SqlVectors::rows`]: one per `top_k` a caller asks for, a few at most.
 const KEPT_STATEMENTS: usize = 4;
 
@@ -55,6 +58,9 @@ fn ensure_loaded(
         return Ok(());
     }
     let mut m = Mirror::default();
+    // Coded a batch at a time (see [`Mirror::load`]), so at most one batch's vectors are
+    // held twice.
+    let mut batch = Vec::with_capacity(LOAD_BATCH);
     block_on(async {
         let mut rows = c.query(ALL_WITH_ROWID, ()).await.map_err(db_err)?;
         while let Some(row) = rows.next().await.map_err(db_err)? {
@@ -68,12 +74,17 @@ fn ensure_loaded(
             let metadata: BTreeMap<String, String> =
                 serde_json::from_slice(&meta).unwrap_or_default();
             let rowid = row.get::<i64>(3).map_err(db_err)?;
-            if !v.is_empty() && (m.dim == 0 || m.dim == v.len()) {
-                m.upsert(&id, rowid, &v, &metadata);
+            if !v.is_empty() {
+                batch.push((id, rowid, v, metadata));
+            }
+            if batch.len() == LOAD_BATCH {
+                m.load(&batch);
+                batch.clear();
             }
         }
         Ok::<_, PortError>(())
     })?;
+    m.load(&batch);
     *lock(mirror) = Some(m);
     Ok(())
 }

@@ -21,20 +21,25 @@ pub fn padded(dim: usize) -> usize {
     dim.div_ceil(BLOCK) * BLOCK
 }
 
-/// Packs `nibbles` (one value 0..=15 per dimension, at most `padded_dim` of them: the rest
-/// is zero) onto `out`, `padded_dim / 2` bytes.
-pub fn pack(nibbles: &[u8], padded_dim: usize, out: &mut Vec<u8>) {
-    let nibbles = &nibbles[..nibbles.len().min(padded_dim)];
-    let start = out.len();
-    out.resize(start + padded_dim / 2, 0);
-    for (block, dims) in out[start..].chunks_exact_mut(32).zip(nibbles.chunks(BLOCK)) {
-        let (low, high) = dims.split_at(dims.len().min(32));
-        for (byte, &n) in block.iter_mut().zip(low) {
-            *byte = n & 15;
-        }
-        for (byte, &n) in block.iter_mut().zip(high) {
-            *byte |= (n & 15) << 4;
-        }
+/// Packs the int8 `code` (at most `padded_dim` values, the rest zero) offset by 128 as two
+/// planes of `padded_dim / 2` bytes each: its high nibbles onto `high`, its low onto `low`.
+pub fn pack_planes(code: &[i8], padded_dim: usize, high: &mut Vec<u8>, low: &mut Vec<u8>) {
+    let mut whole;
+    let code = if code.len() == padded_dim {
+        code
+    } else {
+        whole = code.get(..padded_dim).unwrap_or(code).to_vec();
+        whole.resize(padded_dim, 0);
+        &whole
+    };
+    high.reserve(padded_dim / 2);
+    low.reserve(padded_dim / 2);
+    let offset = |x: i8| (x as u8) ^ 0x80;
+    for block in code.chunks_exact(BLOCK) {
+        let (a, b) = block.split_at(32);
+        let pairs = || a.iter().zip(b).map(|(&x, &y)| (offset(x), offset(y)));
+        high.extend(pairs().map(|(x, y)| x >> 4 | (y >> 4) << 4));
+        low.extend(pairs().map(|(x, y)| x & 15 | (y & 15) << 4));
     }
 }
 
@@ -289,18 +294,25 @@ mod tests {
                 .collect();
             query.resize(p, 0);
             query[0] = -127;
-            let nibbles: Vec<u8> = (0..dim).map(|i| (i * 7 % 16) as u8).collect();
-            let mut packed = Vec::new();
-            pack(&nibbles, p, &mut packed);
-            assert_eq!(packed.len(), p / 2);
-            for (d, &n) in nibbles.iter().enumerate() {
-                assert_eq!(unpack(&packed, d), n, "dimension {d} of {dim}");
+            // Offset by 128, every high and every low nibble.
+            let code: Vec<i8> = (0..dim)
+                .map(|i| ((i * 7 % 256) as i16 - 128) as i8)
+                .collect();
+            let (mut high, mut low) = (Vec::new(), Vec::new());
+            pack_planes(&code, p, &mut high, &mut low);
+            assert_eq!((high.len(), low.len()), (p / 2, p / 2));
+            for d in 0..p {
+                let offset = if d < dim { (d * 7 % 256) as u8 } else { 128 };
+                assert_eq!(unpack(&high, d), offset >> 4, "high {d} of {dim}");
+                assert_eq!(unpack(&low, d), offset & 15, "low {d} of {dim}");
             }
-            let want = plain(&query, &packed);
-            let wide: Vec<i16> = query.iter().map(|&x| i16::from(x)).collect();
-            assert_eq!(portable_dot(&wide, &packed), want, "portable, {dim}");
-            let got = Kernel::detect().run(&query, One(&packed));
-            assert_eq!(got, want, "detected kernel, {dim}");
+            for packed in [&high, &low] {
+                let want = plain(&query, packed);
+                let wide: Vec<i16> = query.iter().map(|&x| i16::from(x)).collect();
+                assert_eq!(portable_dot(&wide, packed), want, "portable, {dim}");
+                let got = Kernel::detect().run(&query, One(packed));
+                assert_eq!(got, want, "detected kernel, {dim}");
+            }
             // The largest sums: every nibble 15 against every query byte at ±127.
             let full = vec![0xffu8; p / 2];
             for sign in [127i8, -127] {

@@ -171,6 +171,23 @@ fn the_rotation_keeps_dot_products_and_every_2_bit_kernel_sums_right() {
     }
 }
 
+/// The Walsh–Hadamard runs of the detected kernel are the plain loops' bit for bit, and a
+/// second transform gives the input back (it is its own inverse).
+#[test]
+fn the_hadamard_kernel_is_the_plain_transform() {
+    let input: Vec<f32> = random_vectors(1, 384 * 3).concat();
+    let mut fast = input.clone();
+    twobit::hadamard_runs(&mut fast);
+    let mut plain = input.clone();
+    plain.chunks_exact_mut(64).for_each(twobit::walsh_hadamard);
+    assert_eq!(fast, plain);
+    assert_ne!(fast, input);
+    twobit::hadamard_runs(&mut fast);
+    for (a, b) in fast.iter().zip(&input) {
+        assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    }
+}
+
 /// The 2-bit dot products of four packed vectors.
 struct Four<'a>([&'a [u8]; 4]);
 
@@ -207,6 +224,37 @@ fn upsert_remove_and_filter() {
     m.remove("c");
     assert!(m.is_empty());
     assert_eq!(m.dim, 0, "an empty store takes any dimension again");
+}
+
+/// Loading rows on two threads fills the mirror as upserting them one by one does: the same
+/// slots, rowids and codes, a repeated id's last row kept, a row of another length skipped.
+#[test]
+fn a_load_on_two_threads_is_upserts_in_order() {
+    let data = random_vectors(1_200, 96);
+    let meta = |i: usize| BTreeMap::from([("n".to_owned(), (i % 7).to_string())]);
+    let mut rows: Vec<Row> = data
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (format!("v{}", i % 1_000), i as i64, v.clone(), meta(i)))
+        .collect();
+    rows.insert(600, ("odd".to_owned(), -1, vec![1.0; 5], meta(0)));
+    let mut one = Mirror::default();
+    for (id, rowid, v, m) in &rows {
+        if one.dim == 0 || v.len() == one.dim {
+            one.upsert(id, *rowid, v, m);
+        }
+    }
+    let mut loaded = Mirror::default();
+    loaded.load(&rows[..700]);
+    loaded.load(&rows[700..]);
+    assert_eq!(loaded.len(), 1_000);
+    assert_eq!(loaded.rowid("v5"), Some(1_005), "the later row of v5");
+    assert_eq!(loaded.rowid("odd"), None);
+    assert_eq!(loaded.ids, one.ids);
+    assert_eq!(loaded.rowids, one.rowids);
+    assert_eq!((&loaded.codes, &loaded.steps), (&one.codes, &one.steps));
+    assert_eq!((&loaded.high, &loaded.low), (&one.high, &one.low));
+    assert_eq!((&loaded.scales, &loaded.blooms), (&one.scales, &one.blooms));
 }
 
 /// Vectors with a deterministic pseudo-random generator (xorshift).
