@@ -9,19 +9,28 @@
 //! is not asked in, a stranger told a moment ago) becomes a job the turn ignores, as it
 //! ignores such updates polled or re-delivered: one stored job is the price. Edited messages
 //! and update kinds the bot does not handle are still dropped here.
+//!
+//! It counts what it acknowledged as the app counts it (`clawless_updates_accepted_total`,
+//! `clawless_updates_dropped_total{reason}`, `clawless_ack_seconds`) and keeps the counts as
+//! an instance of their own in the Kv ([`Front::keep_counts`]), which the assistant's
+//! `/metrics` sums with its own.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use clawless_platform::{Clock, Kv};
+use clawless_platform::{Clock, Kv, KvExt};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::InboxConfig;
 use crate::env::Env;
+use crate::events::metrics::Snapshot;
+use crate::events::Event;
 use crate::ids::{ConnectorId, Lane};
 use crate::inbox::{Inbox, Job};
 use crate::ingress::WebhookReply;
+use crate::keys;
 use crate::secret::Secret;
 use crate::shell::MAX_UPDATE_BYTES;
 
@@ -39,10 +48,18 @@ struct SlimConnector {
     webhook_secret_env: String,
 }
 
+/// How long the front's stored counts outlive their last write (as an app instance's).
+const KEPT: Duration = Duration::from_secs(3 * 86_400);
+
 /// The acknowledging half of a webhook.
 pub struct Front {
     connectors: BTreeMap<String, (ConnectorId, Secret)>,
     inbox: Inbox,
+    /// The name its counts are kept under (`metrics/<instance>`).
+    instance: String,
+    /// What it counted (with a scratch string for label sets), and what it last kept.
+    counts: Mutex<(Snapshot, String)>,
+    kept: Mutex<Option<Snapshot>>,
 }
 
 impl std::fmt::Debug for Front {
@@ -56,13 +73,15 @@ impl std::fmt::Debug for Front {
 
 impl Front {
     /// The front of the config `config_json` (as [`crate::Config::to_json`] wrote it), with
-    /// the secrets from `env`. A connector whose secret is not set refuses every webhook
-    /// (401), as the app's does; `Err` names what could not be read.
+    /// the secrets from `env`, its counts kept as `instance`'s. A connector whose secret is
+    /// not set refuses every webhook (401), as the app's does; `Err` names what could not be
+    /// read.
     pub fn new(
         config_json: &str,
         env: &Env,
         kv: Arc<dyn Kv>,
         clock: Arc<dyn Clock>,
+        instance: String,
     ) -> Result<Front, String> {
         let slim: Slim =
             serde_json::from_str(config_json).map_err(|e| format!("config.json: {e}"))?;
@@ -81,6 +100,9 @@ impl Front {
                 clock,
                 config: slim.inbox,
             },
+            instance,
+            counts: Mutex::default(),
+            kept: Mutex::default(),
         })
     }
 
@@ -121,25 +143,72 @@ impl Front {
         if body.len() > MAX_UPDATE_BYTES {
             return reply(413, "payload too large");
         }
-        let Ok(raw) = serde_json::from_slice::<Value>(body) else {
-            return reply(200, "ok");
+        let started = self.inbox.clock.now_ms();
+        let dropped = |reason: &'static str| {
+            self.count(&Event::Dropped {
+                connector: connector.into(),
+                reason: compact_str::CompactString::const_new(reason),
+            });
+            reply(200, "ok")
         };
-        let Ok((update_id, chat)) = sort(&raw) else {
-            return reply(200, "ok");
+        let Ok(raw) = serde_json::from_slice::<Value>(body) else {
+            return dropped("not json");
+        };
+        let (update_id, chat) = match sort(&raw) {
+            Ok(sorted) => sorted,
+            Err(reason) => return dropped(reason),
         };
         let lane = Lane::of_chat(id, chat);
-        let job = Job::new(id.clone(), update_id, raw, self.inbox.clock.now_ms());
+        let job = Job::new(id.clone(), update_id, raw, started);
         match self.inbox.accept(&lane, &job).await {
-            Ok(true) => WebhookReply {
-                status: 200,
-                body: "ok",
-                lane: Some(lane),
-            },
-            Ok(false) => reply(200, "ok"),
+            Ok(true) => {
+                self.count(&Event::Accepted {
+                    connector: connector.into(),
+                    lane: lane.as_str().into(),
+                    ack_ms: self.inbox.clock.now_ms().saturating_sub(started),
+                });
+                WebhookReply {
+                    status: 200,
+                    body: "ok",
+                    lane: Some(lane),
+                }
+            }
+            Ok(false) => dropped("duplicate"),
             Err(e) => {
                 tracing::error!(connector, error = %e, "could not store update");
                 reply(500, "storage unavailable")
             }
+        }
+    }
+}
+
+impl Front {
+    fn count(&self, event: &Event) {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let (snapshot, scratch) = &mut *counts;
+        snapshot.count_ack(event, scratch);
+    }
+
+    /// What it has counted since it started.
+    pub fn counts(&self) -> Snapshot {
+        self.counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone()
+    }
+
+    /// Keeps its counts in the Kv (`metrics/<instance>`, three days) when they changed since
+    /// last kept: for after the response. A failure is logged; the next call tries again.
+    pub async fn keep_counts(&self) {
+        let now = self.counts();
+        if self.kept.lock().unwrap_or_else(|e| e.into_inner()).as_ref() == Some(&now) {
+            return;
+        }
+        let key = keys::metrics(&self.instance);
+        match self.inbox.kv.put_json(&key, &now, Some(KEPT)).await {
+            Ok(()) => *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(now),
+            Err(e) => tracing::warn!(error = %e, "the front's counts not kept"),
         }
     }
 }
@@ -158,28 +227,28 @@ fn reply(status: u16, body: &'static str) -> WebhookReply {
 pub fn sort(raw: &Value) -> Result<(i64, i64), &'static str> {
     let dropped = Err;
     let Some(update_id) = raw.get("update_id").and_then(Value::as_i64) else {
-        return dropped("no update id");
+        return dropped("unreadable");
     };
     if update_id <= 0 {
         return dropped("id not positive");
     }
     let chat_of = |m: &Value| m.get("chat")?.get("id")?.as_i64();
+    // The reasons are the app's (`clawless_updates_dropped_total{reason}` is summed over both).
     let chat = if let Some(m) = raw.get("message") {
         if m.get("from").is_none_or(Value::is_null) {
             return dropped("no sender");
         }
-        chat_of(m)
+        chat_of(m).ok_or("unreadable")
     } else if raw.get("edited_message").is_some() {
         return dropped("edited");
     } else if let Some(q) = raw.get("callback_query") {
-        q.get("message").and_then(chat_of)
+        q.get("message")
+            .and_then(chat_of)
+            .ok_or("button without chat")
     } else {
         return dropped("unhandled type");
     };
-    match chat {
-        Some(chat) => Ok((update_id, chat)),
-        None => dropped("no chat"),
-    }
+    chat.map(|chat| (update_id, chat))
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ fn front_of(h: &Harness) -> Front {
         &env,
         h.platform.kv.clone(),
         h.platform.clock.clone(),
+        "front-1".into(),
     )
     .unwrap()
 }
@@ -130,6 +131,7 @@ fn the_front_refuses_as_the_app_does() {
         &Env::default(),
         h.platform.kv.clone(),
         h.platform.clock.clone(),
+        "front-2".into(),
     )
     .unwrap();
     assert_eq!(unset.unset_secrets(), ["main"]);
@@ -139,8 +141,61 @@ fn the_front_refuses_as_the_app_does() {
         "{}",
         &Env::default(),
         h.platform.kv.clone(),
-        h.platform.clock.clone()
+        h.platform.clock.clone(),
+        "front-3".into(),
     )
     .is_err());
     assert!(!format!("{front:?}").contains(SECRET), "no secret in Debug");
+}
+
+/// The lines of `metrics` (Prometheus text) of the acknowledgement's series.
+fn ack_lines(metrics: &str) -> Vec<&str> {
+    metrics
+        .lines()
+        .filter(|l| {
+            ["clawless_updates_", "clawless_ack_seconds_count"]
+                .iter()
+                .any(|m| l.starts_with(m))
+        })
+        .collect()
+}
+
+#[test]
+fn the_front_counts_its_acks_as_the_app_does_and_metrics_sums_them() {
+    let text = fixtures::update("private_text", 1);
+    let mut edited = fixtures::update("private_text", 2);
+    edited["edited_message"] = edited["message"].take();
+    edited.as_object_mut().unwrap().remove("message");
+    let bodies: Vec<Vec<u8>> = [
+        text.to_string(),
+        text.to_string(),
+        edited.to_string(),
+        fixtures::update("unknown_poll", 3).to_string(),
+        json!({"update_id": 4, "callback_query": {"id": "q", "from": {"id": 7}}}).to_string(),
+        json!({"message": {}}).to_string(),
+        "{not json".to_owned(),
+    ]
+    .map(String::into_bytes)
+    .to_vec();
+    let by_app = Harness::new(Wire::Anthropic);
+    let by_front = Harness::new(Wire::Anthropic);
+    let front = front_of(&by_front);
+    block_on(async {
+        for body in &bodies {
+            by_app.app.handle_webhook("main", Some(SECRET), body).await;
+            front.ack("main", Some(SECRET), body).await;
+        }
+        front.keep_counts().await;
+        let app = by_app.app.admin().metrics_text().await;
+        let summed = by_front.app.admin().metrics_text().await;
+        let lines = ack_lines(&app);
+        assert_eq!(lines.len(), 8, "{app}");
+        assert_eq!(ack_lines(&summed), lines, "the front's counts, summed");
+        assert!(summed.contains("clawless_instances 2"), "{summed}");
+        // Kept once more only when they changed; a later ack is counted on.
+        front.ack("main", Some(SECRET), &bodies[0]).await;
+        front.keep_counts().await;
+        let later = by_front.app.admin().metrics_text().await;
+        assert!(later.contains(r#"reason="duplicate"} 2"#), "{later}");
+    });
 }

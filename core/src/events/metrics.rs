@@ -339,29 +339,7 @@ impl Metrics {
         let mut guard = self.lock();
         let (s, scratch) = &mut *guard;
         match event {
-            Event::Accepted {
-                connector, ack_ms, ..
-            } => {
-                s.add(
-                    "clawless_updates_accepted_total",
-                    &[("connector", connector)],
-                    1.0,
-                    scratch,
-                );
-                s.observe(
-                    "clawless_ack_seconds",
-                    &[],
-                    ACK_BUCKETS,
-                    *ack_ms as f64 / 1000.0,
-                    scratch,
-                );
-            }
-            Event::Dropped { connector, reason } => s.add(
-                "clawless_updates_dropped_total",
-                &[("connector", connector), ("reason", reason)],
-                1.0,
-                scratch,
-            ),
+            Event::Accepted { .. } | Event::Dropped { .. } => s.count_ack(event, scratch),
             Event::Drained { outcome, .. } => s.add(
                 "clawless_lane_drains_total",
                 &[("outcome", outcome)],
@@ -490,6 +468,7 @@ impl Metrics {
     }
 }
 
+mod ack;
 mod text;
 
 use text::{bounded, braces, join, number, render_into, render_labels};

@@ -2,8 +2,9 @@
 //! webhook acknowledged and nothing else. It checks the connector and the secret before the
 //! body is read, reads the body under the cap, stores the update as a job in its chat's lane
 //! (the core's [`Front`]: the same D1 rows the assistant's own ack writes) and, after the
-//! response, hands the lane to the assistant's Worker through the `HANDOFF` queue. Without a
-//! queue bound the lane waits for the assistant's cron minute.
+//! response, hands the lane to the assistant's Worker through the `HANDOFF` queue (without a
+//! queue bound the lane waits for the assistant's cron minute) and keeps its counts of acks
+//! in D1 for the assistant's `/metrics`.
 //!
 //! Nothing of the assistant is compiled in (`events.rs` and `setup.rs` are left out): a fresh
 //! isolate instantiates a tenth of the assistant's wasm before its first ack.
@@ -46,7 +47,9 @@ async fn shell(env: &Env) -> std::result::Result<Rc<Shell>, String> {
         d1,
         clock: clock.clone(),
     });
-    let front = Front::new(CONFIG_JSON, &env_strings(env), kv, clock)?;
+    // Its counts are kept as an instance of their own, which the assistant's `/metrics` sums.
+    let instance = format!("front-{}-{}", clock.now_ms(), js_sys::Math::random());
+    let front = Front::new(CONFIG_JSON, &env_strings(env), kv, clock, instance)?;
     for connector in front.unset_secrets() {
         worker::console_error!(
             "not configured: the webhook secret of connector {connector} is not set; its webhooks are refused"
@@ -97,9 +100,11 @@ async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
             "connector {connector}: could not store an update; Telegram sends it again"
         );
     }
-    if let (Some(lane), Some(queue)) = (reply.lane, shell.queue.clone()) {
-        // After the response: a lost message leaves the job to the assistant's cron sweep.
-        ctx.wait_until(async move {
+    let queue = reply.lane.zip(shell.queue.clone());
+    // After the response: the hand-off (a lost message leaves the job to the assistant's cron
+    // sweep), then the counts kept.
+    ctx.wait_until(async move {
+        if let Some((lane, queue)) = queue {
             let message = HandOff {
                 lane: lane.to_string(),
             };
@@ -108,7 +113,8 @@ async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
                     "lane {lane}: hand-off failed, the cron sweep will take it: {e}"
                 );
             }
-        });
-    }
+        }
+        shell.front.keep_counts().await;
+    });
     Ok(Response::ok(reply.body)?.with_status(reply.status))
 }
