@@ -276,7 +276,7 @@ async fn approval_scenarios_in_workerd() {
     scenarios::a_watch_acts_once_on_a_change(&worker).await;
 }
 
-const ADMIN_TOKEN: &str = "workerd-admin-token-0123456789";
+pub(crate) const ADMIN_TOKEN: &str = "workerd-admin-token-0123456789";
 
 /// The webhook checks before it reads: a wrong secret or a declared length over the cap is
 /// refused while the body is still unsent (a Worker reading first would wait for it).

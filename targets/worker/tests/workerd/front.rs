@@ -6,7 +6,7 @@ use clawless_testkit::scenarios::{self, Shell, Status};
 use clawless_testkit::servers::{fakes, text_update, Fakes};
 use serde_json::json;
 
-use super::Worker;
+use super::{Worker, ADMIN_TOKEN};
 
 /// The front Worker and the assistant's behind it, as `front.toml` and `wrangler.toml`
 /// deploy them: webhooks to the front, lanes through the queue.
@@ -45,6 +45,7 @@ async fn scenarios_through_the_front_worker() {
     let (f, tg, llm) = fakes().await;
     let mut vars = bot_vars(&tg, &llm);
     vars["TELEGRAM_ALLOWED_USERS"] = json!(scenarios::allowed_users());
+    vars["CLAWLESS_ADMIN_TOKEN"] = json!(ADMIN_TOKEN);
     let options = json!({"vars": vars, "vectorize": true, "queue": true, "front": true});
     let mf = Miniflare::start_with("CLAWLESS_WORKER_BUILD", options);
     let front = mf.front.clone().expect("the front's URL");
@@ -53,6 +54,19 @@ async fn scenarios_through_the_front_worker() {
         front: front.clone(),
     };
     scenarios::run_all(&pair).await;
+    // The assistant's `/metrics` counts the acks the front made (kept in D1 by the front).
+    let url = format!("{}/metrics", pair.worker.mf.url);
+    let scrape = || {
+        let req = reqwest::Client::new()
+            .get(&url)
+            .header("authorization", format!("Bearer {ADMIN_TOKEN}"));
+        async move {
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            r.text().await.unwrap()
+        }
+    };
+    scenarios::metrics_count_a_scenario(&pair, scrape).await;
     let mf = &pair.worker.mf;
     let body = text_update(1_000_000, "hello").to_string();
     assert_eq!(
