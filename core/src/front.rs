@@ -17,9 +17,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use clawless_platform::{Clock, Kv, KvExt};
+use clawless_platform::{Clock, Kv};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -30,7 +29,6 @@ use crate::events::Event;
 use crate::ids::{ConnectorId, Lane};
 use crate::inbox::{Inbox, Job};
 use crate::ingress::WebhookReply;
-use crate::keys;
 use crate::secret::Secret;
 use crate::shell::MAX_UPDATE_BYTES;
 
@@ -47,9 +45,6 @@ struct Slim {
 struct SlimConnector {
     webhook_secret_env: String,
 }
-
-/// How long the front's stored counts outlive their last write (as an app instance's).
-const KEPT: Duration = Duration::from_secs(3 * 86_400);
 
 /// The acknowledging half of a webhook.
 pub struct Front {
@@ -201,15 +196,8 @@ impl Front {
     /// Keeps its counts in the Kv (`metrics/<instance>`, three days) when they changed since
     /// last kept: for after the response. A failure is logged; the next call tries again.
     pub async fn keep_counts(&self) {
-        let now = self.counts();
-        if self.kept.lock().unwrap_or_else(|e| e.into_inner()).as_ref() == Some(&now) {
-            return;
-        }
-        let key = keys::metrics(&self.instance);
-        match self.inbox.kv.put_json(&key, &now, Some(KEPT)).await {
-            Ok(()) => *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(now),
-            Err(e) => tracing::warn!(error = %e, "the front's counts not kept"),
-        }
+        let kv = &*self.inbox.kv;
+        crate::observe::keep_counts(kv, &self.instance, self.counts(), &self.kept).await;
     }
 }
 

@@ -8,9 +8,10 @@ mod journal;
 
 pub use journal::{EventPage, JOURNAL_CAP};
 
+use std::sync::Mutex;
 use std::time::Duration;
 
-use clawless_platform::KvExt;
+use clawless_platform::{Kv, KvExt};
 
 use crate::app::Admin;
 use crate::events::metrics::Snapshot;
@@ -162,27 +163,29 @@ impl Admin<'_> {
 
     async fn keep_metrics(self) {
         let now = self.app.events.metrics.snapshot();
-        {
-            let kept = self
-                .app
-                .metrics_kept
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            if kept.as_ref() == Some(&now) {
-                return;
-            }
-        }
-        let key = keys::metrics(&self.app.instance);
-        match self.app.platform.kv.put_json(&key, &now, Some(KEPT)).await {
-            Ok(()) => {
-                *self
-                    .app
-                    .metrics_kept
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(now)
-            }
-            Err(e) => tracing::warn!(error = %e, "metrics not kept"),
-        }
+        let kv = &*self.app.platform.kv;
+        keep_counts(kv, &self.app.instance, now, &self.app.metrics_kept).await;
+    }
+}
+
+/// Keeps `now` as `instance`'s counts in the Kv (three days) unless `kept`, what was kept
+/// last, is the same; `kept` then holds `now`. A failure is logged: the next call tries again.
+/// The app's instances and the front ([`crate::front`]) keep theirs through it.
+pub(crate) async fn keep_counts(
+    kv: &dyn Kv,
+    instance: &str,
+    now: Snapshot,
+    kept: &Mutex<Option<Snapshot>>,
+) {
+    if kept.lock().unwrap_or_else(|e| e.into_inner()).as_ref() == Some(&now) {
+        return;
+    }
+    match kv
+        .put_json(&keys::metrics(instance), &now, Some(KEPT))
+        .await
+    {
+        Ok(()) => *kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(now),
+        Err(e) => tracing::warn!(instance, error = %e, "metrics not kept"),
     }
 }
 
