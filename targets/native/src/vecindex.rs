@@ -156,17 +156,18 @@ impl Mirror {
     }
 
     /// [`Mirror::upsert`] of each of `rows` in order, coded on two threads when there are
-    /// many: a row whose vector is not the mirror's length (the first row's if it has none)
-    /// is skipped.
+    /// many: a row whose vector is not the mirror's length (the first non-empty row's if it
+    /// has none) is skipped.
     pub fn load(&mut self, rows: &[Row]) {
-        let Some(first) = rows.first() else {
+        let Some(first) = rows.iter().find(|r| !r.2.is_empty()) else {
             return;
         };
         self.prepare(first.2.len());
         let this = &*self;
         let code = |rows: &[Row]| -> Vec<Option<Coded>> {
+            let fits = |v: &[f32]| v.len() == this.dim;
             rows.iter()
-                .map(|(_, _, v, meta)| (v.len() == this.dim).then(|| this.code(v, meta)))
+                .map(|(_, _, v, meta)| fits(v).then(|| this.code(v, meta)))
                 .collect()
         };
         let coded = if cores() > 1 && rows.len() >= 2 * LOAD_SLICE {

@@ -238,9 +238,10 @@ fn a_load_on_two_threads_is_upserts_in_order() {
         .map(|(i, v)| (format!("v{}", i % 1_000), i as i64, v.clone(), meta(i)))
         .collect();
     rows.insert(600, ("odd".to_owned(), -1, vec![1.0; 5], meta(0)));
+    rows.insert(0, ("empty".to_owned(), -2, Vec::new(), meta(0)));
     let mut one = Mirror::default();
     for (id, rowid, v, m) in &rows {
-        if one.dim == 0 || v.len() == one.dim {
+        if !v.is_empty() && (one.dim == 0 || v.len() == one.dim) {
             one.upsert(id, *rowid, v, m);
         }
     }
@@ -249,7 +250,7 @@ fn a_load_on_two_threads_is_upserts_in_order() {
     loaded.load(&rows[700..]);
     assert_eq!(loaded.len(), 1_000);
     assert_eq!(loaded.rowid("v5"), Some(1_005), "the later row of v5");
-    assert_eq!(loaded.rowid("odd"), None);
+    assert_eq!((loaded.rowid("odd"), loaded.rowid("empty")), (None, None));
     assert_eq!(loaded.ids, one.ids);
     assert_eq!(loaded.rowids, one.rowids);
     assert_eq!((&loaded.codes, &loaded.steps), (&one.codes, &one.steps));
