@@ -2,7 +2,9 @@
 //! program, through the real binary as the helper (as the bot runs them).
 //!
 //! Prints, over 40 runs each after 3 to warm up: `exec` of `true` (the fence, the helper, the
-//! sandbox, `/bin/sh -c true`, to its output read and its end), from the call to its result;
+//! sandbox, `/bin/sh -c true`, to its output read and its end), from the call to its result,
+//! once 20 ms after the last (as commands come in a conversation, between model calls: the
+//! sandbox made ahead is ready) and once back to back (the next is still being made);
 //! a local program started and its first line read (an echo loop in `sh`); and one line to it
 //! and back once it runs (an MCP call's round trip, without the server's own work). Median,
 //! p90 and min in milliseconds. `CLAWLESS_BENCH_BIN=<path>` runs another build's binary as the
@@ -24,7 +26,7 @@ fn summary(name: &str, mut ms: Vec<f64>) {
     ms.sort_by(|a, b| a.total_cmp(b));
     let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
     println!(
-        "{name:<34} median {:>7.2} ms   p90 {:>7.2} ms   min {:>7.2} ms   ({} runs)",
+        "{name:<38} median {:>7.2} ms   p90 {:>7.2} ms   min {:>7.2} ms   ({} runs)",
         at(0.5),
         at(0.9),
         ms[0],
@@ -60,18 +62,27 @@ async fn main() {
         network: false,
         require_sandbox: false,
     };
-    let mut ms = Vec::new();
-    for i in 0..WARM + RUNS {
-        let t = timed(async {
-            let out = exec.run(request()).await.unwrap();
-            assert_eq!(out.status, Some(0), "{out:?}");
-        })
-        .await;
-        if i >= WARM {
-            ms.push(t);
+    for (name, pause) in [
+        (
+            "exec `true`, 20 ms after the last",
+            Duration::from_millis(20),
+        ),
+        ("exec `true`, back to back", Duration::ZERO),
+    ] {
+        let mut ms = Vec::new();
+        for i in 0..WARM + RUNS {
+            tokio::time::sleep(pause).await;
+            let t = timed(async {
+                let out = exec.run(request()).await.unwrap();
+                assert_eq!(out.status, Some(0), "{out:?}");
+            })
+            .await;
+            if i >= WARM {
+                ms.push(t);
+            }
         }
+        summary(name, ms);
     }
-    summary("exec `true`", ms);
 
     let argv = [
         "/bin/sh".to_owned(),

@@ -10,6 +10,9 @@ use clawless_platform::files::normalize_dir;
 use clawless_platform::{async_trait, Exec, ExecOutput, ExecRequest, PortError};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+mod spare;
+use spare::{Spare, Spares};
+
 use crate::fence;
 use crate::sandbox::Limits;
 
@@ -18,12 +21,23 @@ pub const GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub struct ShellExec {
     root: PathBuf,
+    /// The sandbox made ahead for the next command ([`spare`]); killed with this.
+    spares: Spares,
 }
 
 impl ShellExec {
     /// Commands run under `root` (the Files root).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            spares: Spares::default(),
+        }
+    }
+
+    /// The sandbox made ahead for the next command, when one waits: its process id and
+    /// its cgroup.
+    pub fn spare(&self) -> Option<(u32, Option<PathBuf>)> {
+        self.spares.waiting()
     }
 
     /// The working directory on disk, created when missing; no component may be a symlink.
@@ -74,18 +88,15 @@ async fn capped(mut from: impl AsyncRead + Unpin, max: usize) -> (Vec<u8>, bool)
 impl Exec for ShellExec {
     async fn run(&self, req: ExecRequest) -> Result<ExecOutput, PortError> {
         let dir = self.workdir(&req.workdir)?;
-        // Its processes capped in a cgroup of its own, removed once all have ended.
-        let group = crate::sandbox::helper()
-            .is_some()
-            .then(crate::sandbox::PidsGroup::new)
-            .flatten();
+        // Its processes are capped in a cgroup of its own (the spare's: [`spare`]), removed
+        // once all have ended.
         let limits = Limits {
             rw: dir.clone(),
             also: Vec::new(),
             network: req.network,
             cpu_secs: req.timeout.as_secs() + 1,
             require: req.require_sandbox,
-            cgroup: group.as_ref().map(|g| g.path().to_path_buf()),
+            cgroup: None,
             // Kept by the sandbox itself too, a moment after this process's own timer: it
             // holds when this process is gone.
             deadline: Some(req.timeout + GRACE),
@@ -99,14 +110,28 @@ impl Exec for ShellExec {
                 )));
             }
         }
-        let mut cmd = fence::command("/bin/sh", &["-c".into(), req.command.clone()], &[], &limits);
-        cmd.current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| PortError::unavailable(format!("cannot start /bin/sh: {e}")))?;
+        let (mut child, group) = match crate::sandbox::helper() {
+            Some(_) => {
+                let argv = ["-c".into(), req.command.clone()];
+                let request = fence::request("/bin/sh", &argv, &[], &dir, &limits)
+                    .map_err(PortError::invalid)?;
+                let Spare { child, group } = self.spares.start(&request, req.network).await?;
+                (child, group)
+            }
+            // Not the `clawless` binary (a library's tests): fenced, not sandboxed.
+            None => {
+                let argv = ["-c".into(), req.command.clone()];
+                let mut cmd = fence::command("/bin/sh", &argv, &[], &limits);
+                cmd.current_dir(&dir)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                let child = cmd
+                    .spawn()
+                    .map_err(|e| PortError::unavailable(format!("cannot start /bin/sh: {e}")))?;
+                (child, None)
+            }
+        };
         let pgid = child.id().unwrap_or(0);
         let (stdout, stderr) = match (child.stdout.take(), child.stderr.take()) {
             (Some(o), Some(e)) => (o, e),

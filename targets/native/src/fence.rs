@@ -129,6 +129,65 @@ pub fn command(
     cmd
 }
 
+/// A sandbox made ahead of its command (the helper run as [`sandbox::SPARE`], in the fence's
+/// namespaces, without the network unless `network`, in the cgroup `group` when given): the
+/// namespaces, the helper's start and joining the cgroup, most of a short command's time,
+/// are paid before it is asked for. It waits for its
+/// [`request`] on its standard input (piped, like its output) and ends when that closes
+/// empty — the bot gone before asking. None without the helper (this is not the `clawless`
+/// binary). Spawned with the passed variables only, in a process group of its own, killed
+/// when dropped.
+pub fn spare(network: bool, group: Option<&std::path::Path>) -> Option<tokio::process::Command> {
+    let helper = sandbox::helper()?;
+    let mut argv: Vec<std::ffi::OsString> = Vec::new();
+    if let Fence::Namespace { user } = fence() {
+        argv.push("unshare".into());
+        argv.extend(unshare_args(user, network).into_iter().map(Into::into));
+    }
+    argv.push(helper.exe.into());
+    argv.push("__sandbox".into());
+    argv.push(sandbox::SPARE.into());
+    if let Some(group) = group {
+        argv.push("--cgroup".into());
+        argv.push(group.into());
+    }
+    let mut cmd = tokio::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .env_clear()
+        .envs(
+            PASSED_ENV
+                .iter()
+                .filter_map(|k| Some((*k, std::env::var_os(k)?))),
+        )
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    Some(cmd)
+}
+
+/// What a [`spare`] made with `limits.network` is sent to run `program args` in `dir` under
+/// `limits`, with the passed variables, `env`, and `HOME` and `TMPDIR` its writable
+/// directory. Refused with a sentence when no program could be given it (a NUL byte, or over
+/// [`sandbox::MAX_REQUEST`]), or without the helper.
+pub fn request(
+    program: &str,
+    args: &[String],
+    env: &[(String, String)],
+    dir: &std::path::Path,
+    limits: &Limits,
+) -> Result<Vec<u8>, String> {
+    let helper = sandbox::helper().ok_or("no sandbox helper (not the clawless binary)")?;
+    let view = matches!(fence(), Fence::Namespace { .. });
+    let mut all: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    all.push(("HOME".into(), limits.rw.clone().into()));
+    all.push(("TMPDIR".into(), limits.rw.clone().into()));
+    sandbox::request(&helper, limits, view, dir, &all, program, args)
+}
+
 /// What this machine lacks of the sandbox, for a command without the network unless
 /// `network` (empty: all of it holds), each part named. The first call probes and logs what
 /// is missing.

@@ -42,8 +42,8 @@ mod seal;
 mod supervise;
 mod view;
 
-pub use argv::args;
-use argv::{parse, Asked};
+pub use argv::{args, request, MAX_REQUEST, SPARE};
+use argv::{parse, split, Asked};
 pub use cgroup::{sweep, PidsGroup, PROCESSES};
 pub use supervise::{DEADLINE, ORPHANED};
 
@@ -200,22 +200,80 @@ pub fn readable(roots: &[&str], protected: &[PathBuf]) -> Vec<PathBuf> {
 /// The helper's main (`clawless __sandbox …`): fences this process in, then runs the program
 /// under its supervision ([`supervise`]). Returns the exit code to end with: the program's,
 /// 124 past the deadline, 125 when the bot is gone, 126 when it could not be sandboxed or
-/// started, 127 when the program does not exist.
+/// started, 127 when the program does not exist. A spare (`__sandbox --spare`, made ahead in
+/// its namespaces) first reads what to run from its standard input ([`request`]); the bot
+/// gone before asking, it ends with 0.
 pub fn main(args: &[OsString]) -> u8 {
-    let asked = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("clawless sandbox: {e}");
+    let asked = match args {
+        [spare, rest @ ..] if spare == SPARE => match spare_request(rest) {
+            Ok(Some(asked)) => asked,
+            Ok(None) => return 0,
+            Err(e) => {
+                eprintln!("clawless sandbox: {e}");
+                return 126;
+            }
+        },
+        _ => match parse(args) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("clawless sandbox: {e}");
+                return 126;
+            }
+        },
+    };
+    if let Some(dir) = &asked.dir {
+        if let Err(e) = std::env::set_current_dir(dir) {
+            eprintln!("clawless sandbox: entering {}: {e}", dir.display());
             return 126;
         }
-    };
+    }
     match fence_in(&asked) {
-        Ok(()) => supervise::run(&asked.program, asked.deadline),
+        Ok(()) => supervise::run(&asked),
         Err(e) => {
             eprintln!("clawless sandbox: {e}");
             126
         }
     }
+}
+
+/// A spare's start (`--spare [--cgroup G]`): it joins its cgroup at once — moving a process
+/// between cgroups waits out an RCU grace period when none was moved lately, 10 – 20 ms on
+/// an idle machine, paid here ahead of the command — then waits for its request.
+fn spare_request(args: &[OsString]) -> Result<Option<Asked>, String> {
+    match args {
+        [] => {}
+        [flag, group] if flag == "--cgroup" => join(Path::new(group))?,
+        _ => return Err(format!("unknown arguments {args:?} after {SPARE}")),
+    }
+    read_request()
+}
+
+/// Moves this process (and so all it starts) into `group`.
+fn join(group: &Path) -> Result<(), String> {
+    let me = std::process::id().to_string();
+    std::fs::write(group.join("cgroup.procs"), me)
+        .map_err(|e| format!("joining {}: {e}", group.display()))
+}
+
+/// A spare's request, read from standard input to its end (bounded); none when empty.
+fn read_request() -> Result<Option<Asked>, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_REQUEST as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading the request: {e}"))?;
+    if bytes.len() > MAX_REQUEST {
+        return Err(format!("the request is over {MAX_REQUEST} bytes"));
+    }
+    let args = split(&bytes);
+    if args.is_empty() {
+        return Ok(None);
+    }
+    let mut asked = parse(&args)?;
+    asked.spare = true;
+    Ok(Some(asked))
 }
 
 /// Every part of the sandbox, in the order each needs: the limits and the cgroup while this
@@ -226,9 +284,7 @@ fn fence_in(asked: &Asked) -> Result<(), String> {
     // Joined before Landlock, which would not let it write there; everything it starts
     // stays in the group.
     if let Some(group) = &asked.cgroup {
-        let me = std::process::id().to_string();
-        std::fs::write(group.join("cgroup.procs"), me)
-            .map_err(|e| format!("joining {}: {e}", group.display()))?;
+        join(group)?;
     }
     // A session of its own: no controlling terminal (the bot's, when started from a shell),
     // so nothing it runs can type into it. Refused only to a process-group leader (the

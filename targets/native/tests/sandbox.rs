@@ -117,7 +117,9 @@ async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
     if capped {
         // 400 sleeps at once, seen from outside through the group's own counts.
         let mine = format!("clawless-{}-", std::process::id());
+        // Less the group of the sandbox made ahead for the next command.
         let groups = || -> Vec<PathBuf> {
+            let spare = exec.spare().and_then(|(_, group)| group);
             ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]
                 .iter()
                 .filter_map(|b| std::fs::read_dir(b).ok())
@@ -125,6 +127,7 @@ async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
                 .flatten()
                 .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
                 .map(|e| e.path())
+                .filter(|p| Some(p) != spare.as_ref())
                 .collect()
         };
         let read = |p: PathBuf| -> u64 {
@@ -256,5 +259,163 @@ async fn a_command_reaches_only_its_workspace_and_no_network_unless_allowed() {
     } else {
         eprintln!("NOTE: no namespaces here: the process and network checks are skipped");
     }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Waits (up to a minute: a loaded machine) for the sandbox made ahead; its process id.
+async fn spare(exec: &ShellExec) -> u32 {
+    for _ in 0..1200 {
+        if let Some((id, _)) = exec.spare() {
+            return id;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no sandbox was made ahead");
+}
+
+#[tokio::test]
+async fn the_next_command_runs_in_a_sandbox_made_ahead_and_none_outlives_the_bot() {
+    let root = dir().join("spare");
+    let files = root.join("files");
+    let workspace = files.join("workspace/a/main/user-1");
+    std::fs::create_dir_all(&workspace).unwrap();
+    sandbox::set_exe(PathBuf::from(env!("CARGO_BIN_EXE_clawless")));
+    let exec = ShellExec::new(&files);
+    let namespaces = matches!(fence::fence(), fence::Fence::Namespace { .. });
+    let ws = std::fs::canonicalize(&workspace).unwrap();
+    let probe =
+        "echo \"$HOME|$TMPDIR|$(pwd -P)\"; readlink /proc/self/fd/0; readlink /proc/self/ns/net";
+
+    // The first is made for it; the next one beside it.
+    let (status, out) = run(&exec, probe, false).await;
+    assert_eq!(status, Some(0), "{out}");
+    let mut lines = out.lines();
+    let ws = ws.display();
+    assert_eq!(
+        lines.next(),
+        Some(format!("{ws}|{ws}|{ws}").as_str()),
+        "{out}"
+    );
+    assert_eq!(lines.next(), Some("/dev/null"), "no input: {out}");
+    let first_net = lines.next().unwrap_or_default().to_owned();
+
+    // The next runs in the namespaces made ahead (the spare's own network namespace), as the
+    // first did: the same place, variables and input, a namespace of its own.
+    let id = spare(&exec).await;
+    let made_ahead = std::fs::read_link(format!("/proc/{id}/ns/net")).ok();
+    let (status, out) = run(&exec, probe, false).await;
+    assert_eq!(status, Some(0), "{out}");
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next(),
+        Some(format!("{ws}|{ws}|{ws}").as_str()),
+        "{out}"
+    );
+    assert_eq!(lines.next(), Some("/dev/null"), "{out}");
+    if namespaces {
+        let net = lines.next().unwrap_or_default();
+        let made_ahead = made_ahead.expect("the spare's namespace");
+        assert_eq!(net, made_ahead.to_string_lossy(), "{out}");
+        assert_ne!(net, first_net, "each command has a namespace of its own");
+        let mine = std::fs::read_link("/proc/self/ns/net").unwrap();
+        assert_ne!(net, mine.to_string_lossy(), "not the bot's network");
+    }
+
+    // One killed from outside before its command: the command still runs, in one made now.
+    let gone = |id: u32| {
+        std::fs::read_to_string(format!("/proc/{id}/stat")).map_or(true, |s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    let id = spare(&exec).await;
+    let pid = rustix::process::Pid::from_raw(id as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    for _ in 0..1200 {
+        if gone(id) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, out) = run(&exec, "echo after", false).await;
+    assert_eq!((status, out.as_str()), (Some(0), "after\n"));
+
+    // A command line no program can be given is refused with a sentence.
+    let nul = exec
+        .run(ExecRequest {
+            command: "echo a\0b".into(),
+            workdir: "workspace/a/main/user-1".into(),
+            timeout: Duration::from_secs(20),
+            max_output: 1000,
+            network: false,
+            require_sandbox: false,
+        })
+        .await
+        .unwrap_err();
+    assert!(nul.to_string().contains("NUL byte"), "{nul}");
+
+    // The bot gone (`kill -9`: nothing killed, nothing closed but by the kernel): a spare
+    // that waits ends, and so does one whose command runs.
+    let tag = format!("{}", 30_000 + std::process::id() % 20_000);
+    let limits = sandbox::Limits {
+        rw: workspace.clone(),
+        also: Vec::new(),
+        network: false,
+        cpu_secs: 0,
+        require: false,
+        cgroup: None,
+        deadline: None,
+    };
+    let request = fence::request(
+        "/bin/sh",
+        &["-c".into(), format!("setsid sleep {tag} & sleep {tag}")],
+        &[],
+        &workspace,
+        &limits,
+    )
+    .unwrap();
+    let group = sandbox::PidsGroup::new();
+    let group = group.as_ref().map(sandbox::PidsGroup::path);
+    let mut waiting = fence::spare(false, None).unwrap().spawn().unwrap();
+    let mut running = fence::spare(false, group).unwrap().spawn().unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut input = running.stdin.take().unwrap();
+        input.write_all(&request).await.unwrap();
+    }
+    let count = || {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", &format!("sleep {tag}")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let mut seen = false;
+    for _ in 0..1200 {
+        if count() >= 2 {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(seen, "the command did not start");
+    let ids = [waiting.id().unwrap(), running.id().unwrap()];
+    for child in [&mut waiting, &mut running] {
+        drop(child.stdin.take());
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+    }
+    std::mem::forget(waiting);
+    std::mem::forget(running);
+    let mut ended = false;
+    for _ in 0..1200 {
+        if ids.iter().all(|&id| gone(id)) && count() == 0 {
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ended, "left running after the bot: {} sleeps", count());
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -1,11 +1,19 @@
-//! The helper's command line: what the bot asks ([`args`]) and what the helper reads back
-//! ([`parse`]), one written for the other.
+//! The helper's command line: what the bot asks ([`args`], or [`request`] for a helper made
+//! ahead, [`SPARE`]) and what the helper reads back ([`parse`]), one written for the other.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{Helper, Limits};
+
+/// The argument of a helper made ahead of its command (`__sandbox --spare`): it waits, in its
+/// namespaces, for its request on standard input ([`request`]), read to its end.
+pub const SPARE: &str = "--spare";
+
+/// The most a request may hold, bytes (the kernel takes no argument over 128 KiB anyway).
+pub const MAX_REQUEST: usize = 4 << 20;
 
 /// The helper's arguments: `__sandbox --rw DIR [--protect P]… [--require] [--cgroup G]
 /// [--view] [--no-network] [--deadline MS] --cpu N -- program args…`; `view`: the fence made
@@ -17,7 +25,72 @@ pub fn args(
     program: &str,
     args: &[String],
 ) -> Vec<OsString> {
-    let mut out: Vec<OsString> = vec!["__sandbox".into(), "--rw".into(), limits.rw.clone().into()];
+    let mut out: Vec<OsString> = vec!["__sandbox".into()];
+    out.extend(options(helper, limits, view));
+    out.push("--".into());
+    out.push(program.into());
+    out.extend(args.iter().map(OsString::from));
+    out
+}
+
+/// What a spare helper is sent: the options of [`args`], `--cd DIR` (where the program runs)
+/// and `--env K=V` for each variable the program gets beyond the helper's own, then `--` and
+/// the program; each argument ended by a NUL. Refused when an argument holds a NUL (no
+/// command line can) or the whole is over [`MAX_REQUEST`].
+pub fn request(
+    helper: &Helper,
+    limits: &Limits,
+    view: bool,
+    dir: &Path,
+    env: &[(OsString, OsString)],
+    program: &str,
+    args: &[String],
+) -> Result<Vec<u8>, String> {
+    let mut all = options(helper, limits, view);
+    all.push("--cd".into());
+    all.push(dir.into());
+    for (k, v) in env {
+        all.push("--env".into());
+        let mut pair = k.clone();
+        pair.push("=");
+        pair.push(v);
+        all.push(pair);
+    }
+    all.push("--".into());
+    all.push(program.into());
+    all.extend(args.iter().map(OsString::from));
+    let mut out = Vec::new();
+    for a in &all {
+        if a.as_bytes().contains(&0) {
+            return Err("the command line holds a NUL byte, which no program can be given".into());
+        }
+        out.extend_from_slice(a.as_bytes());
+        out.push(0);
+    }
+    if out.len() > MAX_REQUEST {
+        return Err(format!(
+            "the command line is {} bytes, over the {MAX_REQUEST} a command may have",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// A request as the spare read it (see [`request`]): its arguments, for [`parse`]; none when
+/// it is empty (the bot went away before asking).
+pub(super) fn split(request: &[u8]) -> Vec<OsString> {
+    let body = request.strip_suffix(&[0]).unwrap_or(request);
+    if body.is_empty() {
+        return Vec::new();
+    }
+    body.split(|&b| b == 0)
+        .map(|a| OsString::from_vec(a.to_vec()))
+        .collect()
+}
+
+/// The options before `--`, for both forms.
+fn options(helper: &Helper, limits: &Limits, view: bool) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec!["--rw".into(), limits.rw.clone().into()];
     for p in &limits.also {
         out.push("--rw".into());
         out.push(p.clone().into());
@@ -45,9 +118,6 @@ pub fn args(
     }
     out.push("--cpu".into());
     out.push(limits.cpu_secs.to_string().into());
-    out.push("--".into());
-    out.push(program.into());
-    out.extend(args.iter().map(OsString::from));
     out
 }
 
@@ -62,6 +132,12 @@ pub(super) struct Asked {
     pub(super) view: bool,
     pub(super) no_network: bool,
     pub(super) deadline: Option<Duration>,
+    /// Where the program runs (a spare's request; else where the helper was started).
+    pub(super) dir: Option<PathBuf>,
+    /// Variables the program gets beyond the helper's own (a spare's request).
+    pub(super) env: Vec<(OsString, OsString)>,
+    /// Read by a spare from its standard input (the program gets none).
+    pub(super) spare: bool,
     pub(super) program: Vec<OsString>,
 }
 
@@ -91,6 +167,18 @@ pub(super) fn parse(args: &[OsString]) -> Result<Asked, String> {
                 asked.deadline = Some(Duration::from_millis(ms));
             }
             Some("--cpu") => asked.cpu = number(value("--cpu")?, "--cpu")?,
+            Some("--cd") => asked.dir = Some(value("--cd")?.into()),
+            Some("--env") => {
+                let pair = value("--env")?.into_vec();
+                let at = pair
+                    .iter()
+                    .position(|&b| b == b'=')
+                    .ok_or("--env needs NAME=VALUE")?;
+                asked.env.push((
+                    OsString::from_vec(pair[..at].to_vec()),
+                    OsString::from_vec(pair[at + 1..].to_vec()),
+                ));
+            }
             Some("--") => {
                 asked.program = it.cloned().collect();
                 break;
@@ -146,8 +234,58 @@ mod tests {
                 no_network: true,
                 deadline: limits.deadline,
                 program: vec!["/bin/sh".into(), "-c".into(), "echo --rw".into()],
+                ..Asked::default()
             }
         );
+        // The same sent to a spare, with where it runs and its variables.
+        let sent = request(
+            &helper,
+            &limits,
+            true,
+            Path::new("/data/files/workspace/a"),
+            &[("HOME".into(), "/w".into()), ("X".into(), "a=b\nc".into())],
+            "/bin/sh",
+            &["-c".into(), "echo --cd; printf '\\0'".into()],
+        )
+        .unwrap();
+        let mut spared = parse(&split(&sent)).unwrap();
+        assert_eq!(spared.dir, Some("/data/files/workspace/a".into()));
+        assert_eq!(
+            spared.env,
+            [("HOME".into(), "/w".into()), ("X".into(), "a=b\nc".into())]
+        );
+        assert_eq!(spared.program[2], "echo --cd; printf '\\0'");
+        (spared.dir, spared.env, spared.program) = (None, Vec::new(), asked.program.clone());
+        assert_eq!(spared, asked);
+        assert!(split(b"").is_empty(), "the bot went away before asking");
+        let nul = request(
+            &helper,
+            &limits,
+            true,
+            Path::new("/w"),
+            &[],
+            "/bin/sh",
+            &["a\0b".into()],
+        );
+        assert!(nul.unwrap_err().contains("NUL"));
+        let huge = "x".repeat(MAX_REQUEST);
+        let over = request(
+            &helper,
+            &limits,
+            true,
+            Path::new("/w"),
+            &[],
+            "/bin/sh",
+            &[huge],
+        );
+        assert!(over.unwrap_err().contains("over the"));
+        assert!(parse(&[
+            "--env".into(),
+            "NOEQUALS".into(),
+            "--".into(),
+            "true".into()
+        ])
+        .is_err());
         assert!(parse(&["--rw".into()]).is_err());
         assert!(parse(&["--rw".into(), "/a".into()]).is_err(), "no program");
         assert!(parse(&["--bogus".into(), "--".into(), "true".into()]).is_err());

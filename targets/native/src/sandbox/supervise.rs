@@ -14,27 +14,37 @@
 //! the dead never fill the process cap. Outside a PID namespace (the process-group fence) it
 //! ends its own process group instead.
 
-use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, Signal, WaitOptions};
 
+use super::Asked;
+
 /// Exit code when the deadline passed.
 pub const DEADLINE: u8 = 124;
 /// Exit code when nobody reads the output any more.
 pub const ORPHANED: u8 = 125;
 
-/// Runs `program` to its end, the deadline or the reader's end; the exit code to end with
-/// (the program's, 128 + its signal, or one of the above).
-pub fn run(program: &[OsString], deadline: Option<Duration>) -> u8 {
-    let Some((name, rest)) = program.split_first() else {
+/// Runs the program asked to its end, the deadline or the reader's end; the exit code to end
+/// with (the program's, 128 + its signal, or one of the above). A spare's program gets the
+/// variables of its request and no standard input (the spare's was the request).
+pub(super) fn run(asked: &Asked) -> u8 {
+    let Some((name, rest)) = asked.program.split_first() else {
         return 126;
     };
+    let deadline = asked.deadline;
     // Taken before the program starts: the copy must exist while the reader does.
     let lifeline = rustix::io::dup(std::io::stdout()).ok();
-    let child = match std::process::Command::new(name).args(rest).spawn() {
+    let mut command = std::process::Command::new(name);
+    command
+        .args(rest)
+        .envs(asked.env.iter().map(|(k, v)| (k, v)));
+    if asked.spare {
+        command.stdin(std::process::Stdio::null());
+    }
+    let child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("clawless sandbox: cannot start {name:?}: {e}");
