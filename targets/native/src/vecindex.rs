@@ -2,17 +2,19 @@
 //! turned by a fixed rotation ([`twobit::Rotation`]: dot products unchanged, sparse vectors
 //! spread over every dimension), then held twice: as 2-bit codes ([`twobit`]) and as int8
 //! (one scale per vector) in two 4-bit planes, the high and the low nibble of each value. A
-//! query scans the 2-bit codes of every vector, re-ranks the best few hundred by their whole
-//! int8 value (both planes), and the caller re-ranks the best [`candidates`] exactly from
-//! their rows in libsql.
+//! query scores the 2-bit codes of every vector by table look-ups ([`fastscan`]), re-ranks
+//! the best few hundred by their whole int8 value (both planes), and the caller re-ranks the
+//! best [`candidates`] exactly from their rows in libsql.
 //!
 //! Why: libsql's DiskANN index measured badly at 384 dimensions (see ../shared/TOOLCHAIN.md)
 //! and a SQL scan reads every 1.5 KB row per query. The mirror is 0.31 of the f32 data
-//! (100k × 384 dims ≈ 48 MB); the first pass reads a sixteenth of it (9.6 MB at 100k), and
-//! with AVX2 multiplies 32 codes per instruction. The int8 estimate's best 15 held the exact
+//! (100k × 384 dims ≈ 48 MB); the first pass reads a sixteenth of it (9.6 MB at 100k, in
+//! huge pages: [`pages`]), and with AVX2 looks up 32 slots' codes per instruction. The int8 estimate's best 15 held the exact
 //! best 10 in the same simulation as the 2-bit pass's (see [`twobit`]).
 
+mod fastscan;
 mod nibbles;
+mod pages;
 mod scan;
 mod twobit;
 
@@ -104,8 +106,9 @@ pub struct Mirror {
     /// The same for the low nibbles: `code + 128 = 16 · high + low`.
     low: Vec<u8>,
     scales: Vec<f32>,
-    /// Per slot `padded / 4` bytes: the 2-bit codes of the first pass ([`twobit`]).
-    codes: Vec<u8>,
+    /// The 2-bit codes of the first pass ([`twobit`]), in blocks of [`fastscan::GROUP`]
+    /// slots ([`fastscan`]'s layout; `padded / 4` bytes a slot).
+    codes: pages::Pages,
     /// Per slot, the step of its 2-bit codes.
     steps: Vec<f32>,
     /// Per slot, a 64-bit Bloom filter of its metadata pairs: the scan's filter test is one
@@ -203,7 +206,7 @@ impl Mirror {
     /// The codes of `vector` (of the mirror's length), apart from the mirror.
     fn code(&self, vector: &[f32], metadata: &BTreeMap<String, String>) -> Coded {
         let turned = self.turn(vector);
-        let mut two = Vec::with_capacity(self.padded / 4);
+        let mut two = Vec::with_capacity(self.padded / 2);
         let step = twobit::encode(&turned, &mut two);
         let (code, scale) = quantize(&turned);
         let (mut high, mut low) = (Vec::new(), Vec::new());
@@ -220,7 +223,7 @@ impl Mirror {
 
     /// Stores `c` as `id`'s, in the table's row `rowid`.
     fn put(&mut self, id: &str, rowid: i64, c: Coded) {
-        let (h, q) = (self.half(), self.padded / 4);
+        let h = self.half();
         match self.slot.get(id) {
             Some(&s) => {
                 self.high[s * h..(s + 1) * h].copy_from_slice(&c.high);
@@ -228,18 +231,23 @@ impl Mirror {
                 self.scales[s] = c.scale;
                 self.blooms[s] = c.bloom;
                 self.rowids[s] = rowid;
-                self.codes[s * q..(s + 1) * q].copy_from_slice(&c.two);
+                fastscan::write(self.codes.bytes_mut(), self.padded, s, &c.two);
                 self.steps[s] = c.step;
             }
             None => {
-                self.slot.insert(id.to_owned(), self.ids.len());
+                let s = self.ids.len();
+                if s.is_multiple_of(fastscan::GROUP) {
+                    let block = fastscan::block_bytes(self.padded);
+                    self.codes.resize(self.codes.len() + block);
+                }
+                fastscan::write(self.codes.bytes_mut(), self.padded, s, &c.two);
+                self.slot.insert(id.to_owned(), s);
                 self.ids.push(id.to_owned());
                 self.rowids.push(rowid);
                 self.high.extend_from_slice(&c.high);
                 self.low.extend_from_slice(&c.low);
                 self.scales.push(c.scale);
                 self.blooms.push(c.bloom);
-                self.codes.extend_from_slice(&c.two);
                 self.steps.push(c.step);
             }
         }
@@ -251,7 +259,7 @@ impl Mirror {
             return;
         };
         let last = self.ids.len() - 1;
-        let (h, q) = (self.half(), self.padded / 4);
+        let h = self.half();
         if s != last {
             let moved = self.ids[last].clone();
             self.slot.insert(moved, s);
@@ -261,16 +269,20 @@ impl Mirror {
             self.low.copy_within(last * h..(last + 1) * h, s * h);
             self.scales.swap(s, last);
             self.blooms.swap(s, last);
-            self.codes.copy_within(last * q..(last + 1) * q, s * q);
+            let moved = fastscan::read(self.codes.bytes(), self.padded, last);
+            fastscan::write(self.codes.bytes_mut(), self.padded, s, &moved);
             self.steps.swap(s, last);
         }
+        fastscan::write(self.codes.bytes_mut(), self.padded, last, &[]);
         self.ids.pop();
         self.rowids.pop();
         self.high.truncate(last * h);
         self.low.truncate(last * h);
         self.scales.pop();
         self.blooms.pop();
-        self.codes.truncate(last * q);
+        let blocks = last.div_ceil(fastscan::GROUP);
+        self.codes
+            .resize(blocks * fastscan::block_bytes(self.padded));
         self.steps.pop();
         if self.ids.is_empty() {
             self.dim = 0;
@@ -340,7 +352,9 @@ impl Mirror {
         if self.is_empty() || query.len() != self.dim || n == 0 {
             return Vec::new();
         }
-        let mut q = quantize(&self.turn(query)).0;
+        let turned = self.turn(query);
+        let tables = fastscan::Tables::new(&turned);
+        let mut q = quantize(&turned).0;
         q.resize(self.padded, 0);
         let q_sum: i32 = q.iter().map(|&x| i32::from(x)).sum();
         let want = bloom(filter);
@@ -351,14 +365,14 @@ impl Mirror {
         // a fixed half the caller then waits for.
         let next = AtomicUsize::new(0);
         let pass = || {
-            kernel.run2(
-                &q,
+            kernel.scan(
+                &tables.bytes,
                 FirstPass {
                     mirror: self,
+                    tables: &tables,
                     next: &next,
                     want,
                     keep,
-                    q_sum,
                 },
             )
         };
@@ -395,8 +409,11 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |p| p.get().min(8)))
 }
 
-/// Stores from this size are scanned on several threads.
-pub const PARALLEL_FROM: usize = 20_000;
+/// Stores from this size are scanned on several threads. With the look-up kernel a pass over
+/// 100k vectors is about half a millisecond on one thread, bound by memory, and a second
+/// thread (started per query: 0.15 – 0.2 ms on a cloud VM) made it no faster (0.58 – 0.64 ms
+/// against 0.49 – 0.58 in the vectors bench).
+pub const PARALLEL_FROM: usize = 250_000;
 
 /// Keeps the `n` best `(score, slot)`: the highest scores, ties to the lower slot (so any
 /// split of the slots keeps the same ones).

@@ -1,7 +1,7 @@
 //! Dot products of an int8 query with 4-bit codes packed two to a byte: the kernel of the
 //! mirror's re-rank (the high and low nibbles of the best few hundred of its first pass), and
-//! the choice of kernel for both ([`Kernel`]; the first pass's 2-bit codes are
-//! [`super::twobit`]'s).
+//! the choice of kernel for both passes ([`Kernel`]; the first pass's look-ups are
+//! [`super::fastscan`]'s).
 //!
 //! Layout: dimensions are padded to a multiple of [`BLOCK`]; each block of 64 dimensions is 32
 //! bytes, byte `j` holding dimension `j` in its low nibble and dimension `32 + j` in its high
@@ -78,27 +78,49 @@ impl Kernel {
     pub fn run<W: WithDot>(self, query: &[i8], op: W) -> W::Output {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2(simd) => {
-                let dot = avx2::Dot::new(simd, query);
-                simd.vectorize(move || op.with(&dot))
-            }
+            Kernel::Avx2(simd) => simd.vectorize(Inlined(avx2::Dot::new(simd, query), op)),
             Kernel::Portable => op.with(&Portable(query.iter().map(|&x| i16::from(x)).collect())),
         }
     }
 
-    /// [`Kernel::run`] for the 2-bit codes of [`super::twobit`].
-    pub fn run2<W: super::twobit::WithDot>(self, query: &[i8], op: W) -> W::Output {
-        use super::twobit;
+    /// Runs `op` with this kernel's instruction set enabled, handing it the first pass's
+    /// look-ups in `tables` ([`super::fastscan`]), inlined as in [`Kernel::run`].
+    pub fn scan<W: super::fastscan::WithSums>(self, tables: &[u8], op: W) -> W::Output {
+        use super::fastscan;
         match self {
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2(simd) => {
-                let dot = twobit::avx2::Dot::new(simd, query);
-                simd.vectorize(move || op.with(&dot))
+                simd.vectorize(Inlined(fastscan::avx2::Sums::new(simd, tables), op))
             }
-            Kernel::Portable => op.with(&twobit::Portable(
-                query.iter().map(|&x| i32::from(x)).collect(),
-            )),
+            Kernel::Portable => op.with(&fastscan::Portable(tables)),
         }
+    }
+}
+
+/// A kernel and the work that runs with it, as one call marked `#[inline(always)]`: pulp
+/// compiles it into a function with the kernel's instruction set. (A closure here was left
+/// out of line at `opt-level = "s"` once the first pass grew, and every intrinsic in it became
+/// a call: ten times slower.)
+#[cfg(target_arch = "x86_64")]
+struct Inlined<K, W>(K, W);
+
+#[cfg(target_arch = "x86_64")]
+impl<W: WithDot> pulp::NullaryFnOnce for Inlined<avx2::Dot, W> {
+    type Output = W::Output;
+
+    #[inline(always)]
+    fn call(self) -> W::Output {
+        self.1.with(&self.0)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<W: super::fastscan::WithSums> pulp::NullaryFnOnce for Inlined<super::fastscan::avx2::Sums, W> {
+    type Output = W::Output;
+
+    #[inline(always)]
+    fn call(self) -> W::Output {
+        self.1.with(&self.0)
     }
 }
 
@@ -197,8 +219,8 @@ pub mod avx2 {
         query: Vec<[__m256i; 2]>,
     }
 
-    /// Up to 32 query bytes as one register, zero-padded (also the 2-bit kernel's).
-    pub fn register(s: &[i8]) -> __m256i {
+    /// Up to 32 query bytes as one register, zero-padded.
+    fn register(s: &[i8]) -> __m256i {
         let mut a = [0i8; 32];
         a.iter_mut().zip(s).for_each(|(d, &x)| *d = x);
         pulp::cast::<[i8; 32], __m256i>(a)

@@ -1,74 +1,66 @@
-//! The two passes of a query over the mirror: the 2-bit first pass over every slot, and the
-//! int8 re-rank of the best few hundred it keeps.
+//! The two passes of a query over the mirror: the 2-bit first pass over every slot (by the
+//! look-ups of [`super::fastscan`]), and the int8 re-rank of the best few hundred it keeps.
 
+use super::fastscan::{self, Sums, Tables, WithSums, GROUP};
 use super::nibbles::{Dot, WithDot};
-use super::{keep_best, twobit, Mirror};
+use super::{keep_best, Mirror};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Runs of slots a scanning thread takes at a time.
-const RUN: usize = 4_096;
-
-/// How many vectors ahead a scan asks for the next codes.
-const AHEAD: usize = 32;
+/// Runs of slots a scanning thread takes at a time (whole blocks).
+const RUN: usize = 128 * GROUP;
 
 /// The `keep` best 2-bit estimates `(score, slot)` among the runs of slots this thread takes
 /// from `next`, of those that pass the filter: a code `c` stands for `(c - 1.5) · step`.
 pub struct FirstPass<'a> {
     pub mirror: &'a Mirror,
+    pub tables: &'a Tables,
     pub next: &'a AtomicUsize,
     pub want: u64,
     pub keep: usize,
-    pub q_sum: i32,
 }
 
-impl twobit::WithDot for FirstPass<'_> {
+impl WithSums for FirstPass<'_> {
     type Output = Vec<(f32, usize)>;
 
     #[inline(always)]
-    fn with<D: twobit::Dot>(self, dot: &D) -> Self::Output {
+    fn with<S: Sums>(self, sums: &S) -> Self::Output {
         let m = self.mirror;
-        let h = m.padded / 4;
-        let centre = -1.5 * self.q_sum as f32;
+        let codes = m.codes.bytes();
+        let block = fastscan::block_bytes(m.padded);
         let mut kept = Vec::with_capacity(self.keep * 2);
         // The score a slot must beat: each thread's slots come in ascending order, so a tie
         // loses to the slot already kept (the order [`keep_best`] sorts by).
         let mut floor = f32::NEG_INFINITY;
-        // Scores a batch at a time, then keeps what beats the floor: the scoring loop has no
-        // data-dependent branch.
-        let mut scores = [0f32; 256];
         loop {
             let run = self.next.fetch_add(RUN, Ordering::Relaxed);
             if run >= m.len() {
                 break;
             }
-            let mut start = run;
-            let run_end = (run + RUN).min(m.len());
-            while start < run_end {
-                let end = (start + scores.len()).min(run_end);
-                let vector = |s: usize| &m.codes[s * h..(s + 1) * h];
-                let mut s = start;
-                while s < end {
-                    // The codes 32 vectors ahead (3 KB at 384 dimensions): measured best
-                    // between 16 and 64 on this VM (the first pass at 100k, 2 threads, from
-                    // memory: 0.83 ms with, 1.17 without).
-                    let ahead = ((s + AHEAD) * h).min(m.codes.len());
-                    let until = ((s + AHEAD + 4) * h).min(m.codes.len());
-                    dot.prefetch(&m.codes[ahead..until]);
-                    let dots = if s + 4 <= end {
-                        dot.dot4([vector(s), vector(s + 1), vector(s + 2), vector(s + 3)])
-                    } else {
-                        [dot.dot(vector(s)), 0, 0, 0]
-                    };
-                    for (d, slot) in dots.into_iter().zip(s..end.min(s + 4)) {
-                        scores[slot - start] = if m.blooms[slot] & self.want == self.want {
-                            (d as f32 + centre) * m.steps[slot]
-                        } else {
-                            f32::NEG_INFINITY
-                        };
-                    }
-                    s += if s + 4 <= end { 4 } else { 1 };
+            for first in (run..(run + RUN).min(m.len())).step_by(GROUP) {
+                let at = first / GROUP * block;
+                let Some(bytes) = codes.get(at..at + block) else {
+                    break;
+                };
+                let found = sums.block(bytes);
+                let end = (first + GROUP).min(m.len());
+                let n = end - first;
+                let mut steps = [0f32; GROUP];
+                steps[..n].copy_from_slice(&m.steps[first..end]);
+                let (scores, mut above) = sums.scores(&found, self.tables, &steps, floor);
+                above &= u32::MAX >> (GROUP - n);
+                // Filtered, the blooms of the whole block in one go: read one by one, only
+                // where a score is above the floor, each was a miss in the cache.
+                if self.want != 0 {
+                    let mut blooms = [0u64; GROUP];
+                    blooms[..n].copy_from_slice(&m.blooms[first..end]);
+                    above &= sums.having(&blooms, self.want);
                 }
-                for (&score, s) in scores.iter().zip(start..end) {
+                // Only slots above the floor are looked at, in order (after the first few
+                // blocks, a handful a block).
+                while above != 0 {
+                    let j = above.trailing_zeros() as usize;
+                    above &= above - 1;
+                    let (score, s) = (scores[j], first + j);
                     if score <= floor {
                         continue;
                     }
@@ -78,7 +70,6 @@ impl twobit::WithDot for FirstPass<'_> {
                         floor = kept.iter().map(|k| k.0).fold(f32::INFINITY, f32::min);
                     }
                 }
-                start = end;
             }
         }
         keep_best(&mut kept, self.keep);

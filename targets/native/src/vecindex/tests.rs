@@ -129,11 +129,12 @@ fn sparse_vectors(n: usize, dim: usize) -> Vec<Vec<f32>> {
         .collect()
 }
 
-/// The rotation keeps dot products, and the 2-bit kernels are the plain sum of each code by
-/// its query byte at every length.
+/// The rotation keeps dot products, and a vector's codes, laid out in a block and looked up
+/// by the detected kernel, score `Σ q · (c - 1.5)` within the tables' rounding, at every
+/// length.
 #[test]
-fn the_rotation_keeps_dot_products_and_every_2_bit_kernel_sums_right() {
-    for dim in [1, 3, 64, 96, 127, 128, 130, 384, 1024] {
+fn the_rotation_keeps_dot_products_and_the_looked_up_codes_score_right() {
+    for dim in [1, 3, 64, 96, 127, 128, 130, 384, 1024, 1536] {
         let p = twobit::padded(dim);
         let r = Rotation::new(p);
         let vs = random_vectors(2, dim);
@@ -141,33 +142,29 @@ fn the_rotation_keeps_dot_products_and_every_2_bit_kernel_sums_right() {
         let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f32>();
         let (before, after) = (dot(&vs[0], &vs[1]), dot(&a, &b));
         assert!((before - after).abs() < 1e-4, "{dim}: {before} vs {after}");
-        let mut packed = Vec::new();
-        let step = twobit::encode(&a, &mut packed);
+        let mut positions = Vec::new();
+        let step = twobit::encode(&a, &mut positions);
         assert!(step > 0.0);
-        assert_eq!(packed.len(), p / 4);
-        let mut q: Vec<i8> = (0..p)
-            .map(|i| ((i * 37 % 255) as i16 - 127) as i8)
-            .collect();
-        q[0] = -127;
-        let plain: i32 = (0..p)
-            .map(|d| i32::from(q[d]) * i32::from(twobit::code_at(&packed, d)))
-            .sum();
-        let codes: Vec<u8> = (0..p).map(|d| twobit::code_at(&packed, d)).collect();
+        assert_eq!(positions.len(), p / 2);
+        let codes: Vec<u8> = (0..p).map(|d| twobit::code_at(&positions, d)).collect();
         assert!(
             dim < 64 || codes.contains(&0) && codes.contains(&3),
             "{dim}: every level"
         );
-        let wide = twobit::Portable(q.iter().map(|&x| i32::from(x)).collect());
-        assert_eq!(twobit::Dot::dot(&wide, &packed), plain, "portable, {dim}");
-        let got = Kernel::detect().run2(&q, Four([&packed[..]; 4]));
-        assert_eq!(got, [plain; 4], "detected kernel, {dim}");
-        // The largest sums: every code 3 against every query byte at ±127.
-        let full = vec![0xffu8; p / 4];
-        for sign in [127i8, -127] {
-            let q = vec![sign; p];
-            let want = i32::from(sign) * 3 * p as i32;
-            assert_eq!(Kernel::detect().run2(&q, Four([&full[..]; 4])), [want; 4]);
-        }
+        let plain: f32 = b
+            .iter()
+            .zip(&codes)
+            .map(|(q, &c)| q * (f32::from(c) - 1.5))
+            .sum();
+        let mut blocks = vec![0; fastscan::block_bytes(p)];
+        fastscan::write(&mut blocks, p, 7, &positions);
+        let tables = fastscan::Tables::new(&b);
+        let sums = Kernel::detect().scan(&tables.bytes, Block(&blocks));
+        let widest = b.chunks(2).map(|x| 3.0 * (x[0].abs() + x[1].abs()));
+        let unit = widest.fold(0f32, f32::max) / 127.0;
+        let got = tables.estimate(sums[7]);
+        let bound = (p / 2) as f32 * 0.5 * unit + 1e-4;
+        assert!((got - plain).abs() <= bound, "{dim}: {got} vs {plain}");
     }
 }
 
@@ -188,13 +185,13 @@ fn the_hadamard_kernel_is_the_plain_transform() {
     }
 }
 
-/// The 2-bit dot products of four packed vectors.
-struct Four<'a>([&'a [u8]; 4]);
+/// The sums of one block's slots.
+struct Block<'a>(&'a [u8]);
 
-impl twobit::WithDot for Four<'_> {
-    type Output = [i32; 4];
-    fn with<D: twobit::Dot>(self, dot: &D) -> [i32; 4] {
-        dot.dot4(self.0)
+impl fastscan::WithSums for Block<'_> {
+    type Output = [u32; fastscan::GROUP];
+    fn with<S: fastscan::Sums>(self, sums: &S) -> Self::Output {
+        sums.block(self.0)
     }
 }
 
@@ -226,6 +223,46 @@ fn upsert_remove_and_filter() {
     assert_eq!(m.dim, 0, "an empty store takes any dimension again");
 }
 
+/// Removals move the last slot's codes into the gap, in its block of 32, and give back a
+/// block once it is empty: every remaining slot's codes are its vector's.
+#[test]
+fn removals_keep_every_slot_s_codes_in_its_block() {
+    let data = random_vectors(100, 130);
+    let mut m = Mirror::default();
+    for (i, v) in data.iter().enumerate() {
+        m.upsert(&format!("v{i}"), i as i64, v, &BTreeMap::new());
+    }
+    let block = fastscan::block_bytes(m.padded);
+    assert_eq!(m.codes.len(), 4 * block);
+    for i in (0..100).filter(|i| i % 3 == 0 || *i > 90) {
+        m.remove(&format!("v{i}"));
+    }
+    assert_eq!(m.len(), 60);
+    assert_eq!(m.codes.len(), 2 * block, "two blocks given back");
+    for (i, v) in data.iter().enumerate() {
+        let Some(&s) = m.slot.get(&format!("v{i}")) else {
+            continue;
+        };
+        let mut want = Vec::new();
+        let step = twobit::encode(&m.turn(v), &mut want);
+        assert_eq!(
+            fastscan::read(m.codes.bytes(), m.padded, s),
+            want,
+            "v{i} in slot {s}"
+        );
+        assert_eq!(m.steps[s], step);
+    }
+    for s in m.len()..64 {
+        assert!(fastscan::read(m.codes.bytes(), m.padded, s)
+            .iter()
+            .all(|&n| n == 0));
+    }
+    for i in 0..100 {
+        m.remove(&format!("v{i}"));
+    }
+    assert_eq!((m.len(), m.codes.len()), (0, 0));
+}
+
 /// Loading rows on two threads fills the mirror as upserting them one by one does: the same
 /// slots, rowids and codes, a repeated id's last row kept, a row of another length skipped.
 #[test]
@@ -253,7 +290,8 @@ fn a_load_on_two_threads_is_upserts_in_order() {
     assert_eq!((loaded.rowid("odd"), loaded.rowid("empty")), (None, None));
     assert_eq!(loaded.ids, one.ids);
     assert_eq!(loaded.rowids, one.rowids);
-    assert_eq!((&loaded.codes, &loaded.steps), (&one.codes, &one.steps));
+    assert_eq!(loaded.codes.bytes(), one.codes.bytes());
+    assert_eq!(loaded.steps, one.steps);
     assert_eq!((&loaded.high, &loaded.low), (&one.high, &one.low));
     assert_eq!((&loaded.scales, &loaded.blooms), (&one.scales, &one.blooms));
 }
@@ -282,7 +320,7 @@ fn sorted(mut ids: Vec<String>) -> Vec<String> {
 
 #[test]
 fn the_parallel_scan_finds_what_the_single_threaded_one_finds() {
-    let (n, dim) = (PARALLEL_FROM + 4_001, 96);
+    let (n, dim) = (24_001, 96);
     let data = random_vectors(n, dim);
     let mut m = Mirror::default();
     let scope = |i: usize| {
