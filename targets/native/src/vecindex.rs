@@ -9,8 +9,9 @@
 //! Why: libsql's DiskANN index measured badly at 384 dimensions (see ../shared/TOOLCHAIN.md)
 //! and a SQL scan reads every 1.5 KB row per query. The mirror is 0.31 of the f32 data
 //! (100k × 384 dims ≈ 48 MB); the first pass reads a sixteenth of it (9.6 MB at 100k, in
-//! huge pages: [`pages`]), and with AVX2 looks up 32 slots' codes per instruction. The int8 estimate's best 15 held the exact
-//! best 10 in the same simulation as the 2-bit pass's (see [`twobit`]).
+//! huge pages: [`pages`]), and with AVX2 looks up 32 slots' codes per instruction. The int8
+//! estimate's best 15 held the exact best 10 in the same simulation as the 2-bit pass's (see
+//! [`twobit`]).
 
 mod fastscan;
 mod nibbles;

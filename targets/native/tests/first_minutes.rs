@@ -90,6 +90,40 @@ impl Pty {
         }
     }
 
+    /// Waits until the program's terminal has its echo off: a secret prompt is printed just
+    /// before the echo goes off, and a line typed in between would be echoed (at most 20 s).
+    async fn echo_off(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.echoes() != Some(false) {
+            assert!(
+                Instant::now() < deadline,
+                "the terminal's echo never went off"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Whether the terminal of `script`'s child echoes (none yet: `None`).
+    fn echoes(&self) -> Option<bool> {
+        let parent = self.child.id().to_string();
+        let child = std::fs::read_dir("/proc").ok()?.flatten().find(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+                // The parent's pid is the second field after the command's closing bracket.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1).map(|p| p == parent))
+                    .unwrap_or(false)
+            })
+        })?;
+        let tty = std::fs::read_link(child.path().join("fd/0")).ok()?;
+        let file = std::fs::OpenOptions::new().read(true).open(tty).ok()?;
+        let modes = rustix::termios::tcgetattr(&file).ok()?;
+        Some(
+            modes
+                .local_modes
+                .contains(rustix::termios::LocalModes::ECHO),
+        )
+    }
+
     fn typed(&mut self, line: &str) {
         let stdin = self.child.stdin.as_mut().unwrap();
         stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
@@ -104,6 +138,7 @@ async fn init_in_a_terminal_writes_an_env_that_starts_a_working_bot() {
     f.updates.lock().unwrap().push(text_update(500, "/start"));
     let mut pty = Pty::spawn(&bare(&dir, &tg, &llm), "init");
     pty.expect("Bot token", 1).await;
+    pty.echo_off().await;
     pty.typed("42:WRONG-TOKEN");
     pty.expect(
         "Telegram refused that token: copy it again from @BotFather (/mybots, API Token).",
@@ -111,6 +146,7 @@ async fn init_in_a_terminal_writes_an_env_that_starts_a_working_bot() {
     )
     .await;
     pty.expect("Bot token", 2).await;
+    pty.echo_off().await;
     pty.typed(TOKEN);
     pty.expect("Token OK: the bot is @clawless_test_bot.", 1)
         .await;
@@ -119,6 +155,7 @@ async fn init_in_a_terminal_writes_an_env_that_starts_a_working_bot() {
     pty.expect("Number or name:", 1).await;
     pty.typed("gemini");
     pty.expect("gemini key (GEMINI_API_KEY):", 1).await;
+    pty.echo_off().await;
     pty.typed("wrong-key");
     pty.expect(
         "gemini refused that key: copy it again from the provider's console.",
@@ -126,6 +163,7 @@ async fn init_in_a_terminal_writes_an_env_that_starts_a_working_bot() {
     )
     .await;
     pty.expect("gemini key (GEMINI_API_KEY):", 2).await;
+    pty.echo_off().await;
     pty.typed("good-key-123");
     pty.expect("Wrote .env (readable only by you)", 1).await;
     let status = pty.child.wait().unwrap();
